@@ -1,0 +1,333 @@
+// Waiting for a committed update's terminal outcome, by whichever means the gateway offers, best
+// first: the WatchConfigUpdateOperations stream (our extension), a server-side wait by re-sending
+// the identical request with its idempotency key (upstream), polling the operation, and, for a
+// gateway that tracks no operations at all, polling the policy status.
+//
+// A wait that ends on this side (deadline, abort) throws CompletionTimeoutError carrying a ref
+// that resumes it; a terminal outcome, good or bad, is returned as data.
+
+import { clone } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  ConfigUpdateWaitMode,
+  UpdateConfigRequestSchema,
+  type UpdateConfigRequest,
+  type UpdateConfigResponse,
+} from "./gen/openshell/v1/openshell_pb.js";
+import { fromOperation, isTerminal, type Completion, type OperationStatus } from "./completion.js";
+import { CompletionTimeoutError, CompletionUnavailableError, InvalidArgumentError, operationIdOf, toSdkError } from "./errors.js";
+import { handleRequest, isOperationHandle, type CompletionRef } from "./refs.js";
+import { buildRequest, workspaceScope } from "./update.js";
+import { deadlineSignal, isTransient, sleep, withRetry } from "./retry.js";
+import { policyStatusOnce } from "./policy-status.js";
+import { toDuration } from "./convert/timestamp.js";
+import type { ClientContext } from "./context.js";
+
+/** Something that happened while waiting, for progress displays. */
+export type ProgressEvent =
+  | { readonly type: "state"; readonly status: OperationStatus }
+  | { readonly type: "retry"; readonly attempt: number; readonly error: unknown };
+
+/** Options of `awaitCompletion` (and of `wait` on an update). */
+export interface WaitOptions {
+  /** Local bound on the whole wait. Default 60 s; `Infinity` waits until the outcome or an abort. */
+  readonly timeoutMs?: number;
+  /** Ends the wait (not the operation) with CompletionTimeoutError, reason `aborted`. */
+  readonly signal?: AbortSignal;
+  /** Called on each observed state change and on each transient failure that is retried. */
+  readonly onProgress?: (event: ProgressEvent) => void;
+}
+
+/** What the wait targets, normalized from any ref form. */
+export interface WaitTarget {
+  operationId: string | undefined;
+  readonly workspace: string | undefined;
+  /** The commit-only request; re-sending it with its key replays the committed operation. */
+  readonly request: UpdateConfigRequest | undefined;
+  readonly policyVersion: number | undefined;
+}
+
+interface Waiting {
+  readonly ctx: ClientContext;
+  readonly target: WaitTarget;
+  readonly signal: AbortSignal;
+  readonly emit: (event: ProgressEvent) => void;
+  /** The latest committed response seen on a replay. */
+  response?: UpdateConfigResponse;
+}
+
+// Extra time granted to one server-side wait before the client gives up on that call.
+const SERVER_WAIT_GRACE_MS = 10_000;
+
+/** Normalizes any ref form, or throws InvalidArgumentError naming what is wrong. */
+export function resolveRef(ctx: ClientContext, ref: CompletionRef): WaitTarget {
+  if (isOperationHandle(ref)) {
+    return {
+      operationId: ref.operationId,
+      workspace: ref.workspace,
+      request: handleRequest(ref),
+      policyVersion: ref.policyVersion,
+    };
+  }
+  const r = ref as unknown as Partial<Record<string, unknown>>;
+  if (typeof r.idempotencyKey === "string" && typeof r.request === "object" && r.request !== null) {
+    const k = ref as import("./refs.js").IdempotencyKeyRef;
+    const workspace = k.workspace ?? ctx.workspace;
+    return {
+      operationId: undefined,
+      workspace,
+      request: buildRequest(
+        {
+          sandbox: k.sandbox,
+          idempotencyKey: k.idempotencyKey,
+          workspace,
+          expectedResourceVersion: k.expectedResourceVersion,
+          annotations: k.annotations,
+        },
+        k.request,
+      ),
+      policyVersion: undefined,
+    };
+  }
+  if (typeof r.operationId === "string" && r.operationId !== "") {
+    return {
+      operationId: r.operationId,
+      workspace: (r.workspace as string | undefined) ?? ctx.workspace,
+      request: undefined,
+      policyVersion: undefined,
+    };
+  }
+  throw new InvalidArgumentError(
+    "ref must be an operation handle, { operationId }, or { sandbox, idempotencyKey, request }",
+    { field: "ref" },
+  );
+}
+
+/**
+ * Waits until the target reaches a terminal state. Returns the outcome and, when one was seen,
+ * the committed response of the request (for updates that waited from the start).
+ */
+export async function waitForTarget(
+  ctx: ClientContext,
+  target: WaitTarget,
+  options: WaitOptions,
+  errorRef: () => CompletionRef,
+): Promise<{ completion: Completion; response: UpdateConfigResponse | undefined }> {
+  const timeoutMs = options.timeoutMs ?? ctx.defaultWaitTimeoutMs;
+  if (!(timeoutMs >= 0)) throw new InvalidArgumentError("timeoutMs must be a non-negative number", { field: "timeoutMs" });
+  const deadline = Date.now() + timeoutMs;
+  const ds = deadlineSignal(options.signal, deadline);
+  let last = "";
+  const w: Waiting = {
+    ctx,
+    target,
+    signal: ds.signal,
+    emit: (event) => {
+      if (event.type === "state") {
+        const s = event.status;
+        const key = `${s.state}|${s.outcome}|${s.target === undefined ? "" : "t"}`;
+        if (key === last) return;
+        last = key;
+      }
+      options.onProgress?.(event);
+    },
+  };
+  try {
+    const completion = await waitAny(w);
+    return { completion, response: w.response };
+  } catch (err) {
+    if (ds.expired() || options.signal?.aborted) {
+      const aborted = !ds.expired();
+      throw new CompletionTimeoutError(
+        aborted
+          ? "stopped waiting: the wait was aborted; the update remains committed"
+          : `stopped waiting after ${timeoutMs} ms; the update remains committed and its operation keeps running`,
+        {
+          reason: aborted ? "aborted" : "deadline",
+          ref: errorRef(),
+          ...(target.operationId ? { operationId: target.operationId } : {}),
+          cause: aborted ? options.signal?.reason : err,
+        },
+      );
+    }
+    throw toSdkError(err, errorRef());
+  } finally {
+    ds.dispose();
+  }
+}
+
+async function waitAny(w: Waiting): Promise<Completion> {
+  if (w.target.operationId !== undefined && (w.ctx.watch !== "unsupported" || w.target.request === undefined)) {
+    return waitById(w);
+  }
+  if (w.target.request !== undefined) return waitByRequest(w);
+  throw new InvalidArgumentError("nothing to wait for: the ref has neither an operation id nor a request", {
+    field: "ref",
+  });
+}
+
+/** The server-side wait: re-send the committed request with WAIT_FOR_COMPLETION, in bounded slices. */
+async function waitByRequest(w: Waiting): Promise<Completion> {
+  const { ctx, target } = w;
+  for (;;) {
+    w.signal.throwIfAborted();
+    const req = clone(UpdateConfigRequestSchema, target.request!);
+    req.waitMode = ConfigUpdateWaitMode.WAIT_FOR_COMPLETION;
+    // Never send zero: the gateway reads a zero wait_timeout as its 60 s default.
+    const sliceMs = Math.max(1, ctx.serverWaitSliceMs);
+    req.waitTimeout = toDuration(sliceMs);
+    let res: UpdateConfigResponse;
+    try {
+      res = await withRetry(
+        async () => ctx.rpc.updateConfig(req, await ctx.callOptions(w.signal, sliceMs + SERVER_WAIT_GRACE_MS)),
+        { ...ctx.retry, signal: w.signal, onRetry: (error, attempt) => w.emit({ type: "retry", attempt, error }) },
+      );
+    } catch (err) {
+      if (w.signal.aborted) throw err;
+      const ce = ConnectError.from(err);
+      // The slice ended with the operation still running: learn its id and wait again.
+      if (ce.code === Code.DeadlineExceeded) {
+        target.operationId ??= operationIdOf(ce);
+        continue;
+      }
+      throw err;
+    }
+    w.response = res;
+    if (res.operation === undefined) return waitForPolicyStatus(w, res);
+    const status = fromOperation(res.operation);
+    target.operationId ??= status.operationId || undefined;
+    w.emit({ type: "state", status });
+    if (isTerminal(status)) return status;
+    // A gateway that answered PENDING to a waited request does not wait server-side.
+    return waitById({ ...w, target: { ...target, request: undefined } });
+  }
+}
+
+/** Follow one operation by id: the watch stream when offered, else the request's server wait, else polling. */
+async function waitById(w: Waiting): Promise<Completion> {
+  if (w.ctx.watch !== "unsupported") {
+    const done = await watch(w);
+    if (done !== undefined) return done;
+  }
+  if (w.target.request !== undefined) return waitByRequest(w);
+  return pollOperation(w);
+}
+
+/** Returns the outcome, or `undefined` when the gateway does not implement the watch. */
+async function watch(w: Waiting): Promise<Completion | undefined> {
+  const { ctx, target } = w;
+  const id = target.operationId!;
+  let failures = 0;
+  for (;;) {
+    try {
+      const stream = ctx.rpc.watchConfigUpdateOperations(
+        { operationIds: [id], workspaceScope: workspaceScope(target.workspace) },
+        await ctx.callOptions(w.signal),
+      );
+      for await (const msg of stream) {
+        ctx.watch = "supported";
+        failures = 0;
+        if (msg.operation === undefined || msg.operation.operationId !== id) continue;
+        const status = fromOperation(msg.operation);
+        w.emit({ type: "state", status });
+        if (isTerminal(status)) return status;
+      }
+      // The gateway closed the stream (shutting down, rebalancing): watch again.
+    } catch (err) {
+      if (w.signal.aborted) throw err;
+      const ce = ConnectError.from(err);
+      if (ce.code === Code.Unimplemented) {
+        ctx.watch = "unsupported";
+        return undefined;
+      }
+      if (!isTransient(err)) throw err;
+      if (++failures > (ctx.retry.retries ?? 6)) throw err;
+      w.emit({ type: "retry", attempt: failures, error: err });
+    }
+    await sleep(backoff(failures, ctx.retry.minDelayMs ?? 100, ctx.retry.maxDelayMs ?? 5_000), w.signal);
+  }
+}
+
+/** Last resort for an id-only ref on a gateway without the watch: poll with capped backoff. */
+async function pollOperation(w: Waiting): Promise<Completion> {
+  const { ctx, target } = w;
+  let delay = ctx.poll.minDelayMs;
+  for (;;) {
+    const res = await withRetry(
+      async () =>
+        ctx.rpc.getConfigUpdateOperation(
+          { operationId: target.operationId!, workspaceScope: workspaceScope(target.workspace) },
+          await ctx.callOptions(w.signal),
+        ),
+      // ABORTED here means the record changed while being read: read again.
+      { ...ctx.retry, signal: w.signal, retryOn: [Code.Aborted] },
+    );
+    if (res.operation !== undefined) {
+      const status = fromOperation(res.operation);
+      w.emit({ type: "state", status });
+      if (isTerminal(status)) return status;
+    }
+    await sleep(delay, w.signal);
+    delay = Math.min(delay * 2, ctx.poll.maxDelayMs);
+  }
+}
+
+/** A gateway that returns no operation: follow the committed policy version's load status. */
+async function waitForPolicyStatus(w: Waiting, res: UpdateConfigResponse): Promise<Completion> {
+  const { ctx, target } = w;
+  const request = target.request!;
+  if (request.settingKey !== "") {
+    throw new CompletionUnavailableError(
+      "the update was committed, but this gateway reports no completion for settings changes",
+      res,
+    );
+  }
+  let delay = Math.min(250, ctx.poll.maxDelayMs);
+  for (;;) {
+    const status = await policyStatusOnce(ctx, request.sandbox, target.workspace, res.version, w.signal);
+    w.emit({ type: "state", status });
+    if (isTerminal(status)) return status;
+    await sleep(delay, w.signal);
+    delay = Math.min(delay * 2, Math.max(ctx.poll.maxDelayMs, 1_000));
+  }
+}
+
+function backoff(attempt: number, min: number, max: number): number {
+  const base = Math.min(max, min * 2 ** Math.max(0, attempt - 1));
+  return base / 2 + Math.random() * (base / 2);
+}
+
+/** The current state of a target without waiting. A key ref replays the commit (never a new revision). */
+export async function currentStatus(
+  ctx: ClientContext,
+  target: WaitTarget,
+  signal: AbortSignal | undefined,
+): Promise<OperationStatus> {
+  try {
+    if (target.operationId !== undefined) {
+      const res = await withRetry(
+        async () =>
+          ctx.rpc.getConfigUpdateOperation(
+            { operationId: target.operationId!, workspaceScope: workspaceScope(target.workspace) },
+            await ctx.callOptions(signal),
+          ),
+        { ...ctx.retry, signal, retryOn: [Code.Aborted] },
+      );
+      if (res.operation === undefined) throw new ConnectError("update operation not found", Code.NotFound);
+      return fromOperation(res.operation);
+    }
+    const request = target.request!;
+    const res = await withRetry(async () => ctx.rpc.updateConfig(request, await ctx.callOptions(signal)), {
+      ...ctx.retry,
+      signal,
+    });
+    if (res.operation !== undefined) return fromOperation(res.operation);
+    if (request.settingKey !== "") {
+      throw new CompletionUnavailableError("this gateway reports no status for settings changes", res);
+    }
+    return await policyStatusOnce(ctx, request.sandbox, target.workspace, res.version, signal);
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    throw toSdkError(err);
+  }
+}

@@ -1,0 +1,160 @@
+// createConfigClient: the SDK's entry point. Wires a transport, the bearer token and retries to
+// the update, wait and status methods.
+
+import { createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
+import { ConfigUpdateWaitMode, OpenShell } from "./gen/openshell/v1/openshell_pb.js";
+import { assertTokenTransportSafe, authorizationHeader, type TokenSource } from "./auth.js";
+import { createWebTransport } from "./transport/web.js";
+import { baseUrlOf } from "./transport/base-url.js";
+import { InvalidArgumentError, toSdkError } from "./errors.js";
+import { withRetry, type RetryOptions } from "./retry.js";
+import { buildRequest, newIdempotencyKey, readCommitted } from "./update.js";
+import type { PolicyUpdate, SettingsUpdate, UpdateResult, WaitedUpdateResult, UpdateOptions, PolicyChange, SettingChange } from "./update.js";
+import { createHandle, type CompletionRef } from "./refs.js";
+import { currentStatus, resolveRef, waitForTarget, type WaitOptions } from "./await.js";
+import type { Completion, OperationStatus } from "./completion.js";
+import type { ClientContext } from "./context.js";
+
+/** Options of `createConfigClient`. Give `baseUrl`, or a `transport` from `openshell-config/transport/node` or `/web`. */
+export interface ConfigClientOptions {
+  /** The gateway URL; used with a fetch-based Connect transport when no `transport` is given. */
+  readonly baseUrl?: string;
+  /** A Connect transport (e.g. `createNodeTransport({ baseUrl, protocol: "grpc" })`). */
+  readonly transport?: Transport;
+  /** Bearer token, or a function returning one before each request. */
+  readonly token?: TokenSource;
+  /** Allow sending the token over plain http to a non-loopback host. Default false. */
+  readonly allowInsecureToken?: boolean;
+  /** The workspace used when a call names none. Default: the gateway's default workspace. */
+  readonly workspace?: string;
+  /** Retries of transient failures (UNAVAILABLE, broken connections). */
+  readonly retry?: RetryOptions;
+  /** Local wait bound when a wait gives none. Default 60 s. */
+  readonly defaultWaitTimeoutMs?: number;
+  /** The longest single server-side wait requested; longer waits loop. Default 50 s (under typical proxy idle timeouts). */
+  readonly serverWaitSliceMs?: number;
+  /** Backoff bounds for status polling, used only against gateways without push or watch. Default 100 ms to 2 s. */
+  readonly pollDelayMs?: { readonly min?: number; readonly max?: number };
+}
+
+/** Options of `getOperation`. */
+export interface GetOperationOptions {
+  readonly signal?: AbortSignal;
+}
+
+/** The typed configuration client. */
+export interface ConfigClient {
+  /** Commits a policy change (full replacement or merge operations); with `wait`, also its outcome. */
+  updatePolicy(update: PolicyUpdate & { readonly wait: true | WaitOptions }): Promise<WaitedUpdateResult>;
+  updatePolicy(update: PolicyUpdate): Promise<UpdateResult>;
+  /** Commits a setting upsert or delete; with `wait`, also its outcome. */
+  updateSettings(update: SettingsUpdate & { readonly wait: true | WaitOptions }): Promise<WaitedUpdateResult>;
+  updateSettings(update: SettingsUpdate): Promise<UpdateResult>;
+  /**
+   * Waits for the terminal outcome of a committed update. Resumable: pass a handle, an
+   * `{ operationId }`, or `{ sandbox, idempotencyKey, request }`. Throws CompletionTimeoutError
+   * when the wait ends locally; a failed, superseded, inactive or cancelled update is returned.
+   */
+  awaitCompletion(ref: CompletionRef, options?: WaitOptions): Promise<Completion>;
+  /** The current state of an operation, without waiting. */
+  getOperation(ref: CompletionRef, options?: GetOperationOptions): Promise<OperationStatus>;
+  /** The generated Connect client, for RPCs the curated surface does not cover. */
+  readonly raw: Client<typeof OpenShell>;
+}
+
+/** Creates a configuration client. Throws InsecureTransportError for a token over plain remote http. */
+export function createConfigClient(options: ConfigClientOptions): ConfigClient {
+  if (options.transport === undefined && options.baseUrl === undefined) {
+    throw new InvalidArgumentError("createConfigClient needs baseUrl or transport", { field: "baseUrl" });
+  }
+  const transport = options.transport ?? createWebTransport({ baseUrl: options.baseUrl! });
+  if (options.token !== undefined) {
+    assertTokenTransportSafe(options.baseUrl ?? baseUrlOf(transport), options.allowInsecureToken);
+  }
+  const rpc = createClient(OpenShell, transport);
+  const ctx: ClientContext = {
+    rpc,
+    async callOptions(signal, timeoutMs): Promise<CallOptions> {
+      const authorization = await authorizationHeader(options.token);
+      return {
+        ...(signal ? { signal } : {}),
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        ...(authorization ? { headers: { authorization } } : {}),
+      };
+    },
+    retry: options.retry ?? {},
+    workspace: options.workspace,
+    defaultWaitTimeoutMs: options.defaultWaitTimeoutMs ?? 60_000,
+    serverWaitSliceMs: options.serverWaitSliceMs ?? 50_000,
+    poll: { minDelayMs: options.pollDelayMs?.min ?? 100, maxDelayMs: options.pollDelayMs?.max ?? 2_000 },
+    watch: "unknown",
+  };
+
+  const update = (input: UpdateOptions, change: PolicyChange | SettingChange) => runUpdate(ctx, input, change);
+  return {
+    updatePolicy: ((input: PolicyUpdate) => update(input, input)) as ConfigClient["updatePolicy"],
+    updateSettings: ((input: SettingsUpdate) => update(input, input)) as ConfigClient["updateSettings"],
+    async awaitCompletion(ref, waitOptions = {}) {
+      if (waitOptions.signal?.aborted) throw waitOptions.signal.reason;
+      const target = resolveRef(ctx, ref);
+      const { completion } = await waitForTarget(ctx, target, waitOptions, () => ref);
+      return completion;
+    },
+    async getOperation(ref, getOptions = {}) {
+      getOptions.signal?.throwIfAborted();
+      return currentStatus(ctx, resolveRef(ctx, ref), getOptions.signal);
+    },
+    raw: rpc,
+  };
+}
+
+async function runUpdate(
+  ctx: ClientContext,
+  input: UpdateOptions,
+  change: PolicyChange | SettingChange,
+): Promise<UpdateResult | WaitedUpdateResult> {
+  input.signal?.throwIfAborted();
+  const workspace = input.workspace ?? ctx.workspace;
+  const request = buildRequest(
+    {
+      sandbox: input.sandbox,
+      idempotencyKey: input.idempotencyKey ?? newIdempotencyKey(),
+      workspace,
+      expectedResourceVersion: input.expectedResourceVersion,
+      annotations: input.annotations,
+    },
+    change,
+  );
+
+  if (!input.wait) {
+    try {
+      const res = await withRetry(async () => ctx.rpc.updateConfig(request, await ctx.callOptions(input.signal)), {
+        ...ctx.retry,
+        signal: input.signal,
+      });
+      return readCommitted(request, res, workspace);
+    } catch (err) {
+      if (input.signal?.aborted) throw input.signal.reason;
+      throw toSdkError(err);
+    }
+  }
+
+  // Waiting from the start sends one request: the commit and the server-side wait together.
+  const waitOptions: WaitOptions = input.wait === true ? {} : input.wait;
+  const target = { operationId: undefined, workspace, request, policyVersion: undefined };
+  const { completion, response } = await waitForTarget(
+    ctx,
+    target,
+    { ...waitOptions, signal: waitOptions.signal ?? input.signal },
+    () => createHandle(request, { operationId: target.operationId, workspace, policyVersion: undefined }),
+  );
+  if (response === undefined) {
+    // Only a watch saw the outcome; read the committed response by replaying the request.
+    const replay = await ctx.rpc.updateConfig(
+      { ...request, waitMode: ConfigUpdateWaitMode.COMMIT_ONLY },
+      await ctx.callOptions(input.signal),
+    );
+    return { ...readCommitted(request, replay, workspace), completion };
+  }
+  return { ...readCommitted(request, response, workspace), completion };
+}

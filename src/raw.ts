@@ -1,0 +1,14 @@
+/**
+ * The raw escape hatch: generated messages, enums and service descriptors.
+ *
+ * Everything here is produced by `buf generate` from `proto/` (see
+ * `src/gen/`) and re-exported unchanged, for callers who need a wire-level
+ * type the typed API does not cover. The three generated packages
+ * (`openshell.v1`, `openshell.sandbox.v1`, `openshell.datamodel.v1`) have no
+ * colliding export names, so they are re-exported flat.
+ *
+ * @module
+ */
+export * from "./gen/openshell/datamodel/v1/datamodel_pb.js";
+export * from "./gen/openshell/sandbox/v1/sandbox_pb.js";
+export * from "./gen/openshell/v1/openshell_pb.js";

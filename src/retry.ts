@@ -1,0 +1,118 @@
+// Retrying transient failures (UNAVAILABLE, broken connections) and abortable sleeps. Retries
+// are safe only because every update re-sends the same idempotency key; errors that describe the
+// request itself (bad input, unknown sandbox, auth, conflicts) are never retried.
+
+import pRetry from "p-retry";
+import { Code, ConnectError } from "@connectrpc/connect";
+
+/** How a client retries transient failures. */
+export interface RetryOptions {
+  /** Retries after the first attempt. Default 6. */
+  readonly retries?: number;
+  /** First backoff delay. Default 100 ms. */
+  readonly minDelayMs?: number;
+  /** Backoff cap. Default 5 s. */
+  readonly maxDelayMs?: number;
+}
+
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ERR_HTTP2_GOAWAY_SESSION", "ERR_HTTP2_STREAM_CANCEL", "ERR_HTTP2_INVALID_SESSION"]);
+
+/** True for failures that say nothing about the request: worth the same request again. */
+export function isTransient(err: unknown, extra: readonly Code[] = []): boolean {
+  if (err instanceof ConnectError || isConnectErrorLike(err)) {
+    const ce = err as ConnectError;
+    if (ce.code === Code.Unavailable || extra.includes(ce.code)) return true;
+    if (ce.code === Code.Unknown || ce.code === Code.Internal) return isNetworkFailure(ce.cause);
+    return false;
+  }
+  return isNetworkFailure(err);
+}
+
+function isConnectErrorLike(err: unknown): boolean {
+  return typeof err === "object" && err !== null && (err as { name?: unknown }).name === "ConnectError";
+}
+
+function isNetworkFailure(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
+    // fetch() rejects with a bare TypeError when the connection fails.
+    if (e instanceof TypeError && /fetch|network|load failed/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+/**
+ * Runs `fn` until it succeeds, fails with a non-transient error, or retries run out. The signal
+ * stops both the attempts and the backoff sleeps; the abort reason is what rejects.
+ */
+export async function withRetry<T>(
+  fn: (attempt: number) => Promise<T>,
+  options: RetryOptions & {
+    signal?: AbortSignal | undefined;
+    retryOn?: readonly Code[];
+    onRetry?: (error: unknown, attempt: number) => void;
+  } = {},
+): Promise<T> {
+  options.signal?.throwIfAborted();
+  return pRetry(fn, {
+    retries: options.retries ?? 6,
+    minTimeout: options.minDelayMs ?? 100,
+    maxTimeout: options.maxDelayMs ?? 5_000,
+    factor: 2,
+    randomize: true,
+    signal: options.signal,
+    shouldRetry: ({ error }) => !options.signal?.aborted && isTransient(error, options.retryOn),
+    onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+      if (retriesLeft > 0 && isTransient(error, options.retryOn)) options.onRetry?.(error, attemptNumber);
+    },
+  });
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * One signal that aborts when the caller's does or when `deadline` (epoch ms) passes; `expired`
+ * tells the two apart afterwards. `dispose` releases the timer and listener.
+ */
+export function deadlineSignal(
+  signal: AbortSignal | undefined,
+  deadline: number,
+): { signal: AbortSignal; expired: () => boolean; dispose: () => void } {
+  const controller = new AbortController();
+  let expired = false;
+  const onAbort = () => controller.abort(signal!.reason);
+  if (signal?.aborted) controller.abort(signal.reason);
+  else signal?.addEventListener("abort", onAbort, { once: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  if (Number.isFinite(deadline)) {
+    // setTimeout overflows past 2^31-1 ms; such deadlines are effectively infinite.
+    const ms = Math.min(Math.max(0, deadline - Date.now()), 2_147_483_647);
+    timer = setTimeout(() => {
+      expired = true;
+      controller.abort(new Error("deadline exceeded"));
+    }, ms);
+  }
+  return {
+    signal: controller.signal,
+    expired: () => expired,
+    dispose: () => {
+      if (timer !== undefined) clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    },
+  };
+}
