@@ -25,8 +25,20 @@ import type { ClientContext } from "./context.js";
 
 /** Something that happened while waiting, for progress displays. */
 export type ProgressEvent =
-  | { readonly type: "state"; readonly status: OperationStatus }
-  | { readonly type: "retry"; readonly attempt: number; readonly error: unknown };
+  | {
+      /** The operation's observed state changed. */
+      readonly type: "state";
+      /** The newly observed status. */
+      readonly status: OperationStatus;
+    }
+  | {
+      /** A transient failure (gateway unavailable, broken connection) is being retried. */
+      readonly type: "retry";
+      /** Which retry this is, counting from 1. */
+      readonly attempt: number;
+      /** The failure being retried. */
+      readonly error: unknown;
+    };
 
 /** Options of `awaitCompletion` (and of `wait` on an update). */
 export interface WaitOptions {
@@ -219,10 +231,17 @@ async function watch(w: Waiting): Promise<Completion | undefined> {
   const id = target.operationId!;
   let failures = 0;
   for (;;) {
+    // Connect's stream iterator has no return(): leaving the loop does not end the call, so each
+    // stream gets its own signal, aborted once we stop reading (else it stays open, holding a
+    // connection, until the gateway closes it).
+    const call = new AbortController();
+    const stop = () => call.abort(w.signal.reason);
+    if (w.signal.aborted) stop();
+    else w.signal.addEventListener("abort", stop, { once: true });
     try {
       const stream = ctx.rpc.watchConfigUpdateOperations(
         { operationIds: [id], workspaceScope: workspaceScope(target.workspace) },
-        await ctx.callOptions(w.signal),
+        await ctx.callOptions(call.signal),
       );
       for await (const msg of stream) {
         ctx.watch = "supported";
@@ -243,6 +262,9 @@ async function watch(w: Waiting): Promise<Completion | undefined> {
       if (!isTransient(err)) throw err;
       if (++failures > (ctx.retry.retries ?? 6)) throw err;
       w.emit({ type: "retry", attempt: failures, error: err });
+    } finally {
+      w.signal.removeEventListener("abort", stop);
+      call.abort();
     }
     await sleep(backoff(failures, ctx.retry.minDelayMs ?? 100, ctx.retry.maxDelayMs ?? 5_000), w.signal);
   }

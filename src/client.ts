@@ -4,7 +4,7 @@
 import { createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
 import { ConfigUpdateWaitMode, OpenShell } from "./gen/openshell/v1/openshell_pb.js";
 import { assertTokenTransportSafe, authorizationHeader, type TokenSource } from "./auth.js";
-import { createWebTransport } from "./transport/web.js";
+import { createFetchConnectTransport } from "./transport/fetch-connect.js";
 import { baseUrlOf } from "./transport/base-url.js";
 import { InvalidArgumentError, toSdkError } from "./errors.js";
 import { withRetry, type RetryOptions } from "./retry.js";
@@ -34,11 +34,17 @@ export interface ConfigClientOptions {
   /** The longest single server-side wait requested; longer waits loop. Default 50 s (under typical proxy idle timeouts). */
   readonly serverWaitSliceMs?: number;
   /** Backoff bounds for status polling, used only against gateways without push or watch. Default 100 ms to 2 s. */
-  readonly pollDelayMs?: { readonly min?: number; readonly max?: number };
+  readonly pollDelayMs?: {
+    /** The first delay between polls, in ms. Default 100. */
+    readonly min?: number;
+    /** The longest delay between polls, in ms. Default 2000. */
+    readonly max?: number;
+  };
 }
 
 /** Options of `getOperation`. */
 export interface GetOperationOptions {
+  /** Cancels the request; the operation itself is unaffected. */
   readonly signal?: AbortSignal;
 }
 
@@ -46,9 +52,11 @@ export interface GetOperationOptions {
 export interface ConfigClient {
   /** Commits a policy change (full replacement or merge operations); with `wait`, also its outcome. */
   updatePolicy(update: PolicyUpdate & { readonly wait: true | WaitOptions }): Promise<WaitedUpdateResult>;
+  /** Commits a policy change (full replacement or merge operations) and returns once it is committed. */
   updatePolicy(update: PolicyUpdate): Promise<UpdateResult>;
   /** Commits a setting upsert or delete; with `wait`, also its outcome. */
   updateSettings(update: SettingsUpdate & { readonly wait: true | WaitOptions }): Promise<WaitedUpdateResult>;
+  /** Commits a setting upsert or delete and returns once it is committed. */
   updateSettings(update: SettingsUpdate): Promise<UpdateResult>;
   /**
    * Waits for the terminal outcome of a committed update. Resumable: pass a handle, an
@@ -67,9 +75,11 @@ export function createConfigClient(options: ConfigClientOptions): ConfigClient {
   if (options.transport === undefined && options.baseUrl === undefined) {
     throw new InvalidArgumentError("createConfigClient needs baseUrl or transport", { field: "baseUrl" });
   }
-  const transport = options.transport ?? createWebTransport({ baseUrl: options.baseUrl! });
+  const transport = options.transport ?? createFetchConnectTransport({ baseUrl: options.baseUrl! });
   if (options.token !== undefined) {
-    assertTokenTransportSafe(options.baseUrl ?? baseUrlOf(transport), options.allowInsecureToken);
+    // Check the URL the token actually travels to: a given transport's own URL wins over baseUrl.
+    const tokenUrl = options.transport === undefined ? options.baseUrl : (baseUrlOf(options.transport) ?? options.baseUrl);
+    assertTokenTransportSafe(tokenUrl, options.allowInsecureToken);
   }
   const rpc = createClient(OpenShell, transport);
   const ctx: ClientContext = {

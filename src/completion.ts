@@ -59,19 +59,24 @@ export interface OperationBase {
 
 /** The operation is still waiting for the supervisor to apply the exact target revision. */
 export interface PendingOperation extends OperationBase {
+  /** Not yet terminal. */
   readonly state: "pending";
+  /** Always `undefined`: the operation has not completed. */
   readonly completedAt: undefined;
 }
 
 /** The supervisor runs the target revision. `degraded` means it runs with reduced function. */
 export interface AppliedCompletion extends OperationBase {
+  /** Discriminant: the target revision was applied. */
   readonly state: "applied";
   readonly outcome: "applied" | "degraded" | "ignored-duplicate";
+  /** When the operation reached its terminal state; absent when the gateway did not record it. */
   readonly completedAt: Date | undefined;
 }
 
 /** The supervisor could not apply the target revision; `outcome` says what it runs instead. */
 export interface FailedCompletion extends OperationBase {
+  /** Discriminant: the target revision could not be applied. */
   readonly state: "failed";
   readonly outcome:
     | "retained-local-override"
@@ -79,24 +84,31 @@ export interface FailedCompletion extends OperationBase {
     | "failed-closed"
     | "unsupported"
     | "unspecified";
+  /** When the operation reached its terminal state; absent when the gateway did not record it. */
   readonly completedAt: Date | undefined;
 }
 
 /** A newer desired revision of the same dimension replaced this one before it was applied. */
 export interface SupersededCompletion extends OperationBase {
+  /** Discriminant: a newer revision replaced this one. */
   readonly state: "superseded";
+  /** When the operation reached its terminal state; absent when the gateway did not record it. */
   readonly completedAt: Date | undefined;
 }
 
 /** The sandbox is stopped (or its supervisor polls): the change is stored and applies on start. */
 export interface InactiveCompletion extends OperationBase {
+  /** Discriminant: stored, applies when the sandbox next starts. */
   readonly state: "inactive";
+  /** When the operation reached its terminal state; absent when the gateway did not record it. */
   readonly completedAt: Date | undefined;
 }
 
 /** The sandbox is being deleted or is gone; the change will never apply. */
 export interface CancelledCompletion extends OperationBase {
+  /** Discriminant: the change will never apply. */
   readonly state: "cancelled";
+  /** When the operation reached its terminal state; absent when the gateway did not record it. */
   readonly completedAt: Date | undefined;
 }
 

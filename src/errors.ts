@@ -53,6 +53,10 @@ export class OpenShellConfigError extends Error {
     this.name = new.target.errorName;
   }
 
+  /**
+   * Answers `instanceof` from the brand, not the prototype chain, so errors thrown by another copy
+   * of this package (another bundle, another version) are recognised too.
+   */
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (typeof value !== "object" || value === null) return false;
     const lineage = (value as { [BRAND]?: unknown })[BRAND];

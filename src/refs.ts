@@ -15,6 +15,7 @@ export const HANDLE_KIND = "openshell-config/operation-handle@1";
  * `JSON.stringify` and restore it with `restoreHandle`.
  */
 export interface OperationHandle {
+  /** Always `HANDLE_KIND`: marks the object as a handle and names its format version. */
   readonly kind: typeof HANDLE_KIND;
   /** The durable operation id; absent when the gateway tracks no operation (polling mode). */
   readonly operationId?: string;
@@ -34,7 +35,9 @@ export interface OperationHandle {
 
 /** Resume by operation id alone (another process, a dashboard link). */
 export interface OperationIdRef {
+  /** The durable operation's id, as in `UpdateResult.operation.operationId`. */
   readonly operationId: string;
+  /** The workspace the operation belongs to; defaults to the client's. */
   readonly workspace?: string;
 }
 
@@ -43,12 +46,17 @@ export interface OperationIdRef {
  * gateway replays the original operation and never creates a second revision.
  */
 export interface IdempotencyKeyRef {
+  /** The sandbox name the update was sent for. */
   readonly sandbox: string;
+  /** The idempotency key the update was first sent with. */
   readonly idempotencyKey: string;
   /** The same change that was first sent: `{ policy }`, `{ mergeOperations }`, `{ key, value }` or `{ key, delete: true }`. */
   readonly request: PolicyChange | SettingChange;
+  /** The workspace the update was first sent in, if one was named; defaults to the client's. */
   readonly workspace?: string;
+  /** The `expectedResourceVersion` the update was first sent with, if any. */
   readonly expectedResourceVersion?: bigint | number;
+  /** The annotations the update was first sent with, if any. */
   readonly annotations?: Readonly<Record<string, string>>;
 }
 

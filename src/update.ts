@@ -24,13 +24,37 @@ export type PolicyMergeOperationInput = MessageInitShape<typeof PolicyMergeOpera
 
 /** A policy change: a full replacement, or merge operations applied to the current policy. */
 export type PolicyChange =
-  | { readonly policy: SandboxPolicyInput; readonly mergeOperations?: undefined }
-  | { readonly mergeOperations: readonly PolicyMergeOperationInput[]; readonly policy?: undefined };
+  | {
+      /** The complete new policy; replaces the sandbox's current policy. */
+      readonly policy: SandboxPolicyInput;
+      /** Not allowed together with `policy`. */
+      readonly mergeOperations?: undefined;
+    }
+  | {
+      /** Operations applied in order to the sandbox's current policy; must not be empty. */
+      readonly mergeOperations: readonly PolicyMergeOperationInput[];
+      /** Not allowed together with `mergeOperations`. */
+      readonly policy?: undefined;
+    };
 
 /** A settings change: upsert one key, or delete it. */
 export type SettingChange =
-  | { readonly key: string; readonly value: SettingInput; readonly delete?: undefined }
-  | { readonly key: string; readonly delete: true; readonly value?: undefined };
+  | {
+      /** The setting's key. */
+      readonly key: string;
+      /** The value to store under `key`. */
+      readonly value: SettingInput;
+      /** Not allowed together with `value`. */
+      readonly delete?: undefined;
+    }
+  | {
+      /** The setting's key. */
+      readonly key: string;
+      /** Removes the setting. */
+      readonly delete: true;
+      /** Not allowed together with `delete`. */
+      readonly value?: undefined;
+    };
 
 /** Options shared by `updatePolicy` and `updateSettings`. */
 export interface UpdateOptions {

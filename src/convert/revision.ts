@@ -16,11 +16,13 @@ export const POLICY_SOURCE_NAMES: Readonly<Record<PolicySource, PolicySourceName
 
 /** The revision of the whole sandbox configuration snapshot that must be acknowledged. */
 export interface SandboxConfigTarget {
+  /** Discriminates the kinds of target. */
   readonly kind: "sandbox-config";
   /** Fingerprint revision of policy plus settings. */
   readonly configRevision: bigint;
   /** The sandbox policy version. */
   readonly policyVersion: number;
+  /** Whether the sandbox's own policy or the global policy is in force. */
   readonly policySource: PolicySourceName;
   /** Non-zero only when the global policy is in force. */
   readonly globalPolicyVersion: number;
@@ -30,26 +32,39 @@ export interface SandboxConfigTarget {
 
 /** A provider environment revision (credentials delivered to the sandbox). */
 export interface ProviderEnvironmentTarget {
+  /** Discriminates the kinds of target. */
   readonly kind: "provider-environment";
+  /** The revision of the sandbox's provider environment that must be acknowledged. */
   readonly providerEnvRevision: bigint;
 }
 
 /** A provider receipt: the identity of one provider's desired state in one sandbox. */
 export interface ProviderTarget {
+  /** Discriminates the kinds of target. */
   readonly kind: "provider-target";
+  /** The sandbox's id. */
   readonly sandboxId: string;
+  /** The sandbox's name. */
   readonly sandbox: string;
+  /** The sandbox's provider attachment epoch; an opaque token, compared for equality only. */
   readonly attachmentEpoch: string;
+  /** The provider's id. */
   readonly providerId: string;
+  /** The provider record's resource version. */
   readonly providerResourceVersion: bigint;
+  /** The sandbox's provider environment revision. */
   readonly providerEnvRevision: bigint;
+  /** The sandbox's configuration revision (fingerprint of policy plus settings). */
   readonly configRevision: bigint;
+  /** SHA-256 of the canonical policy in force. */
   readonly policyHash: string;
 }
 
 /** A policy version reported by a polling-mode gateway (no operation to track). */
 export interface PolicyVersionTarget {
+  /** Discriminates the kinds of target. */
   readonly kind: "policy-version";
+  /** The sandbox policy version whose load status is followed. */
   readonly policyVersion: number;
 }
 

@@ -1,9 +1,10 @@
 // The browser transport: Connect (or gRPC-Web) over fetch. Also runs in Node, Deno and Bun, where
 // fetch exists, over HTTP/1.1.
 
-import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
+import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { tagBaseUrl } from "./base-url.js";
+import { createFetchConnectTransport, fetchCommon } from "./fetch-connect.js";
 
 /** Options of `createWebTransport`. */
 export interface WebTransportOptions {
@@ -21,15 +22,6 @@ export interface WebTransportOptions {
 
 /** A Connect transport over fetch. */
 export function createWebTransport(options: WebTransportOptions): Transport {
-  const common = {
-    baseUrl: options.baseUrl,
-    interceptors: options.interceptors ?? [],
-    // Late-bound: msw and polyfills replace globalThis.fetch after this module loads.
-    fetch: options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init)),
-  };
-  const transport =
-    options.protocol === "grpc-web"
-      ? createGrpcWebTransport({ ...common, useBinaryFormat: true })
-      : createConnectTransport({ ...common, useBinaryFormat: options.binary ?? true });
-  return tagBaseUrl(transport, options.baseUrl);
+  if (options.protocol !== "grpc-web") return createFetchConnectTransport(options);
+  return tagBaseUrl(createGrpcWebTransport({ ...fetchCommon(options), useBinaryFormat: true }), options.baseUrl);
 }

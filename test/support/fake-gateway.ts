@@ -85,6 +85,8 @@ export interface FakeGateway {
   readonly authorizations: (string | null)[];
   /** Wait timeouts requested on UpdateConfig (ms), in order. */
   readonly waitTimeouts: number[];
+  /** Every UpdateConfig request received (a copy, as decoded by the gateway), in order. */
+  readonly requests: UpdateConfigRequest[];
 }
 
 export function createFakeGateway(options: FakeGatewayOptions = {}): FakeGateway {
@@ -99,6 +101,7 @@ export function createFakeGateway(options: FakeGatewayOptions = {}): FakeGateway
   const calls: Record<string, number> = {};
   const authorizations: (string | null)[] = [];
   const waitTimeouts: number[] = [];
+  const requests: UpdateConfigRequest[] = [];
 
   function enter(method: string, ctx: HandlerContext, phase: "before" | "after" = "before"): void {
     if (phase === "before") {
@@ -247,6 +250,7 @@ export function createFakeGateway(options: FakeGatewayOptions = {}): FakeGateway
     calls,
     authorizations,
     waitTimeouts,
+    requests,
     addSandbox(name, phase = "ready") {
       const id = `sbx-${sandboxes.size + 1}-${name}`;
       sandboxes.set(name, { id, phase, policyVersion: 1, settingsRevision: 0n, resourceVersion: 1n });
@@ -270,6 +274,7 @@ export function createFakeGateway(options: FakeGatewayOptions = {}): FakeGateway
     routes(router) {
       router.service(OpenShell, {
         async updateConfig(req, ctx) {
+          requests.push(clone(UpdateConfigRequestSchema, req));
           enter("updateConfig", ctx);
           validate(req);
           const sb = sandboxes.get(req.sandbox);
