@@ -64,6 +64,8 @@ interface Waiting {
   readonly target: WaitTarget;
   readonly signal: AbortSignal;
   readonly emit: (event: ProgressEvent) => void;
+  /** When the whole wait ends (epoch ms; may be Infinity). */
+  readonly deadline: number;
   /** The latest committed response seen on a replay. */
   response?: UpdateConfigResponse;
 }
@@ -134,6 +136,7 @@ export async function waitForTarget(
     ctx,
     target,
     signal: ds.signal,
+    deadline,
     emit: (event) => {
       if (event.type === "state") {
         const s = event.status;
@@ -150,10 +153,14 @@ export async function waitForTarget(
   } catch (err) {
     if (ds.expired() || options.signal?.aborted) {
       const aborted = !ds.expired();
+      // Before the gateway confirmed anything, the commit itself may not have happened: the ref
+      // still resumes correctly (re-sending with the same key commits at most once).
+      const known = target.operationId !== undefined || w.response !== undefined;
+      const state = known
+        ? "the update remains committed and its operation keeps running"
+        : "the update may not have been committed yet; resuming with the same idempotency key commits it at most once";
       throw new CompletionTimeoutError(
-        aborted
-          ? "stopped waiting: the wait was aborted; the update remains committed"
-          : `stopped waiting after ${timeoutMs} ms; the update remains committed and its operation keeps running`,
+        aborted ? `stopped waiting: the wait was aborted; ${state}` : `stopped waiting after ${timeoutMs} ms; ${state}`,
         {
           reason: aborted ? "aborted" : "deadline",
           ref: errorRef(),
@@ -185,8 +192,14 @@ async function waitByRequest(w: Waiting): Promise<Completion> {
     w.signal.throwIfAborted();
     const req = clone(UpdateConfigRequestSchema, target.request!);
     req.waitMode = ConfigUpdateWaitMode.WAIT_FOR_COMPLETION;
-    // Never send zero: the gateway reads a zero wait_timeout as its 60 s default.
-    const sliceMs = Math.max(1, ctx.serverWaitSliceMs);
+    // End each server wait a little before the local deadline, so that the gateway's answer
+    // (with the operation-id) arrives before the local wait gives up. Never send zero: the
+    // gateway reads a zero wait_timeout as its 60 s default.
+    const remaining = w.deadline - Date.now();
+    const sliceMs = Math.max(
+      1,
+      Math.floor(Math.min(ctx.serverWaitSliceMs, remaining > 500 ? remaining - 250 : remaining / 2)),
+    );
     req.waitTimeout = toDuration(sliceMs);
     let res: UpdateConfigResponse;
     try {
@@ -200,6 +213,8 @@ async function waitByRequest(w: Waiting): Promise<Completion> {
       // The slice ended with the operation still running: learn its id and wait again.
       if (ce.code === Code.DeadlineExceeded) {
         target.operationId ??= operationIdOf(ce);
+        // Knowing the id, the watch stream is cheaper than re-sending the whole request.
+        if (target.operationId !== undefined && ctx.watch !== "unsupported") return waitById(w);
         continue;
       }
       throw err;
@@ -304,13 +319,13 @@ async function waitForPolicyStatus(w: Waiting, res: UpdateConfigResponse): Promi
       res,
     );
   }
-  let delay = Math.min(250, ctx.poll.maxDelayMs);
+  let delay = ctx.poll.minDelayMs;
   for (;;) {
     const status = await policyStatusOnce(ctx, request.sandbox, target.workspace, res.version, w.signal);
     w.emit({ type: "state", status });
     if (isTerminal(status)) return status;
     await sleep(delay, w.signal);
-    delay = Math.min(delay * 2, Math.max(ctx.poll.maxDelayMs, 1_000));
+    delay = Math.min(delay * 2, ctx.poll.maxDelayMs);
   }
 }
 

@@ -160,10 +160,17 @@ async function runUpdate(
   );
   if (response === undefined) {
     // Only a watch saw the outcome; read the committed response by replaying the request.
-    const replay = await ctx.rpc.updateConfig(
-      { ...request, waitMode: ConfigUpdateWaitMode.COMMIT_ONLY },
-      await ctx.callOptions(input.signal),
-    );
+    let replay;
+    try {
+      replay = await withRetry(
+        async () =>
+          ctx.rpc.updateConfig({ ...request, waitMode: ConfigUpdateWaitMode.COMMIT_ONLY }, await ctx.callOptions(input.signal)),
+        { ...ctx.retry, signal: input.signal },
+      );
+    } catch (err) {
+      if (input.signal?.aborted) throw input.signal.reason;
+      throw toSdkError(err);
+    }
     return { ...readCommitted(request, replay, workspace), completion };
   }
   return { ...readCommitted(request, response, workspace), completion };

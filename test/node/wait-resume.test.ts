@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { Code } from "@connectrpc/connect";
 import {
   CompletionTimeoutError,
   HANDLE_KIND,
@@ -127,8 +128,8 @@ describe("a wait that ends locally", () => {
 });
 
 describe("server-side wait slices", () => {
-  it("a long wait is split into several server-side waits no longer than the slice, and still returns the completion", async () => {
-    const { gw, client } = setup({}, { serverWaitSliceMs: 30 });
+  it("a long wait on a gateway without the watch is split into several server-side waits no longer than the slice, and still returns the completion", async () => {
+    const { gw, client } = setup({ watch: false }, { serverWaitSliceMs: 30 });
     const waiting = client.updatePolicy({ sandbox: "dev", policy: samplePolicy(), wait: { timeoutMs: 2_000 } });
     setTimeout(() => gw.complete(gw.operations()[0]!.operationId, { state: State.APPLIED, outcome: Outcome.APPLIED }), 150);
     const res = await waiting;
@@ -153,5 +154,28 @@ describe("server-side wait slices", () => {
       expect(gw.waitTimeouts.every((ms) => ms >= 1)).toBe(true);
       expect(gw.requests.every((r) => r.waitTimeout === undefined || r.waitTimeout.seconds > 0n || r.waitTimeout.nanos > 0)).toBe(true);
     }
+  });
+});
+
+describe("a wait shorter than one server-side slice", () => {
+  it("still learns the operation id, because the server wait ends before the local deadline", async () => {
+    const { gw, client } = setup({ watch: false }, { serverWaitSliceMs: 50_000 });
+    const err = await rejectionOf(client.updatePolicy({ sandbox: "dev", policy: samplePolicy(), wait: { timeoutMs: 600 } }));
+    expect(err).toBeInstanceOf(CompletionTimeoutError);
+    const e = err as CompletionTimeoutError;
+    expect(gw.waitTimeouts[0]).toBeLessThan(600);
+    expect(e.operationId).toBe(gw.operations()[0]!.operationId);
+    expect(e.message).toMatch(/remains committed/);
+  });
+
+  it("says the commit is uncertain when the gateway never answered", async () => {
+    const { gw, client } = setup({}, { retry: { retries: 1_000, minDelayMs: 5, maxDelayMs: 10 } });
+    gw.inject({ method: "updateConfig", code: Code.Unavailable }, 1_000);
+    const err = await rejectionOf(
+      client.updatePolicy({ sandbox: "dev", policy: samplePolicy(), wait: { timeoutMs: 100 } }),
+    );
+    expect(err).toBeInstanceOf(CompletionTimeoutError);
+    expect((err as CompletionTimeoutError).operationId).toBeUndefined();
+    expect((err as Error).message).toMatch(/may not have been committed/);
   });
 });
