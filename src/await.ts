@@ -13,7 +13,7 @@ import {
   UpdateConfigRequestSchema,
   type UpdateConfigRequest,
   type UpdateConfigResponse,
-} from "./gen/openshell/v1/openshell_pb.js";
+} from "./gen/openshell/v1/config_pb.js";
 import { fromOperation, isTerminal, type Completion, type OperationStatus } from "./completion.js";
 import { CompletionTimeoutError, CompletionUnavailableError, InvalidArgumentError, operationIdOf, toSdkError } from "./errors.js";
 import { handleRequest, isOperationHandle, type CompletionRef } from "./refs.js";

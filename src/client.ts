@@ -2,7 +2,9 @@
 // the update, wait and status methods.
 
 import { createClient, type CallOptions, type Client, type Transport } from "@connectrpc/connect";
-import { ConfigUpdateWaitMode, OpenShell } from "./gen/openshell/v1/openshell_pb.js";
+import type { DescService } from "@bufbuild/protobuf";
+import { ConfigUpdateWaitMode } from "./gen/openshell/v1/config_pb.js";
+import { ConfigRpc } from "./rpc.js";
 import { assertTokenTransportSafe, authorizationHeader, type TokenSource } from "./auth.js";
 import { createFetchConnectTransport } from "./transport/fetch-connect.js";
 import { baseUrlOf } from "./transport/base-url.js";
@@ -66,8 +68,12 @@ export interface ConfigClient {
   awaitCompletion(ref: CompletionRef, options?: WaitOptions): Promise<Completion>;
   /** The current state of an operation, without waiting. */
   getOperation(ref: CompletionRef, options?: GetOperationOptions): Promise<OperationStatus>;
-  /** The generated Connect client, for RPCs the curated surface does not cover. */
-  readonly raw: Client<typeof OpenShell>;
+  /**
+   * A Connect client for any service on this client's transport, sending the same bearer token:
+   * `client.raw(OpenShell).getSandbox(...)`, with `OpenShell` from `openshell-config/raw`. For
+   * RPCs the curated surface does not cover.
+   */
+  raw<S extends DescService>(service: S): Client<S>;
 }
 
 /** Creates a configuration client. Throws InsecureTransportError for a token over plain remote http. */
@@ -81,7 +87,7 @@ export function createConfigClient(options: ConfigClientOptions): ConfigClient {
     const tokenUrl = options.transport === undefined ? options.baseUrl : (baseUrlOf(options.transport) ?? options.baseUrl);
     assertTokenTransportSafe(tokenUrl, options.allowInsecureToken);
   }
-  const rpc = createClient(OpenShell, transport);
+  const rpc = createClient(ConfigRpc, transport);
   const ctx: ClientContext = {
     rpc,
     async callOptions(signal, timeoutMs): Promise<CallOptions> {
@@ -114,7 +120,7 @@ export function createConfigClient(options: ConfigClientOptions): ConfigClient {
       getOptions.signal?.throwIfAborted();
       return currentStatus(ctx, resolveRef(ctx, ref), getOptions.signal);
     },
-    raw: rpc,
+    raw: (service) => createClient(service, withAuthorization(transport, options.token)),
   };
 }
 
@@ -174,4 +180,22 @@ async function runUpdate(
     return { ...readCommitted(request, replay, workspace), completion };
   }
   return { ...readCommitted(request, response, workspace), completion };
+}
+
+// Adds the bearer token to every call made through `transport` (for `raw` clients, whose calls
+// do not pass through this module's per-call options).
+function withAuthorization(transport: Transport, token: TokenSource | undefined): Transport {
+  if (token === undefined) return transport;
+  const headers = async (init: HeadersInit | undefined) => {
+    const h = new Headers(init);
+    const authorization = await authorizationHeader(token);
+    if (authorization !== undefined) h.set("authorization", authorization);
+    return h;
+  };
+  return {
+    unary: async (method, signal, timeoutMs, header, input, contextValues) =>
+      transport.unary(method, signal, timeoutMs, await headers(header), input, contextValues),
+    stream: async (method, signal, timeoutMs, header, input, contextValues) =>
+      transport.stream(method, signal, timeoutMs, await headers(header), input, contextValues),
+  };
 }

@@ -6,7 +6,7 @@ import {
   ConfigComponent,
   ConfigUpdateOperationState,
   type ConfigUpdateOperation,
-} from "./gen/openshell/v1/openshell_pb.js";
+} from "./gen/openshell/v1/config_pb.js";
 import { toDate } from "./convert/timestamp.js";
 import { fromSnapshotRevision, type TargetRevision } from "./convert/revision.js";
 

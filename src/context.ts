@@ -2,12 +2,12 @@
 // what it has learnt about the gateway (whether it offers the watch extension).
 
 import type { CallOptions, Client } from "@connectrpc/connect";
-import type { OpenShell } from "./gen/openshell/v1/openshell_pb.js";
+import type { ConfigRpcService } from "./rpc.js";
 import type { RetryOptions } from "./retry.js";
 
 /** Shared by every method of one client. Internal. */
 export interface ClientContext {
-  readonly rpc: Client<typeof OpenShell>;
+  readonly rpc: Client<ConfigRpcService>;
   /** Headers (the bearer token) and the signal for one call. */
   callOptions(signal: AbortSignal | undefined, timeoutMs?: number): Promise<CallOptions>;
   readonly retry: RetryOptions;

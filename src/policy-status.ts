@@ -1,7 +1,7 @@
 // Completion as a polling-mode gateway can tell it: the load status of one policy version. Used
 // only when the gateway returns no durable operation for an update.
 
-import { PolicyStatus } from "./gen/openshell/v1/openshell_pb.js";
+import { PolicyStatus } from "./gen/openshell/v1/config_pb.js";
 import { toDate } from "./convert/timestamp.js";
 import { workspaceScope } from "./update.js";
 import { withRetry } from "./retry.js";

@@ -12,3 +12,6 @@
 export * from "./gen/openshell/datamodel/v1/datamodel_pb.js";
 export * from "./gen/openshell/sandbox/v1/sandbox_pb.js";
 export * from "./gen/openshell/v1/openshell_pb.js";
+export * from "./gen/openshell/v1/config_pb.js";
+export * from "./gen/openshell/v1/sandboxes_pb.js";
+export * from "./gen/openshell/v1/supervisor_pb.js";

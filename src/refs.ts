@@ -3,7 +3,7 @@
 // database column; the other two forms are what a caller can rebuild from its own records.
 
 import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
-import { UpdateConfigRequestSchema, type UpdateConfigRequest } from "./gen/openshell/v1/openshell_pb.js";
+import { UpdateConfigRequestSchema, type UpdateConfigRequest } from "./gen/openshell/v1/config_pb.js";
 import { InvalidArgumentError } from "./errors.js";
 import type { PolicyChange, SettingChange } from "./update.js";
 

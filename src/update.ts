@@ -8,7 +8,7 @@ import {
   PolicyMergeOperationSchema,
   type UpdateConfigRequest,
   type UpdateConfigResponse,
-} from "./gen/openshell/v1/openshell_pb.js";
+} from "./gen/openshell/v1/config_pb.js";
 import { SandboxPolicySchema } from "./gen/openshell/sandbox/v1/sandbox_pb.js";
 import { WorkspaceSelectorSchema, type WorkspaceSelector } from "./gen/openshell/datamodel/v1/datamodel_pb.js";
 import { InvalidArgumentError } from "./errors.js";

@@ -1,7 +1,7 @@
 // The exact revision an operation targets, as plain data. Revisions are equality tokens: 64-bit
 // counters stay `bigint` so that nothing is rounded, and revisions of different kinds never compare.
 
-import type { ConfigSnapshotRevision } from "../gen/openshell/v1/openshell_pb.js";
+import type { ConfigSnapshotRevision } from "../gen/openshell/v1/config_pb.js";
 import { PolicySource } from "../gen/openshell/sandbox/v1/sandbox_pb.js";
 
 /** Where the effective policy of a sandbox comes from. */

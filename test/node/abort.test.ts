@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
 import { CompletionTimeoutError, isOperationHandle, type OperationHandle } from "../../src/index.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/config_pb.js";
 import { rejectionOf, samplePolicy, setup, until } from "./helpers.js";
 
 describe("an already-aborted signal", () => {

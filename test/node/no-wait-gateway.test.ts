@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/config_pb.js";
 import type { ProgressEvent } from "../../src/index.js";
 import { samplePolicy, setup, until } from "./helpers.js";
 

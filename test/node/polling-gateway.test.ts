@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CompletionTimeoutError, CompletionUnavailableError, OpenShellConfigError } from "../../src/index.js";
-import { PolicyStatus, type UpdateConfigResponse } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { PolicyStatus, type UpdateConfigResponse } from "../../src/gen/openshell/v1/config_pb.js";
 import { rejectionOf, samplePolicy, setup, until } from "./helpers.js";
 
 // A gateway with push delivery disabled returns no operation; the SDK follows the committed

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { restoreHandle, type OperationHandle } from "../../src/index.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome, ConfigUpdateWaitMode } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome, ConfigUpdateWaitMode } from "../../src/gen/openshell/v1/config_pb.js";
 import { samplePolicy, setup } from "./helpers.js";
 
 // What the SDK puts on the wire, and that every re-send (retry, resumed wait, replay from a

@@ -12,7 +12,7 @@ import {
   FailedPreconditionError,
   type ProgressEvent,
 } from "../../src/index.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/config_pb.js";
 import { rejectionOf, samplePolicy, setup } from "./helpers.js";
 
 describe("retrying transient failures", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgumentError, fromSettingValue, type SettingInput } from "../../src/index.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/config_pb.js";
 import { rejectionOf, setup } from "./helpers.js";
 
 describe("updateSettings", () => {

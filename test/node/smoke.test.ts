@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
 import { createConfigClient } from "../../src/index.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/config_pb.js";
 import { createFakeGateway, samplePolicy } from "../support/fake-gateway.js";
 
 describe("smoke", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Completion, OperationStatus } from "../../src/index.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/config_pb.js";
 import type { Resolution } from "../support/fake-gateway.js";
 import { samplePolicy, setup, until } from "./helpers.js";
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Code, createRouterTransport } from "@connectrpc/connect";
 import { createConfigClient, InsecureTransportError, UnauthenticatedError } from "../../src/index.js";
 import { createNodeTransport } from "../../src/transport/node.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/config_pb.js";
 import { createFakeGateway } from "../support/fake-gateway.js";
 import { FAST, rejectionOf, samplePolicy } from "./helpers.js";
 

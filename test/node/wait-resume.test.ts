@@ -7,7 +7,7 @@ import {
   restoreHandle,
   type OperationHandle,
 } from "../../src/index.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome } from "../../src/gen/openshell/v1/config_pb.js";
 import { rejectionOf, samplePolicy, setup } from "./helpers.js";
 
 const SLICE = { serverWaitSliceMs: 50 } as const;

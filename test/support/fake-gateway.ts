@@ -6,8 +6,8 @@
 import { create, clone, toJsonString, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampNow, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createConnectRouter, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { OpenShell } from "../../src/gen/openshell/v1/openshell_pb.js";
 import {
-  OpenShell,
   ConfigUpdateOperationSchema,
   ConfigUpdateOperationState as State,
   ConfigApplyOutcome as Outcome,
@@ -20,7 +20,7 @@ import {
   type ConfigUpdateOperation,
   type UpdateConfigRequest,
   type UpdateConfigResponse,
-} from "../../src/gen/openshell/v1/openshell_pb.js";
+} from "../../src/gen/openshell/v1/config_pb.js";
 
 /** Which generation of gateway to imitate. */
 export type GatewayMode =

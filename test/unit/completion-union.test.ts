@@ -8,7 +8,7 @@ import {
   ConfigUpdateOperationSchema,
   ConfigUpdateOperationState,
   ConfigUpdateOperationStateSchema,
-} from "../../src/gen/openshell/v1/openshell_pb.js";
+} from "../../src/gen/openshell/v1/config_pb.js";
 import { PolicySourceSchema } from "../../src/gen/openshell/sandbox/v1/sandbox_pb.js";
 import { COMPONENT_NAMES, OUTCOME_NAMES, STATE_NAMES, fromOperation, isTerminal } from "../../src/completion.js";
 import { POLICY_SOURCE_NAMES } from "../../src/convert/revision.js";

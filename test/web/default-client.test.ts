@@ -3,7 +3,7 @@
 
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { InsecureTransportError, createConfigClient, type ProgressEvent } from "../../src/index.js";
-import { ConfigApplyOutcome as Outcome, ConfigUpdateOperationState as State } from "../../src/gen/openshell/v1/openshell_pb.js";
+import { ConfigApplyOutcome as Outcome, ConfigUpdateOperationState as State } from "../../src/gen/openshell/v1/config_pb.js";
 import { createFakeGateway, samplePolicy } from "../support/fake-gateway.js";
 import { BASE, useMswGateway } from "../support/msw-gateway.js";
 

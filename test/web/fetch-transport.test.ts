@@ -16,11 +16,12 @@ import {
 } from "../../src/index.js";
 import { createWebTransport, type WebTransportOptions } from "../../src/transport/web.js";
 import { toSdkError } from "../../src/errors.js";
+import { OpenShell } from "../../src/raw.js";
 import {
   ConfigApplyOutcome as Outcome,
   ConfigUpdateOperationState as State,
   ConfigUpdateWaitMode,
-} from "../../src/gen/openshell/v1/openshell_pb.js";
+} from "../../src/gen/openshell/v1/config_pb.js";
 import { createFakeGateway, samplePolicy, type FakeGateway, type FakeGatewayOptions } from "../support/fake-gateway.js";
 import { BASE, useMswGateway, type RecordedRequest } from "../support/msw-gateway.js";
 
@@ -181,7 +182,8 @@ describe.each(PROTOCOLS)("over fetch with $name", ({ transport, unaryContentType
 
   it("a gateway's DEADLINE_EXCEEDED keeps its operation-id metadata across fetch", async () => {
     const { gw, client } = setup();
-    const err = await client.raw
+    const err = await client
+      .raw(OpenShell)
       .updateConfig({
         sandbox: "dev",
         idempotencyKey: "raw-wait",

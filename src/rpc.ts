@@ -1,0 +1,79 @@
+// The four methods of service `openshell.v1.OpenShell` that the SDK calls, described without
+// loading the whole service. The generated `OpenShell` descriptor pulls in every message of the
+// gateway (sandbox lifecycle, the supervisor protocol), which would put roughly a third of the
+// browser bundle into descriptors the SDK never uses. Connect needs only each method's name,
+// kind and message schemas; a test checks these against the generated service so they cannot
+// drift.
+
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import type { GenService } from "@bufbuild/protobuf/codegenv2";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import {
+  GetConfigUpdateOperationRequestSchema,
+  GetConfigUpdateOperationResponseSchema,
+  GetSandboxPolicyStatusRequestSchema,
+  GetSandboxPolicyStatusResponseSchema,
+  UpdateConfigRequestSchema,
+  UpdateConfigResponseSchema,
+  WatchConfigUpdateOperationsRequestSchema,
+  WatchConfigUpdateOperationsResponseSchema,
+} from "./gen/openshell/v1/config_pb.js";
+
+/** The service subset the SDK calls; wire-identical to the same methods of `OpenShell`. */
+export type ConfigRpcService = GenService<{
+  updateConfig: { methodKind: "unary"; input: typeof UpdateConfigRequestSchema; output: typeof UpdateConfigResponseSchema };
+  getConfigUpdateOperation: {
+    methodKind: "unary";
+    input: typeof GetConfigUpdateOperationRequestSchema;
+    output: typeof GetConfigUpdateOperationResponseSchema;
+  };
+  getSandboxPolicyStatus: {
+    methodKind: "unary";
+    input: typeof GetSandboxPolicyStatusRequestSchema;
+    output: typeof GetSandboxPolicyStatusResponseSchema;
+  };
+  watchConfigUpdateOperations: {
+    methodKind: "server_streaming";
+    input: typeof WatchConfigUpdateOperationsRequestSchema;
+    output: typeof WatchConfigUpdateOperationsResponseSchema;
+  };
+}>;
+
+const methods: DescMethod[] = [];
+const byLocalName: Record<string, DescMethod> = {};
+
+const service = {
+  kind: "service",
+  typeName: "openshell.v1.OpenShell",
+  name: "OpenShell",
+  methods,
+  method: byLocalName,
+  deprecated: false,
+  toString: () => "service openshell.v1.OpenShell",
+} as unknown as DescService;
+
+function add(name: string, methodKind: DescMethod["methodKind"], input: DescMethod["input"], output: DescMethod["output"]) {
+  const localName = name[0]!.toLowerCase() + name.slice(1);
+  const m = {
+    kind: "rpc",
+    name,
+    localName,
+    parent: service,
+    methodKind,
+    input,
+    output,
+    idempotency: MethodOptions_IdempotencyLevel.IDEMPOTENCY_UNKNOWN,
+    deprecated: false,
+    toString: () => `rpc openshell.v1.OpenShell.${name}`,
+  } as unknown as DescMethod;
+  methods.push(m);
+  byLocalName[localName] = m;
+}
+
+add("UpdateConfig", "unary", UpdateConfigRequestSchema, UpdateConfigResponseSchema);
+add("GetConfigUpdateOperation", "unary", GetConfigUpdateOperationRequestSchema, GetConfigUpdateOperationResponseSchema);
+add("GetSandboxPolicyStatus", "unary", GetSandboxPolicyStatusRequestSchema, GetSandboxPolicyStatusResponseSchema);
+add("WatchConfigUpdateOperations", "server_streaming", WatchConfigUpdateOperationsRequestSchema, WatchConfigUpdateOperationsResponseSchema);
+
+/** The SDK's view of `openshell.v1.OpenShell`. */
+export const ConfigRpc = service as ConfigRpcService;
