@@ -1,0 +1,196 @@
+// The `openshell-gateway` command line: parses arguments and environment into a validated
+// configuration, or a usage error (exit code 2). Pure: no I/O, no process access.
+
+import { LOG_LEVELS, type LogLevel } from "./observability/logger.js";
+
+export interface GatewayConfig {
+  /** `sqlite:PATH`, `sqlite::memory:` or a `postgres://` / `postgresql://` URL. */
+  readonly db: string;
+  readonly host: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  readonly auth: { readonly mode: "file"; readonly path: string } | { readonly mode: "none" };
+  /** Browser origins allowed by CORS (`*` = any). */
+  readonly corsOrigins: readonly string[];
+  readonly logLevel: LogLevel;
+  /** Longest server-side wait a client may ask for, in milliseconds. */
+  readonly waitMaxMs: number;
+}
+
+/** What the command line asks for. */
+export type ParsedCommand = { readonly kind: "serve"; readonly config: GatewayConfig } | { readonly kind: "help"; readonly text: string };
+
+/** A bad command line. `exitCode` is 2, as for every usage error. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+  readonly exitCode = 2;
+  constructor(message: string) {
+    super(`${message}\n\n${USAGE}`);
+  }
+}
+
+export const USAGE = `Usage: openshell-gateway serve --db URL --port N (--auth-file FILE | --no-auth) [options]
+
+Options:
+  --db URL             sqlite:PATH, sqlite::memory: or postgres://user:pass@host/db   [env OPENSHELL_GATEWAY_DB]
+  --port N             TCP port, 0 for any free port                                [env OPENSHELL_GATEWAY_PORT]
+  --host H             interface to bind (default 127.0.0.1)
+  --auth-file FILE     JSON file of bearer tokens and principals                    [env OPENSHELL_GATEWAY_AUTH_FILE]
+  --no-auth            accept every request as an admin (local demos only)
+  --cors-origin URL    allow browser calls from this origin; repeatable; * for any
+  --log-level L        ${LOG_LEVELS.join(", ")} (default info)
+  --wait-max D         longest server-side completion wait, e.g. 3600s, 30m, 1h (default 3600s)
+  -h, --help           show this help`;
+
+const DEFAULT_WAIT_MAX_MS = 3_600_000;
+
+/** Parses `argv` (without node and script) with `env` as fallback. Throws UsageError. */
+export function parseCommandLine(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): ParsedCommand {
+  if (argv.some((a) => a === "--help" || a === "-h") || argv[0] === "help") return { kind: "help", text: USAGE };
+  const [command, ...rest] = argv;
+  if (command === undefined) throw new UsageError("missing command: expected `serve`");
+  if (command !== "serve") throw new UsageError(`unknown command ${JSON.stringify(command)}: expected \`serve\``);
+
+  const flags = readFlags(rest);
+  const db = flags.single("db") ?? nonEmpty(env.OPENSHELL_GATEWAY_DB);
+  if (db === undefined) throw new UsageError("--db is required (or set OPENSHELL_GATEWAY_DB)");
+  checkDbUrl(db);
+
+  const portText = flags.single("port") ?? nonEmpty(env.OPENSHELL_GATEWAY_PORT);
+  if (portText === undefined) throw new UsageError("--port is required (or set OPENSHELL_GATEWAY_PORT)");
+  const port = parsePort(portText);
+
+  const host = flags.single("host") ?? "127.0.0.1";
+  if (host === "") throw new UsageError("--host must not be empty");
+
+  const noAuth = flags.bool("no-auth");
+  const authFlag = flags.single("auth-file");
+  if (noAuth && authFlag !== undefined) throw new UsageError("--auth-file and --no-auth exclude each other");
+  const authPath = noAuth ? undefined : (authFlag ?? nonEmpty(env.OPENSHELL_GATEWAY_AUTH_FILE));
+  if (!noAuth && authPath === undefined) {
+    throw new UsageError("authentication not configured: pass --auth-file FILE (or set OPENSHELL_GATEWAY_AUTH_FILE), or --no-auth");
+  }
+
+  const corsOrigins = flags.all("cors-origin").map(checkOrigin);
+  const logLevel = flags.single("log-level") ?? "info";
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new UsageError(`--log-level ${JSON.stringify(logLevel)}: expected one of ${LOG_LEVELS.join(", ")}`);
+  }
+  const waitMaxText = flags.single("wait-max");
+  const waitMaxMs = waitMaxText === undefined ? DEFAULT_WAIT_MAX_MS : parseDuration("--wait-max", waitMaxText);
+  flags.rejectUnknown();
+
+  return {
+    kind: "serve",
+    config: {
+      db,
+      host,
+      port,
+      auth: authPath === undefined ? { mode: "none" } : { mode: "file", path: authPath },
+      corsOrigins,
+      logLevel: logLevel as LogLevel,
+      waitMaxMs,
+    },
+  };
+}
+
+const VALUE_FLAGS = new Set(["db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max"]);
+const BOOL_FLAGS = new Set(["no-auth"]);
+const REPEATABLE = new Set(["cors-origin"]);
+
+/** `--name value` and `--name=value` pairs, checked against the known flags. */
+function readFlags(args: readonly string[]) {
+  const values = new Map<string, string[]>();
+  const used = new Set<string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!arg.startsWith("--")) throw new UsageError(`unexpected argument ${JSON.stringify(arg)}`);
+    const eq = arg.indexOf("=");
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    if (BOOL_FLAGS.has(name)) {
+      if (eq !== -1) throw new UsageError(`--${name} takes no value`);
+      values.set(name, ["true"]);
+      continue;
+    }
+    if (!VALUE_FLAGS.has(name)) throw new UsageError(`unknown option --${name}`);
+    let value: string | undefined;
+    if (eq !== -1) value = arg.slice(eq + 1);
+    else {
+      value = args[++i];
+      if (value === undefined || value.startsWith("--")) throw new UsageError(`--${name} needs a value`);
+    }
+    const list = values.get(name) ?? [];
+    if (list.length > 0 && !REPEATABLE.has(name)) throw new UsageError(`--${name} given more than once`);
+    list.push(value);
+    values.set(name, list);
+  }
+  return {
+    single(name: string): string | undefined {
+      used.add(name);
+      return values.get(name)?.[0];
+    },
+    all(name: string): string[] {
+      used.add(name);
+      return values.get(name) ?? [];
+    },
+    bool(name: string): boolean {
+      used.add(name);
+      return values.has(name);
+    },
+    rejectUnknown(): void {
+      for (const name of values.keys()) if (!used.has(name)) throw new UsageError(`option --${name} is not used by serve`);
+    },
+  };
+}
+
+function nonEmpty(v: string | undefined): string | undefined {
+  return v === undefined || v === "" ? undefined : v;
+}
+
+function checkDbUrl(db: string): void {
+  if (db === "sqlite::memory:") return;
+  if (db.startsWith("sqlite:")) {
+    if (db.length === "sqlite:".length) throw new UsageError("--db sqlite: needs a file path, e.g. sqlite:./gateway.db");
+    return;
+  }
+  if (/^postgres(ql)?:\/\//.test(db)) {
+    try {
+      new URL(db);
+    } catch {
+      throw new UsageError("--db: not a valid postgres:// URL");
+    }
+    return;
+  }
+  // Never echo the value: a mistyped URL may contain a password.
+  throw new UsageError("--db must be sqlite:PATH, sqlite::memory: or a postgres:// URL");
+}
+
+function parsePort(text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) > 65535) throw new UsageError(`--port ${JSON.stringify(text)}: expected an integer from 0 to 65535`);
+  return Number(text);
+}
+
+function checkOrigin(origin: string): string {
+  if (origin === "*") return origin;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    throw new UsageError(`--cors-origin ${JSON.stringify(origin)}: expected an origin such as https://dashboard.example.com`);
+  }
+  const bare = url.pathname === "/" && url.search === "" && url.hash === "" && url.username === "" && url.password === "";
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || !bare || /[?#]$/.test(origin)) {
+    throw new UsageError(`--cors-origin ${JSON.stringify(origin)}: expected scheme://host[:port] with no path`);
+  }
+  return url.origin;
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `3600s`, `1.5m`, `1h`, `250ms`; a bare number means seconds. Must be positive. */
+export function parseDuration(flag: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  const ms = m ? Number(m[1]) * UNIT_MS[m[2] ?? "s"]! : NaN;
+  if (!Number.isFinite(ms) || ms <= 0) throw new UsageError(`${flag} ${JSON.stringify(text)}: expected a positive duration such as 3600s, 30m or 1h`);
+  return Math.round(ms);
+}

@@ -1,0 +1,125 @@
+// createGateway: wires the store, the operation bus, transitions, waiters and every RPC
+// handler into Connect routes. The server (server.ts) and the CLI (cli.ts) host what this returns.
+
+import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ConfigUpdateOperationState as State, OpenShell } from "openshell-config/raw";
+import type { Logger } from "pino";
+import type { Store } from "./store/store.js";
+import type { AuthFile } from "./auth/auth-file.js";
+import type { GatewayMetrics } from "./observability/metrics.js";
+import { createAuthInterceptor, createNoAuthInterceptor } from "./auth/interceptor.js";
+import { createRpcMetricsInterceptor } from "./observability/rpc-metrics.js";
+import { instrumentStore } from "./store/instrumented.js";
+import { createOperationBus } from "./operations/bus.js";
+import { createTransitions, type Transitions } from "./operations/transitions.js";
+import { createWaiters } from "./operations/waiters.js";
+import { updateConfig } from "./rpc/config.js";
+import { getConfigUpdateOperation, watchConfigUpdateOperations } from "./rpc/operations.js";
+import { createSandbox, deleteSandbox, getSandbox, listSandboxes, startSandbox, stopSandbox } from "./rpc/sandboxes.js";
+import { getSandboxPolicyStatus, listSandboxPolicies } from "./rpc/policies.js";
+import { getGatewayConfig, getSandboxConfig } from "./rpc/sandbox-config.js";
+import { createProvider, updateProvider } from "./rpc/providers.js";
+import { health } from "./rpc/health.js";
+import type { GatewayDeps } from "./rpc/deps.js";
+
+export interface GatewayOptions {
+  readonly store: Store;
+  readonly logger: Logger;
+  readonly metrics: GatewayMetrics;
+  /** Bearer tokens; `undefined` runs without authentication (every caller is an admin). */
+  readonly auth: AuthFile | undefined;
+  /** Longest server-side wait (default 1 h). */
+  readonly waitMaxMs?: number;
+  /** Wait when a caller gives none (default 60 s). */
+  readonly waitDefaultMs?: number;
+  readonly version?: string;
+}
+
+export interface Gateway {
+  readonly routes: (router: ConnectRouter) => void;
+  readonly interceptors: Interceptor[];
+  /** Startup work: a scan of operations left pending by a previous run. */
+  start(): Promise<void>;
+  /** Ends waits with UNAVAILABLE; the caller closes the server and then the store. */
+  shutdown(): Promise<void>;
+  isHealthy(): Promise<boolean>;
+  /** Operation transitions, for the supervisor session (and tests standing in for it). */
+  readonly transitions: Transitions;
+  readonly deps: GatewayDeps;
+}
+
+export function createGateway(options: GatewayOptions): Gateway {
+  const { logger, metrics } = options;
+  const store = instrumentStore(options.store, metrics.storeOperationSeconds);
+  const bus = createOperationBus();
+  const transitions = createTransitions(store, bus, (op) => {
+    metrics.updateOperationsTerminal.inc({ state: State[op.state] ?? String(op.state) });
+  });
+  const waiters = createWaiters(store, bus);
+  metrics.setPendingSource(() => store.countPending());
+  const deps: GatewayDeps = {
+    store,
+    bus,
+    transitions,
+    waiters,
+    logger,
+    observeWait: (s) => metrics.operationWaitSeconds.observe(s),
+    waitMaxMs: options.waitMaxMs ?? 3_600_000,
+    waitDefaultMs: options.waitDefaultMs ?? 60_000,
+  };
+  const unimplemented = (what: string) => () => {
+    throw new ConnectError(`${what} is not supported by this gateway`, Code.Unimplemented);
+  };
+
+  const routes = (router: ConnectRouter) => {
+    router.service(OpenShell, {
+      health: () => health(deps, options.version ?? "dev"),
+      createSandbox: (req, ctx) => createSandbox(deps, req, ctx),
+      getSandbox: (req, ctx) => getSandbox(deps, req, ctx),
+      listSandboxes: (req, ctx) => listSandboxes(deps, req, ctx),
+      stopSandbox: (req, ctx) => stopSandbox(deps, req, ctx),
+      startSandbox: (req, ctx) => startSandbox(deps, req, ctx),
+      deleteSandbox: (req, ctx) => deleteSandbox(deps, req, ctx),
+      updateConfig: (req, ctx) => updateConfig(deps, req, ctx),
+      getConfigUpdateOperation: (req, ctx) => getConfigUpdateOperation(deps, req, ctx),
+      watchConfigUpdateOperations: (req, ctx) => watchConfigUpdateOperations(deps, req, ctx),
+      getSandboxConfig: (req, ctx) => getSandboxConfig(deps, req, ctx),
+      getGatewayConfig: (_req, ctx) => getGatewayConfig(deps, ctx),
+      getSandboxPolicyStatus: (req, ctx) => getSandboxPolicyStatus(deps, req, ctx),
+      listSandboxPolicies: (req, ctx) => listSandboxPolicies(deps, req, ctx),
+      createProvider: (req, ctx) => createProvider(deps, req, ctx),
+      updateProvider: (req, ctx) => updateProvider(deps, req, ctx),
+      reportPolicyStatus: unimplemented("ReportPolicyStatus (polling supervisors)"),
+      connectSupervisor: unimplemented("ConnectSupervisor"),
+    });
+  };
+
+  if (!options.auth) logger.warn("authentication is DISABLED: every caller is treated as an admin of every workspace");
+  const interceptors = [
+    createRpcMetricsInterceptor(metrics),
+    options.auth ? createAuthInterceptor(options.auth, { unauthenticatedMethods: ["Health"] }) : createNoAuthInterceptor(),
+  ];
+
+  return {
+    routes,
+    interceptors,
+    transitions,
+    deps,
+    async start() {
+      const pending = await store.countPending();
+      logger.info({ pending, store: store.kind }, "gateway started; pending operations resume");
+    },
+    async shutdown() {
+      waiters.shutdown();
+    },
+    async isHealthy() {
+      try {
+        await store.countPending();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}

@@ -1,0 +1,80 @@
+// Store records to wire messages, in one place. Secrets never pass through here: provider
+// values are reported by name only.
+
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  ConfigSnapshotRevisionSchema,
+  ConfigUpdateOperationSchema,
+  SandboxPolicyRevisionSchema,
+  SandboxSchema,
+  SandboxSpecSchema,
+  SandboxPolicySchema,
+  ProviderSchema,
+  type ConfigUpdateOperation,
+  type Sandbox,
+  type SandboxPolicyRevision,
+  type Provider,
+} from "openshell-config/raw";
+import type { OperationRecord, PolicyRevisionRecord, ProviderRecord, SandboxRecord } from "../store/store.js";
+
+export function toOperation(op: OperationRecord): ConfigUpdateOperation {
+  return create(ConfigUpdateOperationSchema, {
+    operationId: op.id,
+    sandboxId: op.sandboxId,
+    component: op.component,
+    targetRevision: op.target ? fromBinary(ConfigSnapshotRevisionSchema, op.target) : undefined,
+    state: op.state,
+    outcome: op.outcome,
+    sanitizedError: op.sanitizedError,
+    createdTime: timestampFromDate(op.createdAt),
+    updatedTime: timestampFromDate(op.updatedAt),
+    completedTime: op.completedAt ? timestampFromDate(op.completedAt) : undefined,
+  });
+}
+
+export function toSandbox(sb: SandboxRecord): Sandbox {
+  return create(SandboxSchema, {
+    metadata: {
+      id: sb.id,
+      name: sb.name,
+      workspace: sb.workspace,
+      labels: { ...sb.labels },
+      annotations: { ...sb.annotations },
+      resourceVersion: sb.resourceVersion,
+      createdTime: timestampFromDate(sb.createdAt),
+      deletionTime: sb.deletionAt ? timestampFromDate(sb.deletionAt) : undefined,
+    },
+    spec: fromBinary(SandboxSpecSchema, sb.spec),
+    status: { phase: sb.phase, currentPolicyVersion: sb.policyVersion },
+  });
+}
+
+export function toPolicyRevision(rev: PolicyRevisionRecord, withPolicy: boolean): SandboxPolicyRevision {
+  return create(SandboxPolicyRevisionSchema, {
+    version: rev.version,
+    policyHash: rev.hash,
+    status: rev.status,
+    loadError: rev.loadError,
+    createdTime: timestampFromDate(rev.createdAt),
+    loadedTime: rev.loadedAt ? timestampFromDate(rev.loadedAt) : undefined,
+    provenance: { ...rev.provenance },
+    ...(withPolicy ? { policy: fromBinary(SandboxPolicySchema, rev.policy) } : {}),
+  });
+}
+
+/** A provider as callers see it: secret values are replaced by an empty string. */
+export function toProvider(p: ProviderRecord): Provider {
+  const credentials: Record<string, string> = {};
+  const config: Record<string, string> = {};
+  for (const v of p.values) {
+    if (v.secret) credentials[v.name] = "";
+    else config[v.name] = v.value;
+  }
+  return create(ProviderSchema, {
+    metadata: { id: p.id, name: p.name, workspace: p.workspace, resourceVersion: p.resourceVersion, createdTime: timestampFromDate(p.createdAt) },
+    type: p.type,
+    credentials,
+    config,
+  });
+}

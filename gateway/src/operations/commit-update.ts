@@ -1,0 +1,201 @@
+// The one transaction of a sandbox-scoped UpdateConfig: idempotency replay, the
+// expected_resource_version check, the desired-state change (policy revision or setting), the
+// annotation merge, superseding older pending operations, the new operation and the idempotency
+// record. All of it commits together or not at all; nothing here waits on anything but the
+// database.
+
+import { randomUUID } from "node:crypto";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  ConfigComponent,
+  ConfigUpdateOperationState as State,
+  ConfigApplyOutcome,
+  PolicyStatus,
+  SandboxPolicySchema,
+  SandboxSpecSchema,
+  SettingValueSchema,
+  UpdateConfigResponseSchema,
+  type UpdateConfigRequest,
+  type UpdateConfigResponse,
+} from "openshell-config/raw";
+import type { Dimension, OperationRecord, SandboxRecord, StoreTx, Store } from "../store/store.js";
+import { applyMergeOperations, checkStaticFields, policyHash, validatePolicy } from "../model/policy.js";
+import { initialState, SUPERSEDED_ERROR } from "./states.js";
+import { resolveInTx } from "./transitions.js";
+
+export interface CommitResult {
+  readonly response: UpdateConfigResponse;
+  readonly operation: OperationRecord;
+  readonly sandbox: SandboxRecord;
+  /** The request replayed an earlier commit with the same idempotency key. */
+  readonly replayed: boolean;
+  /** A new desired revision was stored (false for replays and unchanged updates). */
+  readonly changed: boolean;
+  /** Operations this commit created or resolved, to announce once it is durable. */
+  readonly touched: OperationRecord[];
+}
+
+export function dimensionOf(req: UpdateConfigRequest): Dimension {
+  return req.settingKey !== "" ? "settings" : "policy";
+}
+
+function sameMap(a: Record<string, string>, b: Record<string, string>): boolean {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => b[k] === a[k]);
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/** Commits `req` for sandbox `name` in `workspace`; `fingerprint` identifies the payload for idempotency. */
+export async function commitSandboxUpdate(
+  store: Store,
+  workspace: string,
+  req: UpdateConfigRequest,
+  fingerprint: string,
+): Promise<CommitResult> {
+  return store.transaction(async (tx) => {
+    let sb = await tx.sandboxByName(workspace, req.sandbox);
+    if (!sb) throw new ConnectError(`sandbox "${req.sandbox}" not found`, Code.NotFound);
+    const key = req.idempotencyKey;
+    if (key !== "") {
+      const prior = await tx.idempotency(sb.id, key);
+      if (prior) {
+        if (prior.fingerprint !== fingerprint) {
+          throw new ConnectError("idempotency_key was already used with a different request payload", Code.InvalidArgument);
+        }
+        const operation = await tx.operation(prior.operationId);
+        if (!operation) throw new ConnectError("the operation of this idempotency key is missing", Code.Internal);
+        const response = fromBinary(UpdateConfigResponseSchema, prior.response);
+        return { response, operation, sandbox: sb, replayed: true, changed: false, touched: [] };
+      }
+    }
+    if (req.expectedResourceVersion !== 0n && req.expectedResourceVersion !== sb.resourceVersion) {
+      throw new ConnectError(
+        `resource version mismatch: expected ${req.expectedResourceVersion}, sandbox is at ${sb.resourceVersion}`,
+        Code.Aborted,
+      );
+    }
+
+    const dimension = dimensionOf(req);
+    const change = dimension === "policy" ? await changePolicy(tx, sb, req) : await changeSetting(tx, sb, req);
+    const annotations = { ...sb.annotations, ...req.annotations };
+    const annotationsChanged = !sameMap(annotations, sb.annotations);
+    if (change.changed || annotationsChanged) {
+      sb = await tx.updateSandbox(sb.id, { ...change.patch, annotations });
+    }
+    const desiredRevision = dimension === "policy" ? BigInt(sb.policyVersion) : sb.settingsRevision;
+
+    const touched: OperationRecord[] = [];
+    if (change.changed) {
+      for (const older of await tx.pendingOperations(sb.id, dimension)) {
+        if (older.desiredRevision >= desiredRevision) continue;
+        const superseded = await resolveInTx(tx, older, {
+          state: State.SUPERSEDED,
+          outcome: ConfigApplyOutcome.IGNORED_STALE,
+          error: SUPERSEDED_ERROR,
+        });
+        if (superseded) touched.push(superseded);
+      }
+    }
+
+    const now = new Date();
+    const init = initialState(sb.phase);
+    const operation: OperationRecord = {
+      id: randomUUID(),
+      sandboxId: sb.id,
+      workspace: sb.workspace,
+      dimension,
+      component: ConfigComponent.SANDBOX_CONFIG,
+      desiredRevision,
+      target: undefined,
+      state: init.state,
+      outcome: ConfigApplyOutcome.UNSPECIFIED,
+      sanitizedError: init.error,
+      createdAt: now,
+      updatedAt: now,
+      completedAt: init.state === State.PENDING ? undefined : now,
+      attemptCount: 0,
+      nextAttemptAt: now,
+      rowVersion: 1,
+    };
+    await tx.insertOperation(operation);
+    touched.push(operation);
+
+    const response = create(UpdateConfigResponseSchema, {
+      version: sb.policyVersion,
+      policyHash: sb.policyHash,
+      settingsRevision: sb.settingsRevision,
+      deleted: change.deleted,
+      annotations: { ...sb.annotations },
+    });
+    if (key !== "") {
+      await tx.insertIdempotency({
+        sandboxId: sb.id,
+        key,
+        fingerprint,
+        dimension,
+        operationId: operation.id,
+        response: toBinary(UpdateConfigResponseSchema, response),
+        createdAt: now,
+      });
+    }
+    return { response, operation, sandbox: sb, replayed: false, changed: change.changed, touched };
+  });
+}
+
+interface Change {
+  changed: boolean;
+  deleted: boolean;
+  patch: { policyVersion?: number; policyHash?: string; settingsRevision?: bigint };
+}
+
+async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRequest): Promise<Change> {
+  const latest = await tx.latestPolicyRevision(sb.id);
+  const base = latest ? fromBinary(SandboxPolicySchema, latest.policy) : create(SandboxPolicySchema);
+  const next = req.policy ?? applyMergeOperations(base, req.mergeOperations);
+  validatePolicy(next);
+  const createTime = fromBinary(SandboxSpecSchema, sb.spec).policy ?? create(SandboxPolicySchema);
+  checkStaticFields(next, createTime);
+  const hash = policyHash(next);
+  if (latest && latest.hash === hash && sameMap(latest.provenance, req.annotations)) {
+    return { changed: false, deleted: false, patch: {} };
+  }
+  const version = (latest?.version ?? 0) + 1;
+  await tx.insertPolicyRevision({
+    sandboxId: sb.id,
+    version,
+    policy: toBinary(SandboxPolicySchema, next),
+    hash,
+    status: PolicyStatus.PENDING,
+    loadError: "",
+    createdAt: new Date(),
+    loadedAt: undefined,
+    provenance: { ...req.annotations },
+  });
+  return { changed: true, deleted: false, patch: { policyVersion: version, policyHash: hash } };
+}
+
+async function changeSetting(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRequest): Promise<Change> {
+  const key = req.settingKey;
+  const global = await tx.settings("");
+  if (global.some((s) => s.key === key)) {
+    throw new ConnectError(`setting '${key}' is managed globally; delete the global setting first`, Code.FailedPrecondition);
+  }
+  const current = (await tx.settings(sb.id)).find((s) => s.key === key);
+  const revision = sb.settingsRevision + 1n;
+  if (req.deleteSetting) {
+    if (!current) return { changed: false, deleted: false, patch: {} };
+    await tx.deleteSetting(sb.id, key);
+    return { changed: true, deleted: true, patch: { settingsRevision: revision } };
+  }
+  if (!req.settingValue || req.settingValue.value.case === undefined) {
+    throw new ConnectError("setting_value is required unless delete_setting is set", Code.InvalidArgument);
+  }
+  const value = toBinary(SettingValueSchema, req.settingValue);
+  if (current && bytesEqual(current.value, value)) return { changed: false, deleted: false, patch: {} };
+  await tx.putSetting({ sandboxId: sb.id, key, value });
+  return { changed: true, deleted: false, patch: { settingsRevision: revision } };
+}

@@ -1,0 +1,67 @@
+// Waiting for an operation to leave PENDING: woken by the operation bus, bounded by a timer,
+// ended early by the caller going away or the gateway shutting down. A wait never changes the
+// operation; it only reads it.
+
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { OperationRecord, Store } from "../store/store.js";
+import type { OperationBus } from "./bus.js";
+import { isTerminalState } from "./states.js";
+
+export interface Waiters {
+  /**
+   * Resolves with the terminal row, or throws DEADLINE_EXCEEDED (with `operation-id`
+   * metadata) after `timeoutMs`, CANCELED when `signal` aborts, UNAVAILABLE on shutdown.
+   */
+  waitFor(id: string, timeoutMs: number, signal: AbortSignal): Promise<OperationRecord>;
+  /** Number of waits in progress. */
+  readonly active: number;
+  /** Ends every wait with UNAVAILABLE and refuses new ones. */
+  shutdown(): void;
+}
+
+export function createWaiters(store: Store, bus: OperationBus): Waiters {
+  const ending = new Set<(err: Error) => void>();
+  let closed = false;
+  return {
+    get active() {
+      return ending.size;
+    },
+    shutdown() {
+      closed = true;
+      const err = new ConnectError("gateway is shutting down", Code.Unavailable);
+      for (const end of [...ending]) end(err);
+    },
+    async waitFor(id, timeoutMs, signal) {
+      if (closed) throw new ConnectError("gateway is shutting down", Code.Unavailable);
+      let wake!: (op: OperationRecord) => void;
+      let fail!: (err: Error) => void;
+      const done = new Promise<OperationRecord>((resolve, reject) => {
+        wake = resolve;
+        fail = reject;
+      });
+      // Subscribe before reading, so a transition between the read and the subscription is not missed.
+      const unsubscribe = bus.onOperation(id, (op) => {
+        if (isTerminalState(op.state)) wake(op);
+      });
+      const timer = setTimeout(
+        () => fail(new ConnectError(`timed out waiting for update operation ${id}`, Code.DeadlineExceeded, { "operation-id": id })),
+        timeoutMs,
+      );
+      const onAbort = () => fail(new ConnectError("the caller cancelled the wait", Code.Canceled));
+      signal.addEventListener("abort", onAbort, { once: true });
+      ending.add(fail);
+      try {
+        const current = await store.operation(id);
+        if (!current) throw new ConnectError("update operation not found", Code.NotFound);
+        if (isTerminalState(current.state)) return current;
+        if (signal.aborted) onAbort();
+        return await done;
+      } finally {
+        unsubscribe();
+        clearTimeout(timer);
+        signal.removeEventListener("abort", onAbort);
+        ending.delete(fail);
+      }
+    },
+  };
+}

@@ -1,0 +1,117 @@
+// UpdateConfig: validate, commit in one transaction, announce, then (optionally) wait for the
+// exact operation without holding any transaction. Also the request fingerprint that makes
+// idempotency keys safe.
+
+import { createHash } from "node:crypto";
+import { clone, toJson } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import {
+  ConfigUpdateWaitMode,
+  UpdateConfigRequestSchema,
+  UpdateConfigResponseSchema,
+  type UpdateConfigRequest,
+  type UpdateConfigResponse,
+} from "openshell-config/raw";
+import { canonicalJson } from "../model/policy.js";
+import { toOperation } from "../model/convert.js";
+import { commitSandboxUpdate } from "../operations/commit-update.js";
+import { commitGlobalUpdate } from "../operations/commit-global.js";
+import { isTerminalState } from "../operations/states.js";
+import { assertWorkspace, requireAdmin, requirePlatformAdmin, singleWorkspace } from "./access.js";
+import type { GatewayDeps } from "./deps.js";
+
+const MAX_KEY_BYTES = 256;
+
+function invalid(message: string): ConnectError {
+  return new ConnectError(message, Code.InvalidArgument);
+}
+
+/** Checks everything that needs no database, in upstream's order. */
+export function validateUpdate(req: UpdateConfigRequest): void {
+  if (!(req.waitMode in ConfigUpdateWaitMode)) throw invalid("unknown configuration update wait mode");
+  const wt = req.waitTimeout;
+  if (wt && (wt.seconds < 0n || wt.nanos < 0)) throw invalid("wait_timeout must be a nonnegative duration");
+  if (Buffer.byteLength(req.idempotencyKey, "utf8") > MAX_KEY_BYTES) throw invalid("idempotency_key exceeds 256 bytes");
+  if (req.idempotencyKey.trim() !== req.idempotencyKey) {
+    throw invalid("idempotency_key must not have leading or trailing whitespace");
+  }
+  const kinds = [req.policy !== undefined, req.settingKey !== "", req.mergeOperations.length > 0].filter(Boolean).length;
+  if (kinds > 1) throw invalid("policy, setting_key, and merge_operations are mutually exclusive");
+  if (kinds === 0) throw invalid("one of policy, setting_key or merge_operations is required");
+  if (req.deleteSetting && req.settingKey === "") throw invalid("delete_setting requires setting_key");
+  if (req.deleteSetting && req.settingValue !== undefined) throw invalid("setting_value and delete_setting are mutually exclusive");
+  for (const key of Object.keys(req.annotations)) {
+    if (key === "") throw invalid("annotations must not have an empty key");
+  }
+  if (req.global) {
+    if (req.sandbox !== "" || req.workspaceScope !== undefined) {
+      throw invalid("sandbox and workspace must be omitted when global is true");
+    }
+    if (req.waitMode === ConfigUpdateWaitMode.WAIT_FOR_COMPLETION) {
+      throw invalid("WAIT_FOR_COMPLETION is only supported for sandbox-scoped updates");
+    }
+    if (req.idempotencyKey !== "") throw invalid("idempotency_key is only supported for sandbox-scoped updates");
+    if (Object.keys(req.annotations).length > 0) throw invalid("annotations are only supported for sandbox-scoped updates");
+    if (req.mergeOperations.length > 0) throw invalid("merge_operations are only supported for sandbox-scoped updates");
+  } else if (req.sandbox === "") {
+    throw invalid("sandbox is required");
+  }
+}
+
+/** SHA-256 of the canonical request without the fields a retry may change (wait settings, request_id). */
+export function requestFingerprint(req: UpdateConfigRequest): string {
+  const c = clone(UpdateConfigRequestSchema, req);
+  c.waitMode = ConfigUpdateWaitMode.UNSPECIFIED;
+  c.waitTimeout = undefined;
+  c.requestId = "";
+  return createHash("sha256").update(canonicalJson(toJson(UpdateConfigRequestSchema, c))).digest("hex");
+}
+
+function waitMs(req: UpdateConfigRequest, deps: GatewayDeps): number {
+  const wt = req.waitTimeout;
+  const ms = wt ? Number(wt.seconds) * 1000 + Math.floor(wt.nanos / 1e6) : 0;
+  // A sub-millisecond request still means "wait a little", not "use the default".
+  if (ms === 0 && wt && (wt.seconds > 0n || wt.nanos > 0)) return 1;
+  return ms === 0 ? deps.waitDefaultMs : Math.min(ms, deps.waitMaxMs);
+}
+
+export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, ctx: HandlerContext): Promise<UpdateConfigResponse> {
+  validateUpdate(req);
+  if (req.global) {
+    requirePlatformAdmin(ctx);
+    return commitGlobalUpdate(deps, req);
+  }
+  const principal = requireAdmin(ctx);
+  const workspace = singleWorkspace(req.workspaceScope);
+  assertWorkspace(principal, workspace, `sandbox "${req.sandbox}"`);
+
+  const result = await commitSandboxUpdate(deps.store, workspace, req, requestFingerprint(req));
+  deps.transitions.announce(result.touched);
+  deps.logger.info(
+    {
+      sandbox: req.sandbox,
+      workspace,
+      operationId: result.operation.id,
+      replayed: result.replayed,
+      changed: result.changed,
+      principal: principal.name,
+    },
+    result.replayed ? "update replayed" : "update committed",
+  );
+
+  let operation = result.operation;
+  if (req.waitMode === ConfigUpdateWaitMode.WAIT_FOR_COMPLETION && !isTerminalState(operation.state)) {
+    const started = performance.now();
+    try {
+      operation = await deps.waiters.waitFor(operation.id, waitMs(req, deps), ctx.signal);
+    } finally {
+      deps.observeWait((performance.now() - started) / 1000);
+    }
+  } else if (result.replayed) {
+    operation = (await deps.store.operation(operation.id)) ?? operation;
+  }
+  const response = clone(UpdateConfigResponseSchema, result.response);
+  response.operation = toOperation(operation);
+  return response;
+}
+

@@ -1,0 +1,21 @@
+// What every RPC handler needs, wired once by createGateway.
+
+import type { Logger } from "pino";
+import type { Store } from "../store/store.js";
+import type { OperationBus } from "../operations/bus.js";
+import type { Transitions } from "../operations/transitions.js";
+import type { Waiters } from "../operations/waiters.js";
+
+export interface GatewayDeps {
+  readonly store: Store;
+  readonly bus: OperationBus;
+  readonly transitions: Transitions;
+  readonly waiters: Waiters;
+  readonly logger: Logger;
+  /** Observes wait durations (seconds) for metrics. */
+  readonly observeWait: (seconds: number) => void;
+  /** Longest server-side wait a caller may ask for. */
+  readonly waitMaxMs: number;
+  /** Wait applied when a caller asks for WAIT_FOR_COMPLETION without a timeout. */
+  readonly waitDefaultMs: number;
+}

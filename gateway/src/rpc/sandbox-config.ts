@@ -1,0 +1,56 @@
+// Desired-configuration reads: GetSandboxConfig (the snapshot a supervisor would receive; a
+// supervisor token may read only its own sandbox) and GetGatewayConfig (global settings).
+
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import {
+  GetGatewayConfigResponseSchema,
+  GetSandboxConfigResponseSchema,
+  SandboxConfigSnapshotSchema,
+  SettingValueSchema,
+  type GetGatewayConfigResponse,
+  type GetSandboxConfigRequest,
+  type GetSandboxConfigResponse,
+} from "openshell-config/raw";
+import { toBinary } from "@bufbuild/protobuf";
+import { buildSnapshot } from "../model/snapshot.js";
+import { assertWorkspace, principalOf, requireUser, singleWorkspace } from "./access.js";
+import type { GatewayDeps } from "./deps.js";
+
+/** The newest global policy version (0 = none). */
+export async function globalPolicyVersion(deps: Pick<GatewayDeps, "store">): Promise<number> {
+  const page = await deps.store.listPolicyRevisions("", 1, "");
+  return page.items[0]?.version ?? 0;
+}
+
+export async function getSandboxConfig(deps: GatewayDeps, req: GetSandboxConfigRequest, ctx: HandlerContext): Promise<GetSandboxConfigResponse> {
+  const p = principalOf(ctx);
+  let workspace: string;
+  if (p.role === "supervisor") {
+    // A supervisor may omit the scope; it can only ever read its own sandbox.
+    if (!p.sandbox || (req.name !== "" && req.name !== p.sandbox.name)) {
+      throw new ConnectError(`sandbox "${req.name}" not found`, Code.NotFound);
+    }
+    workspace = p.sandbox.workspace;
+    req.name = p.sandbox.name;
+  } else {
+    requireUser(ctx);
+    if (req.name === "") throw new ConnectError("name is required", Code.InvalidArgument);
+    workspace = singleWorkspace(req.workspaceScope);
+    assertWorkspace(p, workspace, `sandbox "${req.name}"`);
+  }
+  const sb = await deps.store.sandboxByName(workspace, req.name);
+  if (!sb) throw new ConnectError(`sandbox "${req.name}" not found`, Code.NotFound);
+  const snapshot = await buildSnapshot(deps.store, sb, await globalPolicyVersion(deps));
+  // Same field numbers, different message: convert through the wire format.
+  return fromBinary(GetSandboxConfigResponseSchema, toBinary(SandboxConfigSnapshotSchema, snapshot));
+}
+
+export async function getGatewayConfig(deps: GatewayDeps, ctx: HandlerContext): Promise<GetGatewayConfigResponse> {
+  requireUser(ctx);
+  const settings = await deps.store.settings("");
+  return create(GetGatewayConfigResponseSchema, {
+    settings: Object.fromEntries(settings.map((s) => [s.key, fromBinary(SettingValueSchema, s.value)])),
+    settingsRevision: await deps.store.globalSettingsRevision(),
+  });
+}

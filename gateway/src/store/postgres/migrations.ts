@@ -1,0 +1,108 @@
+// PostgreSQL schema migrations, applied by ../migrations/migrate.ts. Must describe the same
+// logical schema as ../sqlite/migrations.ts.
+//
+// Conventions: times are timestamptz (microsecond precision, so JavaScript Dates round-trip);
+// 64-bit counters are bigint (the driver returns them as strings; the store converts to BigInt);
+// maps and lists are jsonb (so label filters can use @>); protobuf payloads are bytea.
+// workspace and name use the "C" collation so listSandboxes orders bytewise, exactly like SQLite,
+// whatever the database's locale. Unqualified names: the connection's search_path picks the schema.
+
+import type { Migration } from "../migrations/migrate.js";
+
+export const postgresMigrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: "initial schema",
+    sql: `
+      CREATE TABLE sandboxes (
+        id text PRIMARY KEY,
+        workspace text COLLATE "C" NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        labels jsonb NOT NULL,
+        annotations jsonb NOT NULL,
+        spec bytea NOT NULL,
+        phase integer NOT NULL,
+        resource_version bigint NOT NULL,
+        policy_version bigint NOT NULL,
+        policy_hash text NOT NULL,
+        settings_revision bigint NOT NULL,
+        provider_env_revision bigint NOT NULL,
+        providers jsonb NOT NULL,
+        created_at timestamptz NOT NULL,
+        deletion_at timestamptz,
+        UNIQUE (workspace, name)
+      );
+
+      CREATE TABLE policy_revisions (
+        sandbox_id text NOT NULL,
+        version bigint NOT NULL,
+        policy bytea NOT NULL,
+        hash text NOT NULL,
+        status integer NOT NULL,
+        load_error text NOT NULL,
+        created_at timestamptz NOT NULL,
+        loaded_at timestamptz,
+        provenance jsonb NOT NULL,
+        PRIMARY KEY (sandbox_id, version)
+      );
+
+      CREATE TABLE settings (
+        sandbox_id text NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        value bytea NOT NULL,
+        PRIMARY KEY (sandbox_id, key)
+      );
+
+      CREATE TABLE global_settings_revision (
+        id integer PRIMARY KEY CHECK (id = 1),
+        revision bigint NOT NULL
+      );
+      INSERT INTO global_settings_revision (id, revision) VALUES (1, 0);
+
+      CREATE TABLE idempotency (
+        sandbox_id text NOT NULL,
+        key text NOT NULL,
+        fingerprint text NOT NULL,
+        dimension text NOT NULL CHECK (dimension IN ('policy', 'settings')),
+        operation_id text NOT NULL,
+        response bytea NOT NULL,
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (sandbox_id, key)
+      );
+
+      CREATE TABLE operations (
+        id text PRIMARY KEY,
+        sandbox_id text NOT NULL,
+        workspace text NOT NULL,
+        dimension text NOT NULL CHECK (dimension IN ('policy', 'settings')),
+        component integer NOT NULL,
+        desired_revision bigint NOT NULL,
+        target bytea,
+        state integer NOT NULL,
+        outcome integer NOT NULL,
+        sanitized_error text NOT NULL,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        completed_at timestamptz,
+        attempt_count integer NOT NULL,
+        next_attempt_at timestamptz NOT NULL,
+        row_version bigint NOT NULL
+      );
+      -- dueOperations / countPending: PENDING rows by next attempt time.
+      CREATE INDEX operations_state_next_attempt ON operations (state, next_attempt_at);
+      -- operationsOfSandbox / pendingOperations.
+      CREATE INDEX operations_sandbox_created ON operations (sandbox_id, created_at);
+
+      CREATE TABLE providers (
+        id text PRIMARY KEY,
+        workspace text COLLATE "C" NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        type text NOT NULL,
+        resource_version bigint NOT NULL,
+        value jsonb NOT NULL,
+        created_at timestamptz NOT NULL,
+        UNIQUE (workspace, name)
+      );
+    `,
+  },
+];

@@ -1,0 +1,375 @@
+// Every SQL statement of the PostgreSQL store. One PgQueries runs either on the pool (reads
+// outside transactions, each its own snapshot) or on the client of one transaction, where reads
+// that a caller will act on take locks: sandbox and provider rows FOR UPDATE, the global settings
+// row FOR UPDATE, and a per-scope advisory lock before reading the latest policy revision (there
+// may be no row to lock yet, e.g. the global policy's first version). Under READ COMMITTED each
+// statement sees rows committed before it started, so after waiting for a lock the read returns
+// the other transaction's committed result: read-then-update sequences never lose updates.
+
+import type pg from "pg";
+import {
+  OPERATION_STATE_PENDING,
+  clampPageSize,
+  decodePolicyPageToken,
+  decodeSandboxPageToken,
+  policyPageToken,
+  providerValuesJson,
+  sandboxPageToken,
+} from "../codec.js";
+import {
+  StoreConflictError,
+  type Dimension,
+  type IdempotencyRecord,
+  type OperationPatch,
+  type OperationRecord,
+  type Page,
+  type PolicyRevisionRecord,
+  type ProviderRecord,
+  type SandboxPatch,
+  type SandboxRecord,
+  type SettingRecord,
+  type Store,
+} from "../store.js";
+import {
+  idempotencyFromRow,
+  operationFromRow,
+  policyRevisionFromRow,
+  providerFromRow,
+  sandboxFromRow,
+  settingFromRow,
+  type IdempotencyRow,
+  type OperationRow,
+  type PolicyRevisionRow,
+  type ProviderRow,
+  type SandboxRow,
+  type SettingRow,
+} from "./pg-rows.js";
+
+export type Run = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>;
+
+/** Collects positional parameters: `p.add(v)` returns its `$n`. */
+class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+const list = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", ");
+const optional = (d: Date | undefined) => d ?? null;
+
+export class PgQueries {
+  /** Row locks for reads through a transaction; nothing outside one. */
+  private readonly forUpdate: string;
+
+  constructor(
+    private readonly run: Run,
+    private readonly inTransaction: boolean,
+  ) {
+    this.forUpdate = inTransaction ? " FOR UPDATE" : "";
+  }
+
+  private async one<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R | undefined> {
+    return (await this.run<R>(text, values)).rows[0];
+  }
+
+  private async all<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R[]> {
+    return (await this.run<R>(text, values)).rows;
+  }
+
+  /**
+   * Create-only insert. ON CONFLICT DO NOTHING (rather than catching 23505) keeps the transaction
+   * usable after a duplicate, as in SQLite; a concurrent uncommitted insert of the same key is
+   * waited for, then counts as a duplicate if it committed.
+   */
+  private async insertOnce(text: string, values: unknown[], what: string): Promise<void> {
+    const r = await this.run(`${text} ON CONFLICT DO NOTHING`, values);
+    if (r.rowCount === 0) throw new StoreConflictError(`${what} already exists`);
+  }
+
+  // --- sandboxes ---
+
+  async sandboxByName(workspace: string, name: string): Promise<SandboxRecord | undefined> {
+    const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE workspace = $1 AND name = $2${this.forUpdate}`, [workspace, name]);
+    return r && sandboxFromRow(r);
+  }
+
+  async sandboxById(id: string): Promise<SandboxRecord | undefined> {
+    const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE id = $1${this.forUpdate}`, [id]);
+    return r && sandboxFromRow(r);
+  }
+
+  insertSandbox(s: SandboxRecord): Promise<void> {
+    return this.insertOnce(
+      `INSERT INTO sandboxes VALUES (${list(15)})`,
+      [
+        s.id,
+        s.workspace,
+        s.name,
+        JSON.stringify(s.labels),
+        JSON.stringify(s.annotations),
+        s.spec,
+        s.phase,
+        s.resourceVersion,
+        s.policyVersion,
+        s.policyHash,
+        s.settingsRevision,
+        s.providerEnvRevision,
+        JSON.stringify(s.providers),
+        s.createdAt,
+        optional(s.deletionAt),
+      ],
+      `sandbox ${s.workspace}/${s.name} (id ${s.id})`,
+    );
+  }
+
+  async updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord> {
+    const p = new Params();
+    const sets = ["resource_version = resource_version + 1"];
+    if (patch.phase !== undefined) sets.push(`phase = ${p.add(patch.phase)}`);
+    if (patch.annotations !== undefined) sets.push(`annotations = ${p.add(JSON.stringify(patch.annotations))}`);
+    if (patch.labels !== undefined) sets.push(`labels = ${p.add(JSON.stringify(patch.labels))}`);
+    if (patch.spec !== undefined) sets.push(`spec = ${p.add(patch.spec)}`);
+    if (patch.policyVersion !== undefined) sets.push(`policy_version = ${p.add(patch.policyVersion)}`);
+    if (patch.policyHash !== undefined) sets.push(`policy_hash = ${p.add(patch.policyHash)}`);
+    if (patch.settingsRevision !== undefined) sets.push(`settings_revision = ${p.add(patch.settingsRevision)}`);
+    if (patch.providerEnvRevision !== undefined) sets.push(`provider_env_revision = ${p.add(patch.providerEnvRevision)}`);
+    if (patch.deletionAt !== undefined) sets.push(`deletion_at = ${p.add(patch.deletionAt)}`);
+    const r = await this.one<SandboxRow>(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ${p.add(id)} RETURNING *`, p.values);
+    if (!r) throw new Error(`updateSandbox: no sandbox with id ${id}`);
+    return sandboxFromRow(r);
+  }
+
+  /** Removes the sandbox and its sandbox-scoped rows; operations stay as the record of what became of each change. */
+  async deleteSandbox(id: string): Promise<void> {
+    if (id === "") return; // "" is the global scope, never a sandbox
+    await this.run("DELETE FROM sandboxes WHERE id = $1", [id]);
+    await this.run("DELETE FROM policy_revisions WHERE sandbox_id = $1", [id]);
+    await this.run("DELETE FROM settings WHERE sandbox_id = $1", [id]);
+    await this.run("DELETE FROM idempotency WHERE sandbox_id = $1", [id]);
+  }
+
+  async listSandboxes(q: Parameters<Store["listSandboxes"]>[0]): Promise<Page<SandboxRecord>> {
+    const size = clampPageSize(q.pageSize);
+    const after = decodeSandboxPageToken(q.pageToken);
+    const p = new Params();
+    const where: string[] = [];
+    if (q.workspace !== undefined) where.push(`workspace = ${p.add(q.workspace)}`);
+    if (after) where.push(`(workspace, name) > (${p.add(after.workspace)}, ${p.add(after.name)})`);
+    if (Object.keys(q.labels).length > 0) where.push(`labels @> ${p.add(JSON.stringify(q.labels))}::jsonb`);
+    const text = `SELECT * FROM sandboxes ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY workspace, name LIMIT ${p.add(size + 1)}`;
+    const rows = await this.all<SandboxRow>(text, p.values);
+    const items = rows.slice(0, size).map(sandboxFromRow);
+    const last = items[items.length - 1];
+    return { items, nextPageToken: rows.length > size && last ? sandboxPageToken(last.workspace, last.name) : "" };
+  }
+
+  async sandboxesWithProvider(workspace: string, name: string): Promise<SandboxRecord[]> {
+    const rows = await this.all<SandboxRow>(
+      `SELECT * FROM sandboxes WHERE workspace = $1 AND providers @> jsonb_build_array($2::text) ORDER BY name${this.forUpdate}`,
+      [workspace, name],
+    );
+    return rows.map(sandboxFromRow);
+  }
+
+  // --- policy revisions ---
+
+  async policyRevision(sandboxId: string, version: number): Promise<PolicyRevisionRecord | undefined> {
+    const r = await this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = $1 AND version = $2", [sandboxId, version]);
+    return r && policyRevisionFromRow(r);
+  }
+
+  async latestPolicyRevision(sandboxId: string): Promise<PolicyRevisionRecord | undefined> {
+    if (this.inTransaction) {
+      // Serializes "read latest, insert latest + 1" per scope until commit.
+      await this.run("SELECT pg_advisory_xact_lock(hashtextextended('openshell-gateway.policy:' || $1, 0))", [sandboxId]);
+    }
+    const r = await this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = $1 ORDER BY version DESC LIMIT 1", [sandboxId]);
+    return r && policyRevisionFromRow(r);
+  }
+
+  insertPolicyRevision(r: PolicyRevisionRecord): Promise<void> {
+    return this.insertOnce(
+      `INSERT INTO policy_revisions VALUES (${list(9)})`,
+      [r.sandboxId, r.version, r.policy, r.hash, r.status, r.loadError, r.createdAt, optional(r.loadedAt), JSON.stringify(r.provenance)],
+      `policy revision ${r.version} of "${r.sandboxId}"`,
+    );
+  }
+
+  async setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined): Promise<void> {
+    await this.run("UPDATE policy_revisions SET status = $1, load_error = $2, loaded_at = $3 WHERE sandbox_id = $4 AND version = $5", [
+      status,
+      loadError,
+      optional(loadedAt),
+      sandboxId,
+      version,
+    ]);
+  }
+
+  async listPolicyRevisions(sandboxId: string, pageSize: number, pageToken: string): Promise<Page<PolicyRevisionRecord>> {
+    const size = clampPageSize(pageSize);
+    const before = decodePolicyPageToken(pageToken);
+    const rows =
+      before === undefined
+        ? await this.all<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = $1 ORDER BY version DESC LIMIT $2", [sandboxId, size + 1])
+        : await this.all<PolicyRevisionRow>(
+            "SELECT * FROM policy_revisions WHERE sandbox_id = $1 AND version < $2 ORDER BY version DESC LIMIT $3",
+            [sandboxId, before, size + 1],
+          );
+    const items = rows.slice(0, size).map(policyRevisionFromRow);
+    const last = items[items.length - 1];
+    return { items, nextPageToken: rows.length > size && last ? policyPageToken(last.version) : "" };
+  }
+
+  // --- settings ---
+
+  async settings(sandboxId: string): Promise<SettingRecord[]> {
+    return (await this.all<SettingRow>("SELECT * FROM settings WHERE sandbox_id = $1 ORDER BY key", [sandboxId])).map(settingFromRow);
+  }
+
+  async putSetting(s: SettingRecord): Promise<void> {
+    await this.run(
+      "INSERT INTO settings (sandbox_id, key, value) VALUES ($1, $2, $3) ON CONFLICT (sandbox_id, key) DO UPDATE SET value = excluded.value",
+      [s.sandboxId, s.key, s.value],
+    );
+  }
+
+  async deleteSetting(sandboxId: string, key: string): Promise<void> {
+    await this.run("DELETE FROM settings WHERE sandbox_id = $1 AND key = $2", [sandboxId, key]);
+  }
+
+  async globalSettingsRevision(): Promise<bigint> {
+    const r = await this.one<{ revision: string }>(`SELECT revision FROM global_settings_revision WHERE id = 1${this.forUpdate}`, []);
+    return r ? BigInt(r.revision) : 0n;
+  }
+
+  async setGlobalSettingsRevision(revision: bigint): Promise<void> {
+    await this.run("UPDATE global_settings_revision SET revision = $1 WHERE id = 1", [revision]);
+  }
+
+  // --- idempotency ---
+
+  async idempotency(sandboxId: string, key: string): Promise<IdempotencyRecord | undefined> {
+    const r = await this.one<IdempotencyRow>("SELECT * FROM idempotency WHERE sandbox_id = $1 AND key = $2", [sandboxId, key]);
+    return r && idempotencyFromRow(r);
+  }
+
+  insertIdempotency(i: IdempotencyRecord): Promise<void> {
+    return this.insertOnce(
+      `INSERT INTO idempotency VALUES (${list(7)})`,
+      [i.sandboxId, i.key, i.fingerprint, i.dimension, i.operationId, i.response, i.createdAt],
+      `idempotency key "${i.key}" of "${i.sandboxId}"`,
+    );
+  }
+
+  // --- operations ---
+
+  async operation(id: string): Promise<OperationRecord | undefined> {
+    const r = await this.one<OperationRow>("SELECT * FROM operations WHERE id = $1", [id]);
+    return r && operationFromRow(r);
+  }
+
+  insertOperation(o: OperationRecord): Promise<void> {
+    return this.insertOnce(
+      `INSERT INTO operations VALUES (${list(16)})`,
+      [
+        o.id,
+        o.sandboxId,
+        o.workspace,
+        o.dimension,
+        o.component,
+        o.desiredRevision,
+        o.target ?? null,
+        o.state,
+        o.outcome,
+        o.sanitizedError,
+        o.createdAt,
+        o.updatedAt,
+        optional(o.completedAt),
+        o.attemptCount,
+        o.nextAttemptAt,
+        o.rowVersion,
+      ],
+      `operation ${o.id}`,
+    );
+  }
+
+  async updateOperation(id: string, expectedRowVersion: number, patch: OperationPatch): Promise<OperationRecord | undefined> {
+    const p = new Params();
+    const sets = [`updated_at = ${p.add(new Date())}`, "row_version = row_version + 1"];
+    if (patch.state !== undefined) sets.push(`state = ${p.add(patch.state)}`);
+    if (patch.outcome !== undefined) sets.push(`outcome = ${p.add(patch.outcome)}`);
+    if (patch.sanitizedError !== undefined) sets.push(`sanitized_error = ${p.add(patch.sanitizedError)}`);
+    // null clears the target; undefined keeps it.
+    if (patch.target !== undefined) sets.push(`target = ${p.add(patch.target)}`);
+    if (patch.completedAt !== undefined) sets.push(`completed_at = ${p.add(patch.completedAt)}`);
+    if (patch.attemptCount !== undefined) sets.push(`attempt_count = ${p.add(patch.attemptCount)}`);
+    if (patch.nextAttemptAt !== undefined) sets.push(`next_attempt_at = ${p.add(patch.nextAttemptAt)}`);
+    const r = await this.one<OperationRow>(
+      `UPDATE operations SET ${sets.join(", ")} WHERE id = ${p.add(id)} AND row_version = ${p.add(expectedRowVersion)} RETURNING *`,
+      p.values,
+    );
+    return r && operationFromRow(r);
+  }
+
+  async pendingOperations(sandboxId: string, dimension?: Dimension): Promise<OperationRecord[]> {
+    const rows =
+      dimension === undefined
+        ? await this.all<OperationRow>("SELECT * FROM operations WHERE sandbox_id = $1 AND state = $2 ORDER BY created_at, id", [
+            sandboxId,
+            OPERATION_STATE_PENDING,
+          ])
+        : await this.all<OperationRow>(
+            "SELECT * FROM operations WHERE sandbox_id = $1 AND state = $2 AND dimension = $3 ORDER BY created_at, id",
+            [sandboxId, OPERATION_STATE_PENDING, dimension],
+          );
+    return rows.map(operationFromRow);
+  }
+
+  async operationsOfSandbox(sandboxId: string, limit: number): Promise<OperationRecord[]> {
+    const rows = await this.all<OperationRow>("SELECT * FROM operations WHERE sandbox_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2", [
+      sandboxId,
+      Math.max(0, Math.floor(limit)),
+    ]);
+    return rows.map(operationFromRow);
+  }
+
+  async dueOperations(now: Date, limit: number): Promise<OperationRecord[]> {
+    const rows = await this.all<OperationRow>(
+      "SELECT * FROM operations WHERE state = $1 AND next_attempt_at <= $2 ORDER BY created_at, id LIMIT $3",
+      [OPERATION_STATE_PENDING, now, Math.max(0, Math.floor(limit))],
+    );
+    return rows.map(operationFromRow);
+  }
+
+  async countPending(): Promise<number> {
+    const r = await this.one<{ n: string }>("SELECT count(*) AS n FROM operations WHERE state = $1", [OPERATION_STATE_PENDING]);
+    return Number(r?.n ?? 0);
+  }
+
+  // --- providers ---
+
+  async providerByName(workspace: string, name: string): Promise<ProviderRecord | undefined> {
+    const r = await this.one<ProviderRow>(`SELECT * FROM providers WHERE workspace = $1 AND name = $2${this.forUpdate}`, [workspace, name]);
+    return r && providerFromRow(r);
+  }
+
+  insertProvider(p: ProviderRecord): Promise<void> {
+    return this.insertOnce(
+      `INSERT INTO providers VALUES (${list(7)})`,
+      [p.id, p.workspace, p.name, p.type, p.resourceVersion, providerValuesJson(p.values), p.createdAt],
+      `provider ${p.workspace}/${p.name} (id ${p.id})`,
+    );
+  }
+
+  async updateProvider(id: string, patch: { type?: string; values?: ProviderRecord["values"] }): Promise<ProviderRecord> {
+    const p = new Params();
+    const sets = ["resource_version = resource_version + 1"];
+    if (patch.type !== undefined) sets.push(`type = ${p.add(patch.type)}`);
+    if (patch.values !== undefined) sets.push(`value = ${p.add(providerValuesJson(patch.values))}`);
+    const r = await this.one<ProviderRow>(`UPDATE providers SET ${sets.join(", ")} WHERE id = ${p.add(id)} RETURNING *`, p.values);
+    if (!r) throw new Error(`updateProvider: no provider with id ${id}`);
+    return providerFromRow(r);
+  }
+}

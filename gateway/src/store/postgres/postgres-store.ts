@@ -1,0 +1,316 @@
+// The PostgreSQL store: a pg.Pool; each transaction runs BEGIN … COMMIT on one pooled client at
+// READ COMMITTED, with row locks taken by reads through the transaction (see pg-queries.ts).
+//
+// Failures: serialization failures and deadlocks (40001, 40P01) re-run the whole fn, up to
+// five retries with a short jittered pause, then surface as StoreConflictError; duplicate keys
+// are StoreConflictError; everything else from the database or the network is
+// StoreUnavailableError. A statement failure inside fn aborts the PostgreSQL transaction even if
+// fn catches it, so such a transaction is never reported as committed.
+//
+// Durability: COMMIT returns once the server reports the commit durable per its
+// synchronous_commit; if the server runs with synchronous_commit=off (acknowledging commits it
+// may still lose), every transaction of this store turns it back on locally.
+//
+// `schema` isolates all tables in one schema (created if missing) through the connection's
+// startup search_path, so every pooled connection, including reconnects, resolves it.
+
+import { AsyncLocalStorage } from "node:async_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, type TxContext } from "../codec.js";
+import { MigrationError, migratePostgres } from "../migrations/migrate.js";
+import { StoreConflictError, StoreUnavailableError, type Store, type StoreTx } from "../store.js";
+import { postgresMigrations } from "./migrations.js";
+import { PgQueries, type Run } from "./pg-queries.js";
+
+export interface PostgresStoreOptions {
+  /** Pooled connections (default 10). */
+  readonly poolSize?: number;
+  /** Schema holding the tables (default: the server's search_path, normally `public`). */
+  readonly schema?: string;
+}
+
+const RETRIES = 5;
+const RETRYABLE = new Set(["40001", "40P01"]);
+
+const isRetryable = (err: unknown) => err instanceof pg.DatabaseError && err.code !== undefined && RETRYABLE.has(err.code);
+
+/** Errors from pg calls become store errors; ours and the caller's pass unchanged. */
+function toStoreError(err: unknown): unknown {
+  if (err instanceof StoreConflictError || err instanceof StoreUnavailableError) return err;
+  if (err instanceof pg.DatabaseError) {
+    if (err.code === "23505" || isRetryable(err)) return new StoreConflictError(`PostgreSQL: ${err.message}`, { cause: err });
+    return new StoreUnavailableError(`PostgreSQL: ${err.message}`, { cause: err });
+  }
+  // Anything else a pg call throws is the connection: refused, reset, timed out, pool ended.
+  const message = err instanceof Error ? err.message : String(err);
+  return new StoreUnavailableError(`PostgreSQL unreachable: ${message}`, { cause: err });
+}
+
+interface PgTxContext extends TxContext {
+  /** The first failed statement; the server has aborted the transaction. */
+  failure: unknown;
+  /** A failure that re-running fn may cure. */
+  retry: boolean;
+  /** Lock-free reads on this transaction's client, for store reads made from inside fn. */
+  plain: PgQueries | undefined;
+}
+
+export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
+  const { schema, poolSize = 10 } = options;
+  // Interpolated into the startup options and DDL: only plain identifiers.
+  if (schema !== undefined && !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+    throw new Error(`invalid PostgreSQL schema name ${JSON.stringify(schema)}: use letters, digits and _`);
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: 10_000,
+    ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
+  });
+  // An idle client whose connection dies emits here; without a listener the process would crash.
+  // The pool discards that client and the next checkout reconnects.
+  pool.on("error", () => undefined);
+  let forceSynchronousCommit = false;
+  try {
+    const client = await pool.connect();
+    let lost: Error | undefined;
+    const onConnectionLost = (err: Error) => (lost = err); // see transaction(): never unhandled
+    client.on("error", onConnectionLost);
+    try {
+      await migratePostgres(client, postgresMigrations, schema);
+      const { rows } = await client.query<{ synchronous_commit: string }>("SHOW synchronous_commit");
+      forceSynchronousCommit = rows[0]?.synchronous_commit === "off";
+    } finally {
+      client.removeListener("error", onConnectionLost);
+      client.release(lost);
+    }
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err instanceof MigrationError ? err : toStoreError(err);
+  }
+  return new PostgresStore(pool, forceSynchronousCommit);
+}
+
+class PostgresStore implements Store {
+  readonly kind = "postgres" as const;
+  private readonly context = new AsyncLocalStorage<PgTxContext>();
+  private readonly queries: PgQueries;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly forceSynchronousCommit: boolean,
+  ) {
+    const run: Run = async (text, values) => {
+      this.checkOpen();
+      try {
+        return await pool.query(text, values);
+      } catch (err) {
+        throw toStoreError(err);
+      }
+    };
+    this.queries = new PgQueries(run, false);
+  }
+
+  private checkOpen(): void {
+    if (this.closing) throw new StoreUnavailableError("the store is closed");
+  }
+
+  async transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    if (this.context.getStore()?.active) throw new Error(NESTED_TRANSACTION_MESSAGE);
+    for (let attempt = 0; ; attempt++) {
+      this.checkOpen();
+      let client: pg.PoolClient;
+      try {
+        client = await this.pool.connect();
+      } catch (err) {
+        throw toStoreError(err);
+      }
+      const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
+      const run: Run = async (text, values) => {
+        if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
+        try {
+          return await client.query(text, values);
+        } catch (err) {
+          ctx.failure ??= err;
+          if (isRetryable(err)) ctx.retry = true;
+          throw toStoreError(err);
+        }
+      };
+      ctx.plain = new PgQueries(run, false);
+      let broken: Error | undefined;
+      // A checked-out client has no pool listener: a connection lost while fn awaits something
+      // else would be an unhandled 'error' event and crash the process. Record it instead; the
+      // next statement fails, and the client is destroyed on release.
+      const onConnectionLost = (err: Error) => {
+        ctx.failure ??= err;
+        broken = err;
+      };
+      client.on("error", onConnectionLost);
+      try {
+        await run("BEGIN ISOLATION LEVEL READ COMMITTED");
+        if (this.forceSynchronousCommit) await run("SET LOCAL synchronous_commit TO on");
+        const result = await this.context.run(ctx, () => fn(new PgTx(new PgQueries(run, true), ctx)));
+        if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
+        const done = await run("COMMIT");
+        // Defensive: the server answers ROLLBACK to COMMIT of an aborted transaction.
+        if (done.command === "ROLLBACK") throw new StoreUnavailableError("PostgreSQL rolled the transaction back");
+        return result;
+      } catch (err) {
+        ctx.active = false;
+        await client.query("ROLLBACK").catch((e: unknown) => {
+          broken = e instanceof Error ? e : new Error(String(e));
+        });
+        if (ctx.retry && attempt < RETRIES) {
+          await sleep(5 + attempt * 10 + Math.random() * 20);
+          continue;
+        }
+        if (ctx.retry) throw new StoreConflictError(`transaction still conflicted after ${RETRIES} retries`, { cause: err });
+        throw err;
+      } finally {
+        ctx.active = false;
+        client.removeListener("error", onConnectionLost);
+        // A client whose connection failed or whose ROLLBACK failed is in an unknown state:
+        // destroy it rather than return it to the pool.
+        client.release(broken);
+      }
+    }
+  }
+
+  /** Reads outside a transaction use the pool; from inside fn they run on fn's own client. */
+  private read<T>(f: (q: PgQueries) => Promise<T>): Promise<T> {
+    const ctx = this.context.getStore();
+    if (ctx?.active && ctx.plain) return f(ctx.plain);
+    return f(this.queries);
+  }
+
+  sandboxByName(workspace: string, name: string) {
+    return this.read((q) => q.sandboxByName(workspace, name));
+  }
+  sandboxById(id: string) {
+    return this.read((q) => q.sandboxById(id));
+  }
+  listSandboxes(query: Parameters<Store["listSandboxes"]>[0]) {
+    return this.read((q) => q.listSandboxes(query));
+  }
+  operation(id: string) {
+    return this.read((q) => q.operation(id));
+  }
+  operationsOfSandbox(sandboxId: string, limit: number) {
+    return this.read((q) => q.operationsOfSandbox(sandboxId, limit));
+  }
+  dueOperations(now: Date, limit: number) {
+    return this.read((q) => q.dueOperations(now, limit));
+  }
+  countPending() {
+    return this.read((q) => q.countPending());
+  }
+  policyRevision(sandboxId: string, version: number) {
+    return this.read((q) => q.policyRevision(sandboxId, version));
+  }
+  listPolicyRevisions(sandboxId: string, pageSize: number, pageToken: string) {
+    return this.read((q) => q.listPolicyRevisions(sandboxId, pageSize, pageToken));
+  }
+  settings(sandboxId: string) {
+    return this.read((q) => q.settings(sandboxId));
+  }
+  globalSettingsRevision() {
+    return this.read((q) => q.globalSettingsRevision());
+  }
+  providerByName(workspace: string, name: string) {
+    return this.read((q) => q.providerByName(workspace, name));
+  }
+
+  /** Ends the pool once checked-out clients are released. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.pool.end().catch(() => undefined);
+    return this.closing;
+  }
+}
+
+/** Every method delegates to the locking queries of one transaction. */
+class PgTx implements StoreTx {
+  constructor(
+    private readonly q: PgQueries,
+    private readonly ctx: TxContext,
+  ) {}
+
+  private run<T>(f: (q: PgQueries) => Promise<T>): Promise<T> {
+    if (!this.ctx.active) return Promise.reject(new Error(FINISHED_TRANSACTION_MESSAGE));
+    return f(this.q);
+  }
+
+  sandboxByName(workspace: string, name: string) {
+    return this.run((q) => q.sandboxByName(workspace, name));
+  }
+  sandboxById(id: string) {
+    return this.run((q) => q.sandboxById(id));
+  }
+  insertSandbox(record: Parameters<StoreTx["insertSandbox"]>[0]) {
+    return this.run((q) => q.insertSandbox(record));
+  }
+  updateSandbox(id: string, patch: Parameters<StoreTx["updateSandbox"]>[1]) {
+    return this.run((q) => q.updateSandbox(id, patch));
+  }
+  deleteSandbox(id: string) {
+    return this.run((q) => q.deleteSandbox(id));
+  }
+  policyRevision(sandboxId: string, version: number) {
+    return this.run((q) => q.policyRevision(sandboxId, version));
+  }
+  latestPolicyRevision(sandboxId: string) {
+    return this.run((q) => q.latestPolicyRevision(sandboxId));
+  }
+  insertPolicyRevision(record: Parameters<StoreTx["insertPolicyRevision"]>[0]) {
+    return this.run((q) => q.insertPolicyRevision(record));
+  }
+  setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined) {
+    return this.run((q) => q.setPolicyStatus(sandboxId, version, status, loadError, loadedAt));
+  }
+  settings(sandboxId: string) {
+    return this.run((q) => q.settings(sandboxId));
+  }
+  putSetting(record: Parameters<StoreTx["putSetting"]>[0]) {
+    return this.run((q) => q.putSetting(record));
+  }
+  deleteSetting(sandboxId: string, key: string) {
+    return this.run((q) => q.deleteSetting(sandboxId, key));
+  }
+  globalSettingsRevision() {
+    return this.run((q) => q.globalSettingsRevision());
+  }
+  setGlobalSettingsRevision(revision: bigint) {
+    return this.run((q) => q.setGlobalSettingsRevision(revision));
+  }
+  idempotency(sandboxId: string, key: string) {
+    return this.run((q) => q.idempotency(sandboxId, key));
+  }
+  insertIdempotency(record: Parameters<StoreTx["insertIdempotency"]>[0]) {
+    return this.run((q) => q.insertIdempotency(record));
+  }
+  operation(id: string) {
+    return this.run((q) => q.operation(id));
+  }
+  insertOperation(record: Parameters<StoreTx["insertOperation"]>[0]) {
+    return this.run((q) => q.insertOperation(record));
+  }
+  updateOperation(id: string, expectedRowVersion: number, patch: Parameters<StoreTx["updateOperation"]>[2]) {
+    return this.run((q) => q.updateOperation(id, expectedRowVersion, patch));
+  }
+  pendingOperations(sandboxId: string, dimension?: Parameters<StoreTx["pendingOperations"]>[1]) {
+    return this.run((q) => q.pendingOperations(sandboxId, dimension));
+  }
+  providerByName(workspace: string, name: string) {
+    return this.run((q) => q.providerByName(workspace, name));
+  }
+  insertProvider(record: Parameters<StoreTx["insertProvider"]>[0]) {
+    return this.run((q) => q.insertProvider(record));
+  }
+  updateProvider(id: string, patch: Parameters<StoreTx["updateProvider"]>[1]) {
+    return this.run((q) => q.updateProvider(id, patch));
+  }
+  sandboxesWithProvider(workspace: string, name: string) {
+    return this.run((q) => q.sandboxesWithProvider(workspace, name));
+  }
+}

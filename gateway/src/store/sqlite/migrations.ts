@@ -1,0 +1,107 @@
+// SQLite schema migrations, applied by ../migrations/migrate.ts. Must describe the same logical
+// schema as ../postgres/migrations.ts.
+//
+// Conventions: STRICT tables (SQLite then enforces column types); times are INTEGER milliseconds
+// since the epoch; 64-bit counters are INTEGER (signed 64-bit) and are read back as BigInt;
+// maps and lists are JSON text; protobuf payloads are BLOBs. There are no foreign keys: global
+// rows use sandbox id "" and operations outlive their sandbox.
+
+import type { Migration } from "../migrations/migrate.js";
+
+export const sqliteMigrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: "initial schema",
+    sql: `
+      CREATE TABLE sandboxes (
+        id TEXT PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        annotations TEXT NOT NULL,
+        spec BLOB NOT NULL,
+        phase INTEGER NOT NULL,
+        resource_version INTEGER NOT NULL,
+        policy_version INTEGER NOT NULL,
+        policy_hash TEXT NOT NULL,
+        settings_revision INTEGER NOT NULL,
+        provider_env_revision INTEGER NOT NULL,
+        providers TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        deletion_at INTEGER,
+        UNIQUE (workspace, name)
+      ) STRICT;
+
+      CREATE TABLE policy_revisions (
+        sandbox_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        policy BLOB NOT NULL,
+        hash TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        load_error TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        loaded_at INTEGER,
+        provenance TEXT NOT NULL,
+        PRIMARY KEY (sandbox_id, version)
+      ) STRICT;
+
+      CREATE TABLE settings (
+        sandbox_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value BLOB NOT NULL,
+        PRIMARY KEY (sandbox_id, key)
+      ) STRICT;
+
+      CREATE TABLE global_settings_revision (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        revision INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO global_settings_revision (id, revision) VALUES (1, 0);
+
+      CREATE TABLE idempotency (
+        sandbox_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        dimension TEXT NOT NULL CHECK (dimension IN ('policy', 'settings')),
+        operation_id TEXT NOT NULL,
+        response BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (sandbox_id, key)
+      ) STRICT;
+
+      CREATE TABLE operations (
+        id TEXT PRIMARY KEY,
+        sandbox_id TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        dimension TEXT NOT NULL CHECK (dimension IN ('policy', 'settings')),
+        component INTEGER NOT NULL,
+        desired_revision INTEGER NOT NULL,
+        target BLOB,
+        state INTEGER NOT NULL,
+        outcome INTEGER NOT NULL,
+        sanitized_error TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        completed_at INTEGER,
+        attempt_count INTEGER NOT NULL,
+        next_attempt_at INTEGER NOT NULL,
+        row_version INTEGER NOT NULL
+      ) STRICT;
+      -- dueOperations / countPending: PENDING rows by next attempt time.
+      CREATE INDEX operations_state_next_attempt ON operations (state, next_attempt_at);
+      -- operationsOfSandbox / pendingOperations.
+      CREATE INDEX operations_sandbox_created ON operations (sandbox_id, created_at);
+
+      CREATE TABLE providers (
+        id TEXT PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        type TEXT NOT NULL,
+        resource_version INTEGER NOT NULL,
+        value TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (workspace, name)
+      ) STRICT;
+    `,
+  },
+];

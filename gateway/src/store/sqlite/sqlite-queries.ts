@@ -1,0 +1,321 @@
+// Every SQL statement of the SQLite store, as synchronous methods over one better-sqlite3
+// connection. sqlite-store.ts decides when they may run (transaction, mutex); this file only
+// knows the SQL. Statements are prepared once and cached by their text.
+
+import type BetterSqlite3 from "better-sqlite3";
+import {
+  OPERATION_STATE_PENDING,
+  clampPageSize,
+  decodePolicyPageToken,
+  decodeSandboxPageToken,
+  policyPageToken,
+  providerValuesJson,
+  sandboxPageToken,
+} from "../codec.js";
+import {
+  StoreConflictError,
+  type Dimension,
+  type IdempotencyRecord,
+  type OperationPatch,
+  type OperationRecord,
+  type Page,
+  type PolicyRevisionRecord,
+  type ProviderRecord,
+  type SandboxPatch,
+  type SandboxRecord,
+  type SettingRecord,
+  type Store,
+} from "../store.js";
+import {
+  idempotencyFromRow,
+  idempotencyParams,
+  ms,
+  operationFromRow,
+  operationParams,
+  operationPatchSql,
+  policyRevisionFromRow,
+  policyRevisionParams,
+  providerFromRow,
+  sandboxFromRow,
+  sandboxParams,
+  sandboxPatchSql,
+  settingFromRow,
+  type IdempotencyRow,
+  type OperationRow,
+  type PolicyRevisionRow,
+  type ProviderRow,
+  type SandboxRow,
+  type SettingRow,
+} from "./sqlite-rows.js";
+
+const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(", ");
+
+export type SandboxQuery = Parameters<Store["listSandboxes"]>[0];
+
+export class SqliteQueries {
+  private readonly cache = new Map<string, BetterSqlite3.Statement>();
+
+  constructor(private readonly db: BetterSqlite3.Database) {}
+
+  private stmt(sql: string): BetterSqlite3.Statement {
+    let s = this.cache.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.cache.set(sql, s);
+    }
+    return s;
+  }
+
+  private one<R>(sql: string, ...params: unknown[]): R | undefined {
+    return this.stmt(sql).get(...params) as R | undefined;
+  }
+
+  private all<R>(sql: string, ...params: unknown[]): R[] {
+    return this.stmt(sql).all(...params) as R[];
+  }
+
+  /** Create-only insert: ON CONFLICT DO NOTHING keeps the transaction usable after a duplicate. */
+  private insertOnce(sql: string, params: unknown[], what: string): void {
+    if (this.stmt(`${sql} ON CONFLICT DO NOTHING`).run(...params).changes === 0) {
+      throw new StoreConflictError(`${what} already exists`);
+    }
+  }
+
+  // --- sandboxes ---
+
+  sandboxByName(workspace: string, name: string): SandboxRecord | undefined {
+    const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE workspace = ? AND name = ?", workspace, name);
+    return r && sandboxFromRow(r);
+  }
+
+  sandboxById(id: string): SandboxRecord | undefined {
+    const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE id = ?", id);
+    return r && sandboxFromRow(r);
+  }
+
+  insertSandbox(s: SandboxRecord): void {
+    this.insertOnce(`INSERT INTO sandboxes VALUES (${placeholders(15)})`, sandboxParams(s), `sandbox ${s.workspace}/${s.name} (id ${s.id})`);
+  }
+
+  updateSandbox(id: string, patch: SandboxPatch): SandboxRecord {
+    const { sets, values } = sandboxPatchSql(patch);
+    sets.push("resource_version = resource_version + 1");
+    const r = this.one<SandboxRow>(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ? RETURNING *`, ...values, id);
+    if (!r) throw new Error(`updateSandbox: no sandbox with id ${id}`);
+    return sandboxFromRow(r);
+  }
+
+  /** Removes the sandbox and its sandbox-scoped rows; operations stay as the record of what became of each change. */
+  deleteSandbox(id: string): void {
+    if (id === "") return; // "" is the global scope, never a sandbox
+    this.stmt("DELETE FROM sandboxes WHERE id = ?").run(id);
+    this.stmt("DELETE FROM policy_revisions WHERE sandbox_id = ?").run(id);
+    this.stmt("DELETE FROM settings WHERE sandbox_id = ?").run(id);
+    this.stmt("DELETE FROM idempotency WHERE sandbox_id = ?").run(id);
+  }
+
+  listSandboxes(q: SandboxQuery): Page<SandboxRecord> {
+    const size = clampPageSize(q.pageSize);
+    const after = decodeSandboxPageToken(q.pageToken);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.workspace !== undefined) {
+      where.push("workspace = ?");
+      params.push(q.workspace);
+    }
+    if (after) {
+      where.push("(workspace, name) > (?, ?)");
+      params.push(after.workspace, after.name);
+    }
+    for (const [k, v] of Object.entries(q.labels)) {
+      where.push("EXISTS (SELECT 1 FROM json_each(sandboxes.labels) AS l WHERE l.key = ? AND l.type = 'text' AND l.value = ?)");
+      params.push(k, v);
+    }
+    const sql = `SELECT * FROM sandboxes ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY workspace, name LIMIT ?`;
+    const rows = this.all<SandboxRow>(sql, ...params, size + 1);
+    const items = rows.slice(0, size).map(sandboxFromRow);
+    const last = items[items.length - 1];
+    return { items, nextPageToken: rows.length > size && last ? sandboxPageToken(last.workspace, last.name) : "" };
+  }
+
+  sandboxesWithProvider(workspace: string, name: string): SandboxRecord[] {
+    return this.all<SandboxRow>(
+      "SELECT * FROM sandboxes WHERE workspace = ? AND EXISTS (SELECT 1 FROM json_each(sandboxes.providers) AS p WHERE p.value = ?) ORDER BY name",
+      workspace,
+      name,
+    ).map(sandboxFromRow);
+  }
+
+  // --- policy revisions ---
+
+  policyRevision(sandboxId: string, version: number): PolicyRevisionRecord | undefined {
+    const r = this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = ? AND version = ?", sandboxId, version);
+    return r && policyRevisionFromRow(r);
+  }
+
+  latestPolicyRevision(sandboxId: string): PolicyRevisionRecord | undefined {
+    const r = this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = ? ORDER BY version DESC LIMIT 1", sandboxId);
+    return r && policyRevisionFromRow(r);
+  }
+
+  insertPolicyRevision(p: PolicyRevisionRecord): void {
+    this.insertOnce(`INSERT INTO policy_revisions VALUES (${placeholders(9)})`, policyRevisionParams(p), `policy revision ${p.version} of "${p.sandboxId}"`);
+  }
+
+  setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined): void {
+    this.stmt("UPDATE policy_revisions SET status = ?, load_error = ?, loaded_at = ? WHERE sandbox_id = ? AND version = ?").run(
+      status,
+      loadError,
+      loadedAt === undefined ? null : ms(loadedAt),
+      sandboxId,
+      version,
+    );
+  }
+
+  listPolicyRevisions(sandboxId: string, pageSize: number, pageToken: string): Page<PolicyRevisionRecord> {
+    const size = clampPageSize(pageSize);
+    const before = decodePolicyPageToken(pageToken);
+    const rows =
+      before === undefined
+        ? this.all<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = ? ORDER BY version DESC LIMIT ?", sandboxId, size + 1)
+        : this.all<PolicyRevisionRow>(
+            "SELECT * FROM policy_revisions WHERE sandbox_id = ? AND version < ? ORDER BY version DESC LIMIT ?",
+            sandboxId,
+            before,
+            size + 1,
+          );
+    const items = rows.slice(0, size).map(policyRevisionFromRow);
+    const last = items[items.length - 1];
+    return { items, nextPageToken: rows.length > size && last ? policyPageToken(last.version) : "" };
+  }
+
+  // --- settings ---
+
+  settings(sandboxId: string): SettingRecord[] {
+    return this.all<SettingRow>("SELECT * FROM settings WHERE sandbox_id = ? ORDER BY key", sandboxId).map(settingFromRow);
+  }
+
+  putSetting(s: SettingRecord): void {
+    this.stmt("INSERT INTO settings (sandbox_id, key, value) VALUES (?, ?, ?) ON CONFLICT (sandbox_id, key) DO UPDATE SET value = excluded.value").run(
+      s.sandboxId,
+      s.key,
+      s.value,
+    );
+  }
+
+  deleteSetting(sandboxId: string, key: string): void {
+    this.stmt("DELETE FROM settings WHERE sandbox_id = ? AND key = ?").run(sandboxId, key);
+  }
+
+  globalSettingsRevision(): bigint {
+    return (this.stmt("SELECT revision FROM global_settings_revision WHERE id = 1").pluck().get() as bigint | undefined) ?? 0n;
+  }
+
+  setGlobalSettingsRevision(revision: bigint): void {
+    this.stmt("UPDATE global_settings_revision SET revision = ? WHERE id = 1").run(revision);
+  }
+
+  // --- idempotency ---
+
+  idempotency(sandboxId: string, key: string): IdempotencyRecord | undefined {
+    const r = this.one<IdempotencyRow>("SELECT * FROM idempotency WHERE sandbox_id = ? AND key = ?", sandboxId, key);
+    return r && idempotencyFromRow(r);
+  }
+
+  insertIdempotency(i: IdempotencyRecord): void {
+    this.insertOnce(`INSERT INTO idempotency VALUES (${placeholders(7)})`, idempotencyParams(i), `idempotency key "${i.key}" of "${i.sandboxId}"`);
+  }
+
+  // --- operations ---
+
+  operation(id: string): OperationRecord | undefined {
+    const r = this.one<OperationRow>("SELECT * FROM operations WHERE id = ?", id);
+    return r && operationFromRow(r);
+  }
+
+  insertOperation(o: OperationRecord): void {
+    this.insertOnce(`INSERT INTO operations VALUES (${placeholders(16)})`, operationParams(o), `operation ${o.id}`);
+  }
+
+  updateOperation(id: string, expectedRowVersion: number, patch: OperationPatch): OperationRecord | undefined {
+    const { sets, values } = operationPatchSql(patch);
+    sets.push("updated_at = ?", "row_version = row_version + 1");
+    const r = this.one<OperationRow>(
+      `UPDATE operations SET ${sets.join(", ")} WHERE id = ? AND row_version = ? RETURNING *`,
+      ...values,
+      Date.now(),
+      id,
+      expectedRowVersion,
+    );
+    return r && operationFromRow(r);
+  }
+
+  pendingOperations(sandboxId: string, dimension?: Dimension): OperationRecord[] {
+    const rows =
+      dimension === undefined
+        ? this.all<OperationRow>(
+            "SELECT * FROM operations WHERE sandbox_id = ? AND state = ? ORDER BY created_at, id",
+            sandboxId,
+            OPERATION_STATE_PENDING,
+          )
+        : this.all<OperationRow>(
+            "SELECT * FROM operations WHERE sandbox_id = ? AND state = ? AND dimension = ? ORDER BY created_at, id",
+            sandboxId,
+            OPERATION_STATE_PENDING,
+            dimension,
+          );
+    return rows.map(operationFromRow);
+  }
+
+  operationsOfSandbox(sandboxId: string, limit: number): OperationRecord[] {
+    return this.all<OperationRow>(
+      "SELECT * FROM operations WHERE sandbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+      sandboxId,
+      Math.max(0, Math.floor(limit)),
+    ).map(operationFromRow);
+  }
+
+  dueOperations(now: Date, limit: number): OperationRecord[] {
+    return this.all<OperationRow>(
+      "SELECT * FROM operations WHERE state = ? AND next_attempt_at <= ? ORDER BY created_at, id LIMIT ?",
+      OPERATION_STATE_PENDING,
+      ms(now),
+      Math.max(0, Math.floor(limit)),
+    ).map(operationFromRow);
+  }
+
+  countPending(): number {
+    return Number(this.stmt("SELECT count(*) FROM operations WHERE state = ?").pluck().get(OPERATION_STATE_PENDING));
+  }
+
+  // --- providers ---
+
+  providerByName(workspace: string, name: string): ProviderRecord | undefined {
+    const r = this.one<ProviderRow>("SELECT * FROM providers WHERE workspace = ? AND name = ?", workspace, name);
+    return r && providerFromRow(r);
+  }
+
+  insertProvider(p: ProviderRecord): void {
+    this.insertOnce(
+      `INSERT INTO providers VALUES (${placeholders(7)})`,
+      [p.id, p.workspace, p.name, p.type, p.resourceVersion, providerValuesJson(p.values), ms(p.createdAt)],
+      `provider ${p.workspace}/${p.name} (id ${p.id})`,
+    );
+  }
+
+  updateProvider(id: string, patch: { type?: string; values?: ProviderRecord["values"] }): ProviderRecord {
+    const sets = ["resource_version = resource_version + 1"];
+    const values: unknown[] = [];
+    if (patch.type !== undefined) {
+      sets.push("type = ?");
+      values.push(patch.type);
+    }
+    if (patch.values !== undefined) {
+      sets.push("value = ?");
+      values.push(providerValuesJson(patch.values));
+    }
+    const r = this.one<ProviderRow>(`UPDATE providers SET ${sets.join(", ")} WHERE id = ? RETURNING *`, ...values, id);
+    if (!r) throw new Error(`updateProvider: no provider with id ${id}`);
+    return providerFromRow(r);
+  }
+}

@@ -1,0 +1,231 @@
+// The gateway's durable state behind one interface, implemented by SQLite (embedded default) and
+// PostgreSQL. Stores only persist and query; every rule (validation, revisions, idempotency,
+// operation state machine) lives above them and runs inside `transaction`, so both backends
+// behave identically and one behavioural suite (store-suite.ts) covers both.
+//
+// Protobuf payloads (policies, setting values, committed responses, target revisions) are stored
+// as binary blobs: the store never interprets them. Nothing secret is stored outside the
+// providers table's value column.
+
+/** Sandbox phases, numbered as `openshell.v1.SandboxPhase`. */
+export type PhaseNumber = number;
+
+export interface SandboxRecord {
+  readonly id: string;
+  readonly workspace: string;
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly annotations: Record<string, string>;
+  /** `openshell.v1.SandboxSpec` binary, including the create-time policy. */
+  readonly spec: Uint8Array;
+  readonly phase: PhaseNumber;
+  /** Bumped by every mutation of the sandbox or its desired configuration. */
+  readonly resourceVersion: bigint;
+  /** Latest sandbox policy version (0 = none yet). */
+  readonly policyVersion: number;
+  readonly policyHash: string;
+  /** Revision of the sandbox-scoped settings. */
+  readonly settingsRevision: bigint;
+  /** Bumped when an attached provider changes. */
+  readonly providerEnvRevision: bigint;
+  /** Names of attached providers. */
+  readonly providers: readonly string[];
+  readonly createdAt: Date;
+  readonly deletionAt: Date | undefined;
+}
+
+export interface PolicyRevisionRecord {
+  /** Sandbox id, or "" for the global policy. */
+  readonly sandboxId: string;
+  readonly version: number;
+  /** `openshell.sandbox.v1.SandboxPolicy` binary. */
+  readonly policy: Uint8Array;
+  readonly hash: string;
+  /** `openshell.v1.PolicyStatus` number. */
+  readonly status: number;
+  readonly loadError: string;
+  readonly createdAt: Date;
+  readonly loadedAt: Date | undefined;
+  /** Non-secret annotations sent with the update that created this revision. */
+  readonly provenance: Record<string, string>;
+}
+
+export interface SettingRecord {
+  /** Sandbox id, or "" for a global setting. */
+  readonly sandboxId: string;
+  readonly key: string;
+  /** `openshell.sandbox.v1.SettingValue` binary. */
+  readonly value: Uint8Array;
+}
+
+export type Dimension = "policy" | "settings";
+
+export interface OperationRecord {
+  readonly id: string;
+  readonly sandboxId: string;
+  readonly workspace: string;
+  readonly dimension: Dimension;
+  /** `openshell.v1.ConfigComponent` number. */
+  readonly component: number;
+  /** The committed desired revision of the operation's dimension (policy version or settings revision). */
+  readonly desiredRevision: bigint;
+  /** `openshell.v1.ConfigSnapshotRevision` binary once associated with an exact snapshot revision. */
+  readonly target: Uint8Array | undefined;
+  /** `openshell.v1.ConfigUpdateOperationState` number. */
+  readonly state: number;
+  /** `openshell.v1.ConfigApplyOutcome` number. */
+  readonly outcome: number;
+  readonly sanitizedError: string;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+  readonly completedAt: Date | undefined;
+  /** Redelivery bookkeeping for the reconciler. */
+  readonly attemptCount: number;
+  readonly nextAttemptAt: Date;
+  /** Compare-and-set token; bumped by every update of the row. */
+  readonly rowVersion: number;
+}
+
+export interface IdempotencyRecord {
+  readonly sandboxId: string;
+  readonly key: string;
+  readonly fingerprint: string;
+  readonly dimension: Dimension;
+  readonly operationId: string;
+  /** The original `openshell.v1.UpdateConfigResponse` binary (without `operation`). */
+  readonly response: Uint8Array;
+  readonly createdAt: Date;
+}
+
+export interface ProviderRecord {
+  readonly id: string;
+  readonly workspace: string;
+  readonly name: string;
+  readonly type: string;
+  readonly resourceVersion: bigint;
+  /** Environment values. `secret` values never leave the gateway except on a supervisor stream. */
+  readonly values: readonly { readonly name: string; readonly value: string; readonly secret: boolean }[];
+  readonly createdAt: Date;
+}
+
+/** Fields of an operation a transition may set (state leaves PENDING only through this). */
+export interface OperationPatch {
+  readonly state?: number;
+  readonly outcome?: number;
+  readonly sanitizedError?: string;
+  readonly target?: Uint8Array | null;
+  readonly completedAt?: Date;
+  readonly attemptCount?: number;
+  readonly nextAttemptAt?: Date;
+}
+
+export interface SandboxPatch {
+  readonly phase?: PhaseNumber;
+  readonly annotations?: Record<string, string>;
+  readonly labels?: Record<string, string>;
+  readonly spec?: Uint8Array;
+  readonly policyVersion?: number;
+  readonly policyHash?: string;
+  readonly settingsRevision?: bigint;
+  readonly providerEnvRevision?: bigint;
+  readonly deletionAt?: Date;
+}
+
+export interface Page<T> {
+  readonly items: T[];
+  /** Opaque; empty when there is no further page. */
+  readonly nextPageToken: string;
+}
+
+/**
+ * Reads and writes inside one transaction. Every write bumps what it must; the caller decides
+ * what to write. Reads of a sandbox through a transaction lock its row until commit.
+ */
+export interface StoreTx {
+  sandboxByName(workspace: string, name: string): Promise<SandboxRecord | undefined>;
+  sandboxById(id: string): Promise<SandboxRecord | undefined>;
+  insertSandbox(record: SandboxRecord): Promise<void>;
+  /** Applies `patch` and bumps `resourceVersion`; returns the new record. */
+  updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord>;
+  deleteSandbox(id: string): Promise<void>;
+
+  policyRevision(sandboxId: string, version: number): Promise<PolicyRevisionRecord | undefined>;
+  latestPolicyRevision(sandboxId: string): Promise<PolicyRevisionRecord | undefined>;
+  insertPolicyRevision(record: PolicyRevisionRecord): Promise<void>;
+  /** Sets status (and load error / loaded time) of one revision. */
+  setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined): Promise<void>;
+
+  settings(sandboxId: string): Promise<SettingRecord[]>;
+  putSetting(record: SettingRecord): Promise<void>;
+  deleteSetting(sandboxId: string, key: string): Promise<void>;
+  /** Global settings revision (a single counter). */
+  globalSettingsRevision(): Promise<bigint>;
+  setGlobalSettingsRevision(revision: bigint): Promise<void>;
+
+  idempotency(sandboxId: string, key: string): Promise<IdempotencyRecord | undefined>;
+  /** Create-only: rejects (throws StoreConflictError) when the key already exists. */
+  insertIdempotency(record: IdempotencyRecord): Promise<void>;
+
+  operation(id: string): Promise<OperationRecord | undefined>;
+  insertOperation(record: OperationRecord): Promise<void>;
+  /**
+   * Compare-and-set: applies `patch` only when the row's `rowVersion` still equals
+   * `expectedRowVersion`; returns the new record, or `undefined` when the CAS lost.
+   */
+  updateOperation(id: string, expectedRowVersion: number, patch: OperationPatch): Promise<OperationRecord | undefined>;
+  /** PENDING operations of one sandbox (optionally one dimension), oldest first. */
+  pendingOperations(sandboxId: string, dimension?: Dimension): Promise<OperationRecord[]>;
+
+  providerByName(workspace: string, name: string): Promise<ProviderRecord | undefined>;
+  insertProvider(record: ProviderRecord): Promise<void>;
+  updateProvider(id: string, patch: { type?: string; values?: ProviderRecord["values"] }): Promise<ProviderRecord>;
+  /** Sandboxes (any phase) that attach provider `name` in `workspace`. */
+  sandboxesWithProvider(workspace: string, name: string): Promise<SandboxRecord[]>;
+}
+
+/** Thrown by create-only inserts on a duplicate key, and by stores on serialization conflicts. */
+export class StoreConflictError extends Error {
+  override readonly name = "StoreConflictError";
+}
+
+/** Thrown when the database cannot be reached or fails; the gateway answers UNAVAILABLE. */
+export class StoreUnavailableError extends Error {
+  override readonly name = "StoreUnavailableError";
+}
+
+export interface Store {
+  /** "sqlite" or "postgres", for logs and metrics. */
+  readonly kind: "sqlite" | "postgres";
+  /**
+   * Runs `fn` in one transaction: all of its writes commit together or not at all. The
+   * transaction is retried (fn called again) on serialization conflicts, up to a bound. Never
+   * hold one across network I/O other than the database's own.
+   */
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+
+  // Reads outside a transaction (each is its own consistent snapshot).
+  sandboxByName(workspace: string, name: string): Promise<SandboxRecord | undefined>;
+  sandboxById(id: string): Promise<SandboxRecord | undefined>;
+  /** `workspace` undefined = every workspace. Ordered by (workspace, name). */
+  listSandboxes(query: {
+    workspace: string | undefined;
+    labels: Record<string, string>;
+    pageSize: number;
+    pageToken: string;
+  }): Promise<Page<SandboxRecord>>;
+  operation(id: string): Promise<OperationRecord | undefined>;
+  /** Operations of one sandbox, newest first. */
+  operationsOfSandbox(sandboxId: string, limit: number): Promise<OperationRecord[]>;
+  /** PENDING operations whose `nextAttemptAt` ≤ `now`, oldest first, at most `limit`. */
+  dueOperations(now: Date, limit: number): Promise<OperationRecord[]>;
+  /** Number of PENDING operations. */
+  countPending(): Promise<number>;
+  policyRevision(sandboxId: string, version: number): Promise<PolicyRevisionRecord | undefined>;
+  /** Newest first. */
+  listPolicyRevisions(sandboxId: string, pageSize: number, pageToken: string): Promise<Page<PolicyRevisionRecord>>;
+  settings(sandboxId: string): Promise<SettingRecord[]>;
+  globalSettingsRevision(): Promise<bigint>;
+  providerByName(workspace: string, name: string): Promise<ProviderRecord | undefined>;
+
+  close(): Promise<void>;
+}

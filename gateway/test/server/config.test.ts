@@ -1,0 +1,113 @@
+// The command line: flags, environment fallbacks, and usage errors that say what is wrong.
+
+import { describe, expect, it } from "vitest";
+import { parseCommandLine, parseDuration, UsageError, type GatewayConfig } from "../../src/config.js";
+
+function serve(argv: string[], env: Record<string, string> = {}): GatewayConfig {
+  const parsed = parseCommandLine(argv, env);
+  if (parsed.kind !== "serve") throw new Error("expected serve");
+  return parsed.config;
+}
+
+function usageError(argv: string[], env: Record<string, string> = {}): string {
+  try {
+    parseCommandLine(argv, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).exitCode).toBe(2);
+    return (err as Error).message.split("\n")[0]!;
+  }
+  throw new Error("accepted");
+}
+
+const base = ["serve", "--db", "sqlite::memory:", "--port", "8080"];
+
+describe("command line", () => {
+  it("parses a full serve command with defaults for what is left out", () => {
+    expect(serve([...base, "--auth-file", "/etc/openshell/auth.json"])).toEqual({
+      db: "sqlite::memory:",
+      host: "127.0.0.1",
+      port: 8080,
+      auth: { mode: "file", path: "/etc/openshell/auth.json" },
+      corsOrigins: [],
+      logLevel: "info",
+      waitMaxMs: 3_600_000,
+    });
+  });
+
+  it("accepts --flag=value, repeated --cors-origin, --host, --log-level and --wait-max", () => {
+    const config = serve([
+      "serve",
+      "--db=postgres://u:p@db:5432/openshell",
+      "--port=0",
+      "--host",
+      "0.0.0.0",
+      "--no-auth",
+      "--cors-origin",
+      "https://a.example.com",
+      "--cors-origin=http://localhost:5173/",
+      "--log-level",
+      "debug",
+      "--wait-max",
+      "30m",
+    ]);
+    expect(config).toMatchObject({
+      db: "postgres://u:p@db:5432/openshell",
+      port: 0,
+      host: "0.0.0.0",
+      auth: { mode: "none" },
+      corsOrigins: ["https://a.example.com", "http://localhost:5173"],
+      logLevel: "debug",
+      waitMaxMs: 1_800_000,
+    });
+  });
+
+  it("falls back to OPENSHELL_GATEWAY_DB, _PORT and _AUTH_FILE, with flags taking precedence", () => {
+    const env = { OPENSHELL_GATEWAY_DB: "sqlite:/var/lib/gw.db", OPENSHELL_GATEWAY_PORT: "9000", OPENSHELL_GATEWAY_AUTH_FILE: "/auth.json" };
+    expect(serve(["serve"], env)).toMatchObject({ db: "sqlite:/var/lib/gw.db", port: 9000, auth: { mode: "file", path: "/auth.json" } });
+    expect(serve(["serve", "--port", "1", "--no-auth"], env)).toMatchObject({ port: 1, auth: { mode: "none" } });
+  });
+
+  it("returns the usage text for --help, -h and help", () => {
+    for (const argv of [["--help"], ["serve", "-h"], ["help"]]) {
+      const parsed = parseCommandLine(argv, {});
+      expect(parsed.kind).toBe("help");
+      expect(parsed.kind === "help" && parsed.text).toContain("Usage: openshell-gateway serve");
+    }
+  });
+
+  it("explains each usage error and exits with code 2", () => {
+    expect(usageError([])).toBe("missing command: expected `serve`");
+    expect(usageError(["run"])).toBe('unknown command "run": expected `serve`');
+    expect(usageError(["serve", "--port", "1", "--no-auth"])).toBe("--db is required (or set OPENSHELL_GATEWAY_DB)");
+    expect(usageError(["serve", "--db", "sqlite::memory:", "--no-auth"])).toBe("--port is required (or set OPENSHELL_GATEWAY_PORT)");
+    expect(usageError(base)).toMatch(/^authentication not configured: pass --auth-file FILE/);
+    expect(usageError([...base, "--no-auth", "--auth-file", "a.json"])).toBe("--auth-file and --no-auth exclude each other");
+    expect(usageError(["serve", "--db", "mysql://x", "--port", "1", "--no-auth"])).toBe(
+      "--db must be sqlite:PATH, sqlite::memory: or a postgres:// URL",
+    );
+    expect(usageError(["serve", "--db", "sqlite:", "--port", "1", "--no-auth"])).toMatch(/^--db sqlite: needs a file path/);
+    expect(usageError(["serve", "--db", "sqlite::memory:", "--port", "70000", "--no-auth"])).toMatch(/^--port "70000": expected an integer/);
+    expect(usageError([...base, "--no-auth", "--log-level", "loud"])).toMatch(/^--log-level "loud": expected one of fatal, error/);
+    expect(usageError([...base, "--no-auth", "--wait-max", "soon"])).toMatch(/^--wait-max "soon": expected a positive duration/);
+    expect(usageError([...base, "--no-auth", "--cors-origin", "https://a.example.com/app"])).toMatch(/^--cors-origin .*no path/);
+    expect(usageError([...base, "--no-auth", "--verbose"])).toBe("unknown option --verbose");
+    expect(usageError([...base, "--no-auth", "--port", "2"])).toBe("--port given more than once");
+    expect(usageError([...base, "--no-auth", "--host"])).toBe("--host needs a value");
+    expect(usageError([...base, "--no-auth", "extra"])).toBe('unexpected argument "extra"');
+  });
+
+  it("never repeats a database URL, which may hold a password, in an error", () => {
+    expect(usageError(["serve", "--db", "mysql://root:hunter2@db/x", "--port", "1", "--no-auth"])).not.toContain("hunter2");
+  });
+
+  it("parses durations with ms, s, m and h units; a bare number is seconds", () => {
+    expect(parseDuration("--wait-max", "250ms")).toBe(250);
+    expect(parseDuration("--wait-max", "3600s")).toBe(3_600_000);
+    expect(parseDuration("--wait-max", "1.5m")).toBe(90_000);
+    expect(parseDuration("--wait-max", "2h")).toBe(7_200_000);
+    expect(parseDuration("--wait-max", "60")).toBe(60_000);
+    expect(() => parseDuration("--wait-max", "0s")).toThrow(UsageError);
+    expect(() => parseDuration("--wait-max", "-1s")).toThrow(UsageError);
+  });
+});

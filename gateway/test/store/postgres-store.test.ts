@@ -1,0 +1,137 @@
+// Runs the store suite on PostgreSQL. The file creates its own database (osc_test_<random>) on
+// the server at OSC_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+// gives every test a fresh schema in it, and drops the database afterwards; no other database is
+// touched. When the server is unreachable the file is skipped with a notice, unless
+// OSC_REQUIRE_POSTGRES=1 makes that a failure (set it in CI).
+
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/open-store.js";
+import { openPostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { StoreUnavailableError, type Store } from "../../src/store/store.js";
+import { operation, sandbox } from "./store-fixtures.js";
+import { defineStoreSuite, insertSandboxes } from "./store-suite.js";
+
+const adminUrl = process.env.OSC_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const database = `osc_test_${randomBytes(6).toString("hex")}`;
+const testUrl = (() => {
+  const u = new URL(adminUrl);
+  u.pathname = `/${database}`;
+  return u.toString();
+})();
+
+async function withAdmin<T>(url: string, f: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  await client.connect();
+  try {
+    return await f(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const reachable = await withAdmin(adminUrl, async () => true).catch(() => false);
+if (!reachable && process.env.OSC_REQUIRE_POSTGRES === "1") throw new Error(`PostgreSQL unreachable at ${adminUrl}`);
+
+let schemas = 0;
+const freshSchema = () => `s_${++schemas}`;
+
+if (!reachable) {
+  describe.skip(`PostgreSQL store (no server at ${adminUrl}; set OSC_TEST_POSTGRES_URL)`, () => {
+    it("runs the store suite", () => undefined);
+  });
+} else {
+  beforeAll(async () => {
+    await withAdmin(adminUrl, (c) => c.query(`CREATE DATABASE ${database}`));
+  });
+  afterAll(async () => {
+    await withAdmin(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+  });
+
+  defineStoreSuite("PostgreSQL", async () => {
+    const schema = freshSchema();
+    const opened: Store[] = [await openPostgresStore(testUrl, { schema, poolSize: 8 })];
+    return {
+      store: opened[0]!,
+      reopen: async () => {
+        const again = await openPostgresStore(testUrl, { schema, poolSize: 8 });
+        opened.push(again);
+        return again;
+      },
+      cleanup: async () => {
+        for (const s of opened) await s.close();
+      },
+    };
+  });
+
+  describe("PostgreSQL store specifics", () => {
+    it("openStore opens postgres:// and postgresql:// URLs and migration 1 is recorded exactly once", async () => {
+      const first = await openStore(testUrl);
+      expect(first.kind).toBe("postgres");
+      const s = sandbox();
+      await insertSandboxes(first, s);
+      await first.close();
+      const second = await openStore(testUrl.replace(/^postgres:/, "postgresql:"));
+      expect(await second.sandboxById(s.id)).toEqual(s);
+      await second.close();
+      const versions = await withAdmin(testUrl, (c) => c.query<{ version: number }>("SELECT version FROM public.schema_migrations"));
+      expect(versions.rows.map((r) => r.version)).toEqual([1]);
+    });
+
+    it("gateways starting together on an empty schema migrate it once", async () => {
+      const schema = freshSchema();
+      const stores = await Promise.all([1, 2, 3].map(() => openPostgresStore(testUrl, { schema, poolSize: 2 })));
+      await Promise.all(stores.map((s) => s.close()));
+      const versions = await withAdmin(testUrl, (c) => c.query<{ version: number }>(`SELECT version FROM ${schema}.schema_migrations`));
+      expect(versions.rows.map((r) => r.version)).toEqual([1]);
+    });
+
+    it("schemas isolate stores in one database", async () => {
+      const a = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const b = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const s = sandbox();
+      await insertSandboxes(a, s);
+      expect(await b.sandboxById(s.id)).toBeUndefined();
+      await Promise.all([a.close(), b.close()]);
+    });
+
+    it("a transaction in which a statement failed is never reported as committed, even if fn caught the failure", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const s = sandbox();
+      const attempt = store.transaction(async (tx) => {
+        await tx.insertSandbox(s);
+        // Violates the dimension CHECK constraint: PostgreSQL aborts the whole transaction.
+        await tx.insertOperation(operation(s.id, { dimension: "bogus" as "policy" })).catch(() => undefined);
+      });
+      await expect(attempt).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await store.sandboxById(s.id)).toBeUndefined();
+      await store.close();
+    });
+
+    it("a connection lost during a transaction is a StoreUnavailableError, and the store carries on", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema(), poolSize: 1 });
+      const s = sandbox();
+      const attempt = store.transaction(async (tx) => {
+        await tx.insertSandbox(s);
+        await withAdmin(testUrl, (c) =>
+          c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND state = 'idle in transaction'", [database]),
+        );
+        await sleep(100); // the client reports the dead connection while no query runs
+        await tx.sandboxById(s.id);
+      });
+      await expect(attempt).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(await store.sandboxById(s.id)).toBeUndefined();
+      await store.close();
+    });
+
+    it("an unreachable server is a StoreUnavailableError", async () => {
+      await expect(openPostgresStore("postgres://postgres@127.0.0.1:1/nowhere")).rejects.toBeInstanceOf(StoreUnavailableError);
+    });
+
+    it("a schema name that is not a plain identifier is refused", async () => {
+      await expect(openPostgresStore(testUrl, { schema: "x; DROP TABLE y" })).rejects.toThrow(/invalid PostgreSQL schema name/);
+    });
+  });
+}

@@ -1,0 +1,105 @@
+// Runs the store suite on SQLite (a fresh temporary file per test, reopened for the restart test,
+// and ":memory:"), plus what only SQLite has: the journal mode on disk, the migration record,
+// refusing a newer schema, and openStore's URL forms.
+
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+import { MigrationError } from "../../src/store/migrations/migrate.js";
+import { openStore } from "../../src/store/open-store.js";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
+import { sandbox } from "./store-fixtures.js";
+import { defineStoreSuite, insertSandboxes } from "./store-suite.js";
+
+const dir = mkdtempSync(join(tmpdir(), "osc-sqlite-store-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let files = 0;
+const freshPath = () => join(dir, `store-${++files}.db`);
+
+defineStoreSuite("SQLite file", async () => {
+  const path = freshPath();
+  const opened: Store[] = [openSqliteStore(path)];
+  return {
+    store: opened[0]!,
+    reopen: async () => {
+      const again = openSqliteStore(path);
+      opened.push(again);
+      return again;
+    },
+    cleanup: async () => {
+      for (const s of opened) await s.close();
+      for (const suffix of ["", "-wal", "-shm"]) rmSync(path + suffix, { force: true });
+    },
+  };
+});
+
+defineStoreSuite("SQLite :memory:", async () => {
+  const store = openSqliteStore(":memory:");
+  return { store, cleanup: () => store.close() };
+});
+
+describe("SQLite store specifics", () => {
+  it("a file store journals in WAL mode and records migration 1 exactly once across reopenings", async () => {
+    const path = freshPath();
+    await openSqliteStore(path).close();
+    const store = openSqliteStore(path);
+    await insertSandboxes(store, sandbox());
+    await store.close();
+    const raw = new Database(path, { readonly: true });
+    try {
+      expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
+      expect(raw.prepare("SELECT version FROM schema_migrations").pluck().all()).toEqual([1]);
+      expect(raw.prepare("SELECT count(*) FROM sandboxes").pluck().get()).toBe(1);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("a database migrated by a newer gateway is refused rather than used", () => {
+    const path = freshPath();
+    const raw = new Database(path);
+    raw.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT");
+    raw.prepare("INSERT INTO schema_migrations VALUES (?, ?)").run(99, Date.now());
+    raw.close();
+    expect(() => openSqliteStore(path)).toThrow(MigrationError);
+    expect(() => openSqliteStore(path)).toThrow(/schema version 99, newer/);
+  });
+
+  it("openStore opens sqlite:PATH, sqlite:///PATH and sqlite::memory: stores", async () => {
+    const path = freshPath();
+    const byPath = await openStore(`sqlite:${path}`);
+    expect(byPath.kind).toBe("sqlite");
+    const s = sandbox();
+    await insertSandboxes(byPath, s);
+    await byPath.close();
+    expect(existsSync(path)).toBe(true);
+    const bySlashes = await openStore(`sqlite://${path}`);
+    expect(await bySlashes.sandboxById(s.id)).toEqual(s);
+    await bySlashes.close();
+    const memory = await openStore("sqlite::memory:");
+    expect(memory.kind).toBe("sqlite");
+    expect(await memory.sandboxById(s.id)).toBeUndefined();
+    await memory.close();
+  });
+
+  it("openStore rejects other URLs with a clear error that does not echo credentials", async () => {
+    await expect(openStore("mysql://user:hunter2@db/x")).rejects.toThrow(/unsupported store URL scheme mysql:/);
+    await expect(openStore("mysql://user:hunter2@db/x")).rejects.not.toThrow(/hunter2/);
+    await expect(openStore("sqlite:")).rejects.toThrow(/needs a file path/);
+    await expect(openStore("/var/lib/gateway.db")).rejects.toThrow(/unsupported store URL/);
+  });
+
+  it("each :memory: store is a private database", async () => {
+    const a = openSqliteStore(":memory:");
+    const b = openSqliteStore(":memory:");
+    const s = sandbox();
+    await insertSandboxes(a, s);
+    expect(await a.sandboxById(s.id)).toEqual(s);
+    expect(await b.sandboxById(s.id)).toBeUndefined();
+    await Promise.all([a.close(), b.close()]);
+  });
+});
