@@ -21,6 +21,7 @@ import { getSandboxPolicyStatus, listSandboxPolicies } from "./rpc/policies.js";
 import { getGatewayConfig, getSandboxConfig } from "./rpc/sandbox-config.js";
 import { createProvider, updateProvider } from "./rpc/providers.js";
 import { health } from "./rpc/health.js";
+import { createStoreErrorInterceptor } from "./rpc/store-errors.js";
 import type { GatewayDeps } from "./rpc/deps.js";
 
 export interface GatewayOptions {
@@ -98,6 +99,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   if (!options.auth) logger.warn("authentication is DISABLED: every caller is treated as an admin of every workspace");
   const interceptors = [
     createRpcMetricsInterceptor(metrics),
+    createStoreErrorInterceptor(),
     options.auth ? createAuthInterceptor(options.auth, { unauthenticatedMethods: ["Health"] }) : createNoAuthInterceptor(),
   ];
 

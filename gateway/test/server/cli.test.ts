@@ -1,0 +1,129 @@
+// The `openshell-gateway` executable end to end: started as a process from its source, it serves
+// the SDK, reports bad command lines and auth files, and stops cleanly on SIGTERM.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNodeTransport } from "openshell-config/transport/node";
+import { ServiceStatus } from "openshell-config/raw";
+import { openShell } from "./harness.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const cli = join(root, "gateway/src/cli.ts");
+
+interface Run {
+  child: ChildProcess;
+  lines: string[];
+  exit: Promise<number | null>;
+  /** Resolves with the first stdout JSON line whose msg matches. */
+  waitFor(msg: RegExp): Promise<Record<string, unknown>>;
+}
+
+function run(args: string[], env: Record<string, string> = {}): Run {
+  const child = spawn(process.execPath, ["--import", "tsx", cli, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  const waiters: Array<() => void> = [];
+  let buffer = "";
+  const onChunk = (chunk: Buffer) => {
+    buffer += chunk.toString("utf8");
+    const parts = buffer.split("\n");
+    buffer = parts.pop()!;
+    lines.push(...parts);
+    for (const w of waiters) w();
+  };
+  child.stdout!.on("data", onChunk);
+  child.stderr!.on("data", onChunk);
+  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    exit,
+    waitFor(msg) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          for (const line of lines) {
+            try {
+              const json = JSON.parse(line) as Record<string, unknown>;
+              if (typeof json.msg === "string" && msg.test(json.msg)) return resolve(json);
+            } catch {
+              // not a log line
+            }
+          }
+        };
+        waiters.push(check);
+        check();
+        void exit.then(() => reject(new Error(`exited before ${msg}: ${lines.join("\n")}`)));
+      });
+    },
+  };
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "gateway-cli-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("openshell-gateway", () => {
+  it("serves the SDK with the auth file's tokens and exits 0 after a graceful SIGTERM", async () => {
+    const authFile = join(dir, "auth.json");
+    await writeFile(authFile, JSON.stringify({ tokens: [{ token: "cli-test-token-0001", principal: "alice", role: "admin", workspaces: "*" }] }));
+    const gw = run(["serve", "--db", "sqlite::memory:", "--port", "0"], { OPENSHELL_GATEWAY_AUTH_FILE: authFile });
+    try {
+      const listening = await gw.waitFor(/listening on/);
+      const url = listening.url as string;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const client = openShell(createNodeTransport({ baseUrl: url, protocol: "grpc" }));
+      expect((await client.health({})).status).toBe(ServiceStatus.HEALTHY);
+      const err = await client.listSandboxes({}).catch((e: unknown) => ConnectError.from(e));
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.Unauthenticated);
+      expect(await (await fetch(`${url}/healthz`)).text()).toBe("ok");
+      gw.child.kill("SIGTERM");
+      expect(await gw.exit).toBe(0);
+      expect(gw.lines.join("\n")).toContain("gateway stopped");
+      expect(gw.lines.join("\n")).not.toContain("cli-test-token-0001");
+    } finally {
+      gw.child.kill("SIGKILL");
+    }
+  });
+
+  it("warns loudly at startup when run with --no-auth", async () => {
+    const gw = run(["serve", "--db", "sqlite::memory:", "--port", "0", "--no-auth"]);
+    try {
+      const warning = await gw.waitFor(/AUTHENTICATION IS DISABLED/);
+      expect(warning.level).toBe("warn");
+      await gw.waitFor(/listening on/);
+      gw.child.kill("SIGINT");
+      expect(await gw.exit).toBe(0);
+    } finally {
+      gw.child.kill("SIGKILL");
+    }
+  });
+
+  it("exits 2 with the usage text on a bad command line", async () => {
+    const gw = run(["serve", "--db", "sqlite::memory:", "--no-auth"]);
+    expect(await gw.exit).toBe(2);
+    const out = gw.lines.join("\n");
+    expect(out).toContain("--port is required");
+    expect(out).toContain("Usage: openshell-gateway serve");
+  });
+
+  it("exits 1 naming the entry and field when the auth file is invalid", async () => {
+    const authFile = join(dir, "bad-auth.json");
+    await writeFile(authFile, JSON.stringify({ tokens: [{ token: "t-0123456789", principal: "bob", role: "owner", workspaces: "*" }] }));
+    const gw = run(["serve", "--db", "sqlite::memory:", "--port", "0", "--auth-file", authFile]);
+    expect(await gw.exit).toBe(1);
+    expect(gw.lines.join("\n")).toContain('tokens[0].role: must be \\"admin\\", \\"user\\" or \\"supervisor\\"');
+  });
+});
