@@ -22,6 +22,10 @@ import { getGatewayConfig, getSandboxConfig } from "./rpc/sandbox-config.js";
 import { createProvider, updateProvider } from "./rpc/providers.js";
 import { health } from "./rpc/health.js";
 import { createStoreErrorInterceptor } from "./rpc/store-errors.js";
+import { connectSupervisor } from "./rpc/supervisor-session.js";
+import { createSessionRegistry, type SessionRegistry } from "./delivery/registry.js";
+import type { SessionOptions } from "./delivery/session.js";
+import { createReconciler, type Reconciler } from "./operations/reconciler.js";
 import type { GatewayDeps } from "./rpc/deps.js";
 
 export interface GatewayOptions {
@@ -35,6 +39,10 @@ export interface GatewayOptions {
   /** Wait when a caller gives none (default 60 s). */
   readonly waitDefaultMs?: number;
   readonly version?: string;
+  /** Supervisor delivery bounds; defaults follow upstream (1 min ack, 15 s heartbeat, 45 s bootstrap, 3 MiB). */
+  readonly session?: Partial<SessionOptions>;
+  /** Reconciler period (default 1 s). */
+  readonly reconcileIntervalMs?: number;
 }
 
 export interface Gateway {
@@ -47,6 +55,9 @@ export interface Gateway {
   isHealthy(): Promise<boolean>;
   /** Operation transitions, for the supervisor session (and tests standing in for it). */
   readonly transitions: Transitions;
+  /** Connected supervisor sessions. */
+  readonly sessions: SessionRegistry;
+  readonly reconciler: Reconciler;
   readonly deps: GatewayDeps;
 }
 
@@ -58,6 +69,14 @@ export function createGateway(options: GatewayOptions): Gateway {
     metrics.updateOperationsTerminal.inc({ state: State[op.state] ?? String(op.state) });
   });
   const waiters = createWaiters(store, bus);
+  const registry = createSessionRegistry();
+  const sessionOptions: SessionOptions = {
+    ackTimeoutMs: 60_000,
+    heartbeatMs: 15_000,
+    bootstrapTimeoutMs: 45_000,
+    maxMessageBytes: 3 * 1024 * 1024,
+    ...options.session,
+  };
   metrics.setPendingSource(() => store.countPending());
   const deps: GatewayDeps = {
     store,
@@ -68,7 +87,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     observeWait: (s) => metrics.operationWaitSeconds.observe(s),
     waitMaxMs: options.waitMaxMs ?? 3_600_000,
     waitDefaultMs: options.waitDefaultMs ?? 60_000,
+    publish: (sandboxId) => registry.publish(sandboxId),
   };
+  const reconciler = createReconciler(store, registry, logger, { intervalMs: options.reconcileIntervalMs ?? 1_000 });
   const unimplemented = (what: string) => () => {
     throw new ConnectError(`${what} is not supported by this gateway`, Code.Unimplemented);
   };
@@ -92,7 +113,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       createProvider: (req, ctx) => createProvider(deps, req, ctx),
       updateProvider: (req, ctx) => updateProvider(deps, req, ctx),
       reportPolicyStatus: unimplemented("ReportPolicyStatus (polling supervisors)"),
-      connectSupervisor: unimplemented("ConnectSupervisor"),
+      connectSupervisor: (requests, ctx) => connectSupervisor(deps, registry, sessionOptions, requests, ctx),
     });
   };
 
@@ -108,12 +129,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     interceptors,
     transitions,
     deps,
+    sessions: registry,
+    reconciler,
     async start() {
       const pending = await store.countPending();
       logger.info({ pending, store: store.kind }, "gateway started; pending operations resume");
+      reconciler.start();
     },
     async shutdown() {
+      reconciler.stop();
       waiters.shutdown();
+      registry.closeAll(new ConnectError("gateway is shutting down", Code.Unavailable));
     },
     async isHealthy() {
       try {

@@ -79,7 +79,9 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
   validateUpdate(req);
   if (req.global) {
     requirePlatformAdmin(ctx);
-    return commitGlobalUpdate(deps, req);
+    const response = await commitGlobalUpdate(deps, req);
+    deps.publish();
+    return response;
   }
   const principal = requireAdmin(ctx);
   const workspace = singleWorkspace(req.workspaceScope);
@@ -87,6 +89,7 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
 
   const result = await commitSandboxUpdate(deps.store, workspace, req, requestFingerprint(req));
   deps.transitions.announce(result.touched);
+  deps.publish(result.sandbox.id);
   deps.logger.info(
     {
       sandbox: req.sandbox,

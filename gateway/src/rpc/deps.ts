@@ -18,4 +18,6 @@ export interface GatewayDeps {
   readonly waitMaxMs: number;
   /** Wait applied when a caller asks for WAIT_FOR_COMPLETION without a timeout. */
   readonly waitDefaultMs: number;
+  /** Tells connected supervisors that desired state changed (one sandbox, or all without an id). */
+  readonly publish: (sandboxId?: string) => void;
 }

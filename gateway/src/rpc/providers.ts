@@ -70,6 +70,7 @@ export async function updateProvider(deps: GatewayDeps, req: UpdateProviderReque
     for (const sb of attached) await tx.updateSandbox(sb.id, { providerEnvRevision: sb.providerEnvRevision + 1n });
     return { record, sandboxes: attached.length };
   });
+  deps.publish();
   deps.logger.info({ provider: name, workspace, sandboxes }, "provider updated");
   return response(record);
 }

@@ -161,6 +161,7 @@ async function changePhase(
     return { sb: await tx.updateSandbox(current.id, { phase: to }), touched };
   });
   deps.transitions.announce(touched);
+  deps.publish(sb.id);
   return response(sb);
 }
 

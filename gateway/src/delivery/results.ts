@@ -1,0 +1,112 @@
+// Supervisor results: validated against what was delivered (upstream's rules), then recorded as
+// operation transitions and policy load status. "Last acknowledged" is decided by the caller only
+// after this has stored everything.
+
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  ConfigApplyOutcome as Outcome,
+  ConfigurationAdmissionState as Admission,
+  ConfigUpdateOperationState as State,
+  PolicySource,
+  PolicyStatus,
+  SandboxPhase,
+  type ConfigComponentApplyResult,
+  type SandboxConfigSnapshot,
+  type SandboxConfigurationAdmission,
+} from "openshell-config/raw";
+import { fromBinary } from "@bufbuild/protobuf";
+import { ConfigSnapshotRevisionSchema, type ConfigSnapshotRevision } from "openshell-config/raw";
+import { stateForOutcome } from "../operations/states.js";
+import type { GatewayDeps } from "../rpc/deps.js";
+import { sameRevision } from "./revisions.js";
+
+const ACKNOWLEDGING = new Set([Outcome.APPLIED, Outcome.IGNORED_DUPLICATE, Outcome.RETAINED_LOCAL_OVERRIDE, Outcome.DEGRADED]);
+
+export function isAcknowledging(outcome: Outcome): boolean {
+  return ACKNOWLEDGING.has(outcome);
+}
+
+function invalid(message: string): ConnectError {
+  return new ConnectError(message, Code.InvalidArgument);
+}
+
+/** Upstream §3.10: the result must name the delivered revision and be consistent with what it says is active. */
+export function validateResult(result: ConfigComponentApplyResult | undefined, delivered: ConfigSnapshotRevision): ConfigComponentApplyResult {
+  if (!result) throw invalid("configuration result is missing");
+  if (!result.requestedRevision) throw invalid("configuration result revision missing");
+  if (!sameRevision(result.requestedRevision, delivered)) {
+    throw invalid("configuration result revision does not match the delivered snapshot");
+  }
+  const applied = result.appliedRevision;
+  let consistent: boolean;
+  switch (result.outcome) {
+    case Outcome.APPLIED:
+    case Outcome.IGNORED_DUPLICATE:
+    case Outcome.DEGRADED:
+      consistent = sameRevision(applied, delivered);
+      break;
+    case Outcome.RETAINED_LOCAL_OVERRIDE:
+    case Outcome.FAILED_CLOSED:
+      consistent = applied === undefined;
+      break;
+    case Outcome.FAILED_RETAINED_LAST_KNOWN_GOOD:
+      consistent = applied !== undefined && !sameRevision(applied, delivered);
+      break;
+    case Outcome.IGNORED_STALE:
+    case Outcome.UNSUPPORTED:
+      consistent = true;
+      break;
+    default:
+      consistent = false;
+  }
+  if (!consistent) throw invalid("configuration result outcome does not match its applied revision");
+  return result;
+}
+
+/** A retryable generation mismatch means "try again": the operation stays pending. */
+export function isStillPending(result: ConfigComponentApplyResult): boolean {
+  return result.failure?.retryable === true && result.failure.code === "generation_mismatch";
+}
+
+/** Records a validated sandbox-config result: operations of exactly this revision, policy status, readiness. */
+export async function recordSandboxResult(
+  deps: GatewayDeps,
+  sandboxId: string,
+  snapshot: SandboxConfigSnapshot,
+  delivered: ConfigSnapshotRevision,
+  result: ConfigComponentApplyResult,
+  admission: SandboxConfigurationAdmission | undefined,
+): Promise<void> {
+  if (isStillPending(result)) return;
+  const rejected = admission?.state === Admission.REJECTED;
+  const outcome = result.outcome;
+  const state = stateForOutcome(outcome);
+  const error =
+    result.failure?.message ||
+    (rejected && state === State.APPLIED ? "effective configuration could not be activated" : "") ||
+    (outcome === Outcome.RETAINED_LOCAL_OVERRIDE ? "an explicit local policy in the sandbox takes precedence" : "");
+  const finalState = rejected && state === State.APPLIED ? State.FAILED : state;
+
+  const pending = await deps.store.transaction((tx) => tx.pendingOperations(sandboxId, undefined));
+  for (const op of pending) {
+    if (!op.target || !sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), delivered)) continue;
+    await deps.transitions.resolve(op.id, { state: finalState, outcome, error }, (current) =>
+      current.target !== undefined && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, current.target), delivered),
+    );
+  }
+
+  const status =
+    finalState === State.APPLIED ? PolicyStatus.LOADED : finalState === State.SUPERSEDED ? PolicyStatus.SUPERSEDED : PolicyStatus.FAILED;
+  const owner = snapshot.policySource === PolicySource.GLOBAL ? "" : sandboxId;
+  const version = snapshot.policySource === PolicySource.GLOBAL ? snapshot.globalPolicyVersion : snapshot.version;
+  await deps.store.transaction(async (tx) => {
+    const rev = await tx.policyRevision(owner, version);
+    if (rev && rev.status === PolicyStatus.PENDING) {
+      await tx.setPolicyStatus(owner, version, status, status === PolicyStatus.LOADED ? "" : error, status === PolicyStatus.LOADED ? new Date() : undefined);
+    }
+    const sb = await tx.sandboxById(sandboxId);
+    if (sb && admission?.state === Admission.ACCEPTED && (sb.phase === SandboxPhase.PROVISIONING || sb.phase === SandboxPhase.STARTING)) {
+      await tx.updateSandbox(sandboxId, { phase: SandboxPhase.READY });
+    }
+  });
+}

@@ -1,0 +1,296 @@
+// One supervisor session: pushes complete single-component snapshots over the supervisor's
+// stream, at most one unacknowledged per component (newer desired state waits and the latest
+// wins), suppresses snapshots equal to the last acknowledged one unless a pending operation needs
+// a fresh acknowledgement, re-sends after the ack timeout, and records results.
+
+import { randomUUID } from "node:crypto";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  ConfigApplyOutcome as Outcome,
+  ConfigSnapshotRevisionSchema,
+  ConfigUpdateOperationState as State,
+  GatewayMessageSchema,
+  type ConfigSnapshotRevision,
+  type GatewayMessage,
+  type ProviderEnvironmentSnapshot,
+  type SandboxConfigSnapshot,
+  type SupervisorMessage,
+} from "openshell-config/raw";
+import type { GatewayDeps } from "../rpc/deps.js";
+import type { SandboxRecord } from "../store/store.js";
+import { buildSnapshot } from "../model/snapshot.js";
+import { globalPolicyVersion } from "../rpc/sandbox-config.js";
+import { buildProviderSnapshot } from "./provider-snapshot.js";
+import { createAsyncQueue, type AsyncQueue } from "./queue.js";
+import { isAcknowledging, isStillPending, recordSandboxResult, validateResult } from "./results.js";
+import { associate } from "./associate.js";
+import {
+  providerFingerprint,
+  providerRevision,
+  sameRevision,
+  sandboxFingerprint,
+  sandboxRevision,
+} from "./revisions.js";
+
+export interface SessionOptions {
+  readonly ackTimeoutMs: number;
+  readonly heartbeatMs: number;
+  readonly bootstrapTimeoutMs: number;
+  /** Messages larger than this are never sent (upstream: 3 MiB, under gRPC's usual 4 MiB). */
+  readonly maxMessageBytes: number;
+}
+
+interface InFlight {
+  readonly updateId: string;
+  readonly sequence: bigint;
+  readonly revision: ConfigSnapshotRevision;
+  readonly fingerprint: string;
+  readonly snapshot: SandboxConfigSnapshot | ProviderEnvironmentSnapshot;
+  readonly timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+interface Slot {
+  sequence: bigint;
+  lastAcked: string | undefined;
+  /** A snapshot the supervisor definitively refused: not re-sent unless an operation asks. */
+  lastRefused: string | undefined;
+  inflight: InFlight | undefined;
+}
+
+export interface Session {
+  readonly id: string;
+  readonly sandboxId: string;
+  readonly outbound: AsyncQueue<GatewayMessage>;
+  /** The accepted message carrying the bootstrap; send it first. */
+  accept(): Promise<GatewayMessage>;
+  /** Desired state may have changed: deliver what is new once the slot is free. */
+  notify(): void;
+  onMessage(msg: SupervisorMessage): Promise<void>;
+  close(error?: unknown): void;
+  readonly closed: boolean;
+}
+
+function emptySlot(): Slot {
+  return { sequence: 0n, lastAcked: undefined, lastRefused: undefined, inflight: undefined };
+}
+
+/** Remembers how the supervisor answered a delivered snapshot. */
+function remember(slot: Slot, fingerprint: string, outcome: Outcome, stillPending: boolean): void {
+  if (stillPending) return;
+  if (isAcknowledging(outcome)) slot.lastAcked = fingerprint;
+  else slot.lastRefused = fingerprint;
+}
+
+export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options: SessionOptions): Session {
+  const id = randomUUID();
+  const outbound = createAsyncQueue<GatewayMessage>();
+  const slots = { sandbox: emptySlot(), provider: emptySlot() };
+  let bootstrapped = false;
+  let bootstrap: { sandbox: InFlight; provider: InFlight } | undefined;
+  let running: Promise<void> = Promise.resolve();
+  let again = false;
+  let lastSeen = Date.now();
+  const timers: ReturnType<typeof setTimeout>[] = [];
+
+  const log = deps.logger.child({ sandboxId: sandbox.id, session: id });
+
+  function close(error?: unknown): void {
+    if (outbound.closed) return;
+    for (const t of timers) clearTimeout(t);
+    for (const s of [slots.sandbox, slots.provider]) if (s.inflight?.timer) clearTimeout(s.inflight.timer);
+    outbound.close(error);
+    log.info({ reason: error instanceof Error ? error.message : "closed" }, "supervisor session ended");
+  }
+
+  function send(msg: GatewayMessage): boolean {
+    const size = toBinary(GatewayMessageSchema, msg).length;
+    if (size > options.maxMessageBytes) return false;
+    outbound.push(msg);
+    return true;
+  }
+
+  async function snapshots(sb: SandboxRecord) {
+    const snap = await buildSnapshot(deps.store, sb, await globalPolicyVersion(deps));
+    const provider = await buildProviderSnapshot(deps.store, sb, snap.policyHash);
+    return { snap, provider };
+  }
+
+  function flight(slot: Slot, revision: ConfigSnapshotRevision, fingerprint: string, snapshot: InFlight["snapshot"], withTimer: boolean): InFlight {
+    slot.sequence += 1n;
+    const timer = withTimer
+      ? setTimeout(() => {
+          // Unacknowledged past the bound: forget it and deliver the current state again.
+          if (slot.inflight?.updateId === f.updateId) {
+            log.warn({ updateId: f.updateId }, "configuration update not acknowledged in time; re-sending");
+            slot.inflight = undefined;
+            notify();
+          }
+        }, options.ackTimeoutMs)
+      : undefined;
+    const f: InFlight = { updateId: randomUUID(), sequence: slot.sequence, revision, fingerprint, snapshot, timer };
+    slot.inflight = f;
+    return f;
+  }
+
+  /** Fails the operations that target a snapshot too large to send. */
+  async function failOversized(revision: ConfigSnapshotRevision, bytes: number) {
+    const error = `the configuration snapshot is larger than ${options.maxMessageBytes} bytes and cannot be delivered`;
+    log.error({ bytes }, error);
+    const pending = await deps.store.transaction((tx) => tx.pendingOperations(sandbox.id));
+    for (const op of pending) {
+      if (op.target && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), revision)) {
+        await deps.transitions.resolve(op.id, { state: State.FAILED, outcome: Outcome.UNSPECIFIED, error });
+      }
+    }
+  }
+
+  async function deliver(): Promise<void> {
+    if (outbound.closed || !bootstrapped) return;
+    const sb = await deps.store.sandboxById(sandbox.id);
+    if (!sb) return close(new ConnectError("sandbox no longer exists", Code.NotFound));
+    const { snap, provider } = await snapshots(sb);
+    if (!slots.sandbox.inflight) {
+      const revision = sandboxRevision(snap);
+      const needsAck = await associate(deps, sb.id, snap, revision);
+      const fp = sandboxFingerprint(snap);
+      if ((fp !== slots.sandbox.lastAcked && fp !== slots.sandbox.lastRefused) || needsAck) {
+        const f = flight(slots.sandbox, revision, fp, snap, true);
+        const msg = create(GatewayMessageSchema, {
+          payload: { case: "configUpdate", value: { updateId: f.updateId, componentSequence: f.sequence, component: { case: "sandboxConfig", value: snap } } },
+        });
+        if (!send(msg)) {
+          clearTimeout(f.timer);
+          slots.sandbox.inflight = undefined;
+          await failOversized(revision, toBinary(GatewayMessageSchema, msg).length);
+        }
+      }
+    }
+    if (!slots.provider.inflight) {
+      const fp = providerFingerprint(provider);
+      if (fp !== slots.provider.lastAcked && fp !== slots.provider.lastRefused) {
+        const f = flight(slots.provider, providerRevision(provider), fp, provider, true);
+        send(create(GatewayMessageSchema, {
+          payload: { case: "configUpdate", value: { updateId: f.updateId, componentSequence: f.sequence, component: { case: "providerEnvironment", value: provider } } },
+        }));
+      }
+    }
+  }
+
+  // Deliveries run one at a time; a notify during a run schedules exactly one more.
+  function notify(): void {
+    if (outbound.closed) return;
+    again = true;
+    running = running.then(async () => {
+      if (!again) return;
+      again = false;
+      try {
+        await deliver();
+      } catch (err) {
+        log.error({ err: (err as Error).message }, "configuration delivery failed; the reconciler will retry");
+      }
+    });
+  }
+
+  async function onResult(slot: Slot, updateId: string, sequence: bigint, result: Parameters<typeof validateResult>[0], admission: Parameters<typeof recordSandboxResult>[5]) {
+    const f = slot.inflight;
+    if (!f || f.updateId !== updateId || f.sequence !== sequence) {
+      log.warn({ updateId }, "result for an update that is not in flight; ignored");
+      return;
+    }
+    const valid = validateResult(result, f.revision);
+    if (slot === slots.sandbox) {
+      await recordSandboxResult(deps, sandbox.id, f.snapshot as SandboxConfigSnapshot, f.revision, valid, admission);
+    }
+    // Only now, with the transitions stored, may this snapshot count as acknowledged.
+    if (f.timer) clearTimeout(f.timer);
+    slot.inflight = undefined;
+    remember(slot, f.fingerprint, valid.outcome, isStillPending(valid));
+    notify();
+  }
+
+  return {
+    id,
+    sandboxId: sandbox.id,
+    outbound,
+    get closed() {
+      return outbound.closed;
+    },
+    notify,
+    close,
+    async accept() {
+      const { snap, provider } = await snapshots(sandbox);
+      const revision = sandboxRevision(snap);
+      await associate(deps, sandbox.id, snap, revision);
+      bootstrap = {
+        sandbox: flight(slots.sandbox, revision, sandboxFingerprint(snap), snap, false),
+        provider: flight(slots.provider, providerRevision(provider), providerFingerprint(provider), provider, false),
+      };
+      const msg = create(GatewayMessageSchema, {
+        payload: {
+          case: "sessionAccepted",
+          value: {
+            sessionId: id,
+            bootstrap: { sandboxConfig: snap, providerEnvironment: provider },
+            configApplyEnabled: true,
+            heartbeatInterval: durationFromMs(options.heartbeatMs),
+          },
+        },
+      });
+      if (toBinary(GatewayMessageSchema, msg).length > options.maxMessageBytes) {
+        await failOversized(revision, toBinary(GatewayMessageSchema, msg).length);
+        throw new ConnectError(`the configuration bootstrap exceeds ${options.maxMessageBytes} bytes`, Code.ResourceExhausted);
+      }
+      timers.push(
+        setTimeout(() => {
+          if (!bootstrapped) close(new ConnectError("supervisor configuration bootstrap timed out", Code.DeadlineExceeded));
+        }, options.bootstrapTimeoutMs),
+        setInterval(() => {
+          if (Date.now() - lastSeen > options.heartbeatMs * 3) {
+            close(new ConnectError("supervisor stopped sending heartbeats", Code.DeadlineExceeded));
+            return;
+          }
+          outbound.push(create(GatewayMessageSchema, { payload: { case: "heartbeat", value: {} } }));
+        }, options.heartbeatMs),
+      );
+      return msg;
+    },
+    async onMessage(msg) {
+      lastSeen = Date.now();
+      const p = msg.payload;
+      switch (p.case) {
+        case "heartbeat":
+        case "runtimeReady":
+          return;
+        case "configBootstrapResult": {
+          if (bootstrapped || !bootstrap) throw new ConnectError("unexpected ConfigBootstrapResult", Code.InvalidArgument);
+          const byComponent = (rev: ConfigSnapshotRevision) => p.value.results.find((r) => r.requestedRevision?.component.case === rev.component.case);
+          const sandboxResult = validateResult(byComponent(bootstrap.sandbox.revision), bootstrap.sandbox.revision);
+          if (!p.value.admission) throw new ConnectError("sandbox configuration admission result is required", Code.InvalidArgument);
+          await recordSandboxResult(deps, sandbox.id, bootstrap.sandbox.snapshot as SandboxConfigSnapshot, bootstrap.sandbox.revision, sandboxResult, p.value.admission);
+          remember(slots.sandbox, bootstrap.sandbox.fingerprint, sandboxResult.outcome, isStillPending(sandboxResult));
+          const providerResult = byComponent(bootstrap.provider.revision);
+          if (providerResult) {
+            validateResult(providerResult, bootstrap.provider.revision);
+            remember(slots.provider, bootstrap.provider.fingerprint, providerResult.outcome, false);
+          }
+          slots.sandbox.inflight = undefined;
+          slots.provider.inflight = undefined;
+          bootstrapped = true;
+          log.info({ outcome: Outcome[sandboxResult.outcome] }, "supervisor bootstrapped");
+          notify();
+          return;
+        }
+        case "configUpdateResult": {
+          const r = p.value;
+          const slot = r.result?.requestedRevision?.component.case === "providerEnvironment" ? slots.provider : slots.sandbox;
+          await onResult(slot, r.updateId, r.componentSequence, r.result, r.admission);
+          return;
+        }
+        default:
+          log.debug({ payload: p.case }, "ignored supervisor message");
+      }
+    },
+  };
+}

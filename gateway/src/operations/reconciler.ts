@@ -1,0 +1,72 @@
+// The repair path: operations still PENDING when they fall due are delivered again, with backoff
+// (250 ms × 2^attempt, at most 30 s), in bounded batches. Runs at startup, so operations pending
+// before a crash complete after it, and periodically, so a missed notification only delays.
+
+import type { Store } from "../store/store.js";
+import type { SessionRegistry } from "../delivery/registry.js";
+import type { Logger } from "pino";
+
+export interface ReconcilerOptions {
+  readonly intervalMs?: number;
+  readonly batchSize?: number;
+}
+
+export interface Reconciler {
+  /** One pass; returns how many operations were due. */
+  runOnce(): Promise<number>;
+  start(): void;
+  stop(): void;
+}
+
+export function redeliveryDelayMs(attempt: number): number {
+  return Math.min(250 * 2 ** Math.min(attempt, 8), 30_000);
+}
+
+export function createReconciler(store: Store, registry: SessionRegistry, logger: Logger, options: ReconcilerOptions = {}): Reconciler {
+  const intervalMs = options.intervalMs ?? 1_000;
+  const batchSize = options.batchSize ?? 250;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = true;
+
+  async function runOnce(): Promise<number> {
+    const now = new Date();
+    const due = await store.dueOperations(now, batchSize);
+    const sandboxes = new Set<string>();
+    for (const op of due) {
+      // The claim (next attempt time) commits before the delivery is queued.
+      const claimed = await store.transaction((tx) =>
+        tx.updateOperation(op.id, op.rowVersion, {
+          attemptCount: op.attemptCount + 1,
+          nextAttemptAt: new Date(now.getTime() + redeliveryDelayMs(op.attemptCount)),
+        }),
+      );
+      if (claimed) sandboxes.add(op.sandboxId);
+    }
+    for (const id of sandboxes) registry.publish(id);
+    return due.length;
+  }
+
+  const loop = async () => {
+    if (stopped) return;
+    try {
+      const n = await runOnce();
+      if (n > 0) logger.debug({ due: n }, "reconciled pending operations");
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, "reconciliation pass failed");
+    }
+    if (!stopped) timer = setTimeout(loop, intervalMs);
+  };
+
+  return {
+    runOnce,
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      void loop();
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}

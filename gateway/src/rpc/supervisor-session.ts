@@ -1,0 +1,69 @@
+// ConnectSupervisor: the supervisor's own stream. The first message must be a hello from the
+// sandbox the token speaks for, advertising streamed config apply (there is no polling fallback);
+// the bootstrap rides in SessionAccepted; afterwards the session pushes live updates and reads
+// results until either side ends the stream.
+
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { GatewayMessage, SupervisorMessage } from "openshell-config/raw";
+import { createSession, type SessionOptions } from "../delivery/session.js";
+import type { SessionRegistry } from "../delivery/registry.js";
+import { principalOf } from "./access.js";
+import type { GatewayDeps } from "./deps.js";
+
+export async function* connectSupervisor(
+  deps: GatewayDeps,
+  registry: SessionRegistry,
+  options: SessionOptions,
+  requests: AsyncIterable<SupervisorMessage>,
+  ctx: HandlerContext,
+): AsyncGenerator<GatewayMessage> {
+  const p = principalOf(ctx);
+  if (p.role !== "supervisor" || !p.sandbox) {
+    throw new ConnectError("ConnectSupervisor requires a sandbox supervisor token", Code.PermissionDenied);
+  }
+  const input = requests[Symbol.asyncIterator]();
+  const first = await input.next();
+  if (first.done) throw new ConnectError("stream closed before hello", Code.InvalidArgument);
+  if (first.value.payload.case !== "hello") throw new ConnectError("expected SupervisorHello", Code.InvalidArgument);
+  const hello = first.value.payload.value;
+  const sb = await deps.store.sandboxByName(p.sandbox.workspace, p.sandbox.name);
+  if (!sb || (hello.sandboxId !== sb.id && hello.sandboxId !== sb.name)) {
+    throw new ConnectError(`sandbox "${hello.sandboxId}" not found for this token`, Code.NotFound);
+  }
+  if (!hello.supportsConfigSnapshots || !hello.supportsConfigApply) {
+    throw new ConnectError(
+      "this gateway pushes configuration and requires a supervisor that applies streamed snapshots " +
+        "(supports_config_snapshots and supports_config_apply); upgrade the supervisor, polling is not supported",
+      Code.FailedPrecondition,
+    );
+  }
+
+  const session = createSession(deps, sb, options);
+  registry.add(session);
+  const log = deps.logger.child({ sandbox: sb.name, session: session.id, instance: hello.instanceId, epoch: String(hello.connectionEpoch) });
+  log.info("supervisor connected");
+  const onAbort = () => session.close();
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  // Read the supervisor's messages beside the outbound stream; either side ending ends both.
+  const reader = (async () => {
+    try {
+      for (let next = await input.next(); !next.done; next = await input.next()) {
+        await session.onMessage(next.value);
+      }
+      session.close();
+    } catch (err) {
+      session.close(ConnectError.from(err));
+    }
+  })();
+  try {
+    yield await session.accept();
+    yield* session.outbound;
+  } finally {
+    ctx.signal.removeEventListener("abort", onAbort);
+    session.close();
+    registry.remove(session);
+    await input.return?.();
+    void reader;
+    log.info("supervisor stream closed");
+  }
+}
