@@ -12,6 +12,7 @@ import {
   SettingScope,
   SettingValueSchema,
   type SandboxConfigSnapshot,
+  type SandboxPolicy,
   type EffectiveSetting,
 } from "openshell-config/raw";
 import type { SandboxRecord, StoreTx, Store } from "../store/store.js";
@@ -34,8 +35,10 @@ export async function buildSnapshot(reader: Reader, sb: SandboxRecord, globalPol
     settings[s.key] = { $typeName: "openshell.sandbox.v1.EffectiveSetting", value: fromBinary(SettingValueSchema, s.value), scope: SettingScope.GLOBAL };
   }
   const policyHash = policyRev?.hash ?? "";
+  const policy = policyRev ? fromBinary(SandboxPolicySchema, policyRev.policy) : create(SandboxPolicySchema);
   return create(SandboxConfigSnapshotSchema, {
-    policy: policyRev ? fromBinary(SandboxPolicySchema, policyRev.policy) : create(SandboxPolicySchema),
+    policy,
+    supervisorMiddlewareServices: middlewareServices(policy),
     version: sb.policyVersion,
     policyHash,
     settings,
@@ -58,4 +61,18 @@ export function configRevision(policyHash: string, settings: Record<string, Effe
     if (s.value) h.update(toBinary(SettingValueSchema, s.value));
   }
   return h.digest().readBigUInt64BE(0) & 0x7fff_ffff_ffff_ffffn;
+}
+
+/**
+ * The middleware services the supervisor must reach: each policy middleware whose `config`
+ * names a `grpc_endpoint` (host:port). This reference gateway has no separate service registry.
+ */
+function middlewareServices(policy: SandboxPolicy) {
+  const services = [];
+  for (const [name, mw] of Object.entries(policy.networkMiddlewares)) {
+    const endpoint = mw.config?.grpc_endpoint;
+    if (typeof endpoint !== "string" || endpoint === "") continue;
+    services.push({ name: mw.middleware || name, grpcEndpoint: endpoint, allowInsecureTransport: true });
+  }
+  return services;
 }
