@@ -1,6 +1,7 @@
 // The gateway's network front: one cleartext port serving gRPC, gRPC-Web and Connect over HTTP/2
 // (prior knowledge) and HTTP/1.1, plus /healthz, /metrics and CORS, with graceful shutdown.
 
+import { setMaxListeners } from "node:events";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
@@ -57,6 +58,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const { logger } = options;
   const host = options.host ?? "127.0.0.1";
   const shutdownSignal = new AbortController();
+  // Every in-flight call listens on this signal; thousands at once are expected, not a leak.
+  setMaxListeners(0, shutdownSignal.signal);
   const connections = new Connections();
   let draining = false;
 

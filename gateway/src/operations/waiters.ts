@@ -17,10 +17,16 @@ export interface Waiters {
   readonly active: number;
   /** Ends every wait with UNAVAILABLE and refuses new ones. */
   shutdown(): void;
+  /**
+   * Calls `end` with the UNAVAILABLE error on shutdown (at once if it already happened), for other
+   * long-lived calls (watch streams) that must end then too. Returns the unsubscribe function.
+   */
+  onShutdown(end: (err: ConnectError) => void): () => void;
 }
 
 export function createWaiters(store: Store, bus: OperationBus): Waiters {
   const ending = new Set<(err: Error) => void>();
+  const others = new Set<(err: ConnectError) => void>();
   let closed = false;
   return {
     get active() {
@@ -30,6 +36,12 @@ export function createWaiters(store: Store, bus: OperationBus): Waiters {
       closed = true;
       const err = new ConnectError("gateway is shutting down", Code.Unavailable);
       for (const end of [...ending]) end(err);
+      for (const end of [...others]) end(err);
+    },
+    onShutdown(end) {
+      if (closed) end(new ConnectError("gateway is shutting down", Code.Unavailable));
+      others.add(end);
+      return () => others.delete(end);
     },
     async waitFor(id, timeoutMs, signal) {
       if (closed) throw new ConnectError("gateway is shutting down", Code.Unavailable);
@@ -39,6 +51,10 @@ export function createWaiters(store: Store, bus: OperationBus): Waiters {
         wake = resolve;
         fail = reject;
       });
+      // The wait can fail (shutdown, abort, timer) while the row is still being read, before
+      // anything awaits `done`: mark it handled so that is not an unhandled rejection (which
+      // would end the process). `await done` below still sees the failure.
+      done.catch(() => undefined);
       // Subscribe before reading, so a transition between the read and the subscription is not missed.
       const unsubscribe = bus.onOperation(id, (op) => {
         if (isTerminalState(op.state)) wake(op);

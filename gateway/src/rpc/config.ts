@@ -21,6 +21,8 @@ import { assertWorkspace, requireAdmin, requirePlatformAdmin, singleWorkspace } 
 import type { GatewayDeps } from "./deps.js";
 
 const MAX_KEY_BYTES = 256;
+/** request_id (§3.3): empty, or a non-nil UUID in its 36-character form. */
+const REQUEST_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function invalid(message: string): ConnectError {
   return new ConnectError(message, Code.InvalidArgument);
@@ -34,6 +36,9 @@ export function validateUpdate(req: UpdateConfigRequest): void {
   if (Buffer.byteLength(req.idempotencyKey, "utf8") > MAX_KEY_BYTES) throw invalid("idempotency_key exceeds 256 bytes");
   if (req.idempotencyKey.trim() !== req.idempotencyKey) {
     throw invalid("idempotency_key must not have leading or trailing whitespace");
+  }
+  if (req.requestId !== "" && (!REQUEST_ID.test(req.requestId) || /^[0-]+$/.test(req.requestId))) {
+    throw invalid("request_id must be a non-nil UUID");
   }
   const kinds = [req.policy !== undefined, req.settingKey !== "", req.mergeOperations.length > 0].filter(Boolean).length;
   if (kinds > 1) throw invalid("policy, setting_key, and merge_operations are mutually exclusive");
@@ -76,14 +81,14 @@ function waitMs(req: UpdateConfigRequest, deps: GatewayDeps): number {
 }
 
 export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, ctx: HandlerContext): Promise<UpdateConfigResponse> {
+  // Who may ask comes before what is asked: a caller without the role learns nothing more.
+  const principal = req.global ? requirePlatformAdmin(ctx) : requireAdmin(ctx);
   validateUpdate(req);
   if (req.global) {
-    requirePlatformAdmin(ctx);
     const response = await commitGlobalUpdate(deps, req);
     deps.publish();
     return response;
   }
-  const principal = requireAdmin(ctx);
   const workspace = singleWorkspace(req.workspaceScope);
   assertWorkspace(principal, workspace, `sandbox "${req.sandbox}"`);
 

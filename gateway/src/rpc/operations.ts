@@ -45,6 +45,7 @@ export async function getConfigUpdateOperation(
 /** A queue fed by bus listeners and drained by the stream; wakes the stream when non-empty. */
 function createQueue(signal: AbortSignal) {
   const items: OperationRecord[] = [];
+  let failure: Error | undefined;
   let wake: (() => void) | undefined;
   const onAbort = () => wake?.();
   signal.addEventListener("abort", onAbort, { once: true });
@@ -53,9 +54,15 @@ function createQueue(signal: AbortSignal) {
       items.push(op);
       wake?.();
     },
+    /** Ends the stream with `err` (gateway shutdown) once the queued items are sent. */
+    fail(err: Error) {
+      failure = err;
+      wake?.();
+    },
     async next(): Promise<OperationRecord | undefined> {
       while (items.length === 0) {
         if (signal.aborted) return undefined;
+        if (failure) throw failure;
         await new Promise<void>((resolve) => (wake = resolve));
         wake = undefined;
       }
@@ -79,7 +86,7 @@ export async function* watchConfigUpdateOperations(
     throw new ConnectError(`operation_ids has ${ids.length} entries; at most ${MAX_WATCHED_IDS} are allowed`, Code.InvalidArgument);
   }
   const queue = createQueue(ctx.signal);
-  const unsubscribe: (() => void)[] = [];
+  const unsubscribe: (() => void)[] = [deps.waiters.onShutdown((err) => queue.fail(err))];
   const message = (op: OperationRecord, initial: boolean) =>
     create(WatchConfigUpdateOperationsResponseSchema, { operation: toOperation(op), initial });
   try {

@@ -2,7 +2,14 @@
 // supervisor session will, and a dump of stored state to prove a rejected request changed nothing.
 
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { ConfigApplyOutcome, ConfigUpdateOperationState as State, SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
+import { ConnectError } from "@connectrpc/connect";
+import {
+  ConfigApplyOutcome,
+  ConfigUpdateOperationState as State,
+  SandboxPolicySchema,
+  type SandboxPolicy,
+  type UpdateConfigRequestSchema,
+} from "openshell-config/raw";
 import type { TestGateway } from "./harness.js";
 
 export function policy(rules: Record<string, string> = { github: "api.github.com" }): MessageInitShape<typeof SandboxPolicySchema> {
@@ -58,3 +65,38 @@ export async function dumpState(gw: TestGateway): Promise<string> {
   return JSON.stringify(out, (_k, v) => (typeof v === "bigint" ? `${v}n` : v instanceof Uint8Array ? Buffer.from(v).toString("hex") : v));
 }
 
+
+/** The ConnectError a call fails with; fails the test when the call succeeds. */
+export async function rpcError(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (err) {
+    return ConnectError.from(err);
+  }
+  throw new Error("expected the call to fail, but it succeeded");
+}
+
+/** Polls `check` until it returns a truthy value (or throws after `timeoutMs`). */
+export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** The stored sandbox record (by name, in `workspace`), failing when it does not exist. */
+export async function sandboxRecord(gw: TestGateway, name: string, workspace = "default") {
+  const sb = await gw.store.sandboxByName(workspace, name);
+  if (!sb) throw new Error(`sandbox ${workspace}/${name} not found in the store`);
+  return sb;
+}
+
+/** Commits `req` commit-only with an idempotency key and returns the operation id (for later waits by replay). */
+export async function commitKeyed(gw: TestGateway, req: MessageInitShape<typeof UpdateConfigRequestSchema> & { idempotencyKey: string }) {
+  const res = await gw.raw("admin").updateConfig(req);
+  if (!res.operation) throw new Error("the gateway returned no operation");
+  return res.operation.operationId;
+}

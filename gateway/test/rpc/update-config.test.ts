@@ -60,7 +60,7 @@ describe("UpdateConfig through the SDK against a real gateway", () => {
     // Resumed by key: the same operation, no second revision.
     const again = await gw.sdk().awaitCompletion(
       { sandbox: "dev", idempotencyKey: "deadline-1", request: { policy: policy({ one: "one.example.com" }) } },
-      { timeoutMs: 100 },
+      { timeoutMs: 600 },
     ).catch((e: unknown) => e);
     expect(again).toBeInstanceOf(CompletionTimeoutError);
     expect((again as CompletionTimeoutError).operationId).toBe(id);

@@ -1,0 +1,416 @@
+// Outcome decisions for received configuration snapshots, as pure functions: which
+// ConfigApplyOutcome a snapshot gets, which revision is active afterwards, what the sandbox must
+// do (install, keep, deny all, store only), and the result and admission messages built from that.
+// The rules follow UPSTREAM.md §3.10: the gateway rejects any result that breaks them.
+
+import { createHash } from "node:crypto";
+import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
+import {
+  ConfigApplyFailureSchema,
+  ConfigApplyOutcome,
+  ConfigComponent,
+  ConfigComponentApplyResultSchema,
+  ConfigSnapshotRevisionSchema,
+  ConfigurationAdmissionState,
+  EffectiveSettingSchema,
+  ProviderEnvironmentValueSchema,
+  ProviderProfileCredentialSchema,
+  SandboxConfigRevisionSchema,
+  SandboxConfigurationAdmissionSchema,
+  SandboxPolicySchema,
+  SupervisorMiddlewareServiceSchema,
+  type ConfigApplyFailure,
+  type ConfigComponentApplyResult,
+  type ConfigSnapshotRevision,
+  type ProviderEnvironmentSnapshot,
+  type SandboxConfigRevision,
+  type SandboxConfigSnapshot,
+  type SandboxConfigurationAdmission,
+} from "openshell-config/raw";
+import type { PolicyViolation } from "./validate.js";
+import { describeViolations } from "./validate.js";
+
+// ---------------------------------------------------------------------------
+// Revisions
+// ---------------------------------------------------------------------------
+
+/** The revision tuple of a sandbox snapshot (§3.5c): what an acknowledgement must carry. */
+export function sandboxConfigRevision(s: SandboxConfigSnapshot): SandboxConfigRevision {
+  return create(SandboxConfigRevisionSchema, {
+    configRevision: s.configRevision,
+    policyVersion: s.version,
+    policySource: s.policySource,
+    globalPolicyVersion: s.globalPolicyVersion,
+    settingsRevision: s.settingsRevision,
+  });
+}
+
+/** `requested_revision` of a sandbox-config result: built from the received snapshot. */
+export function sandboxRequestedRevision(s: SandboxConfigSnapshot): ConfigSnapshotRevision {
+  return wrapSandboxRevision(sandboxConfigRevision(s));
+}
+
+/** `requested_revision` of a provider-environment result. */
+export function providerRequestedRevision(s: ProviderEnvironmentSnapshot): ConfigSnapshotRevision {
+  return wrapProviderRevision(s.providerEnvRevision);
+}
+
+export function wrapSandboxRevision(r: SandboxConfigRevision): ConfigSnapshotRevision {
+  return create(ConfigSnapshotRevisionSchema, { component: { case: "sandboxConfig", value: create(SandboxConfigRevisionSchema, r) } });
+}
+
+export function wrapProviderRevision(r: bigint): ConfigSnapshotRevision {
+  return create(ConfigSnapshotRevisionSchema, { component: { case: "providerEnvironment", value: r } });
+}
+
+export function sandboxRevisionsEqual(a: SandboxConfigRevision, b: SandboxConfigRevision): boolean {
+  return (
+    a.configRevision === b.configRevision &&
+    a.policyVersion === b.policyVersion &&
+    a.policySource === b.policySource &&
+    a.globalPolicyVersion === b.globalPolicyVersion &&
+    a.settingsRevision === b.settingsRevision
+  );
+}
+
+/** Equality of two ConfigSnapshotRevisions (revisions are equality tokens, never ordered). */
+export function revisionsEqual(a: ConfigSnapshotRevision | undefined, b: ConfigSnapshotRevision | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  const x = a.component;
+  const y = b.component;
+  switch (x.case) {
+    case "sandboxConfig":
+      return y.case === "sandboxConfig" && sandboxRevisionsEqual(x.value, y.value);
+    case "providerEnvironment":
+      return y.case === "providerEnvironment" && x.value === y.value;
+    case "providerTarget":
+      return y.case === "providerTarget" && canonicalJson(x.value) === canonicalJson(y.value);
+    default:
+      return y.case === undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Content fingerprints (in memory only; never logged or written)
+// ---------------------------------------------------------------------------
+
+/** SHA-256 of what the sandbox enforces from a snapshot: policy, settings and middleware services. */
+export function sandboxContentKey(s: SandboxConfigSnapshot): string {
+  const settings: Record<string, JsonValue> = {};
+  for (const [k, v] of Object.entries(s.settings)) settings[k] = toJson(EffectiveSettingSchema, v);
+  return sha256(
+    canonicalJson({
+      policy: s.policy ? toJson(SandboxPolicySchema, s.policy) : null,
+      policyHash: s.policyHash,
+      settings,
+      services: s.supervisorMiddlewareServices.map((m) => toJson(SupervisorMiddlewareServiceSchema, m)),
+    }),
+  );
+}
+
+/** SHA-256 of a provider environment's installed content (values included, so it is secret-derived). */
+export function providerContentKey(s: ProviderEnvironmentSnapshot): string {
+  const creds: Record<string, JsonValue> = {};
+  for (const [k, v] of Object.entries(s.dynamicCredentials)) creds[k] = toJson(ProviderProfileCredentialSchema, v);
+  return sha256(
+    canonicalJson({
+      values: s.values.map((v) => toJson(ProviderEnvironmentValueSchema, v)),
+      creds,
+      files: s.files,
+      epoch: s.providerAttachmentEpoch,
+      policyHash: s.policyHash,
+    }),
+  );
+}
+
+/** JSON with object keys sorted at every level, so equal content gives equal text. */
+export function canonicalJson(v: unknown): string {
+  return JSON.stringify(sortKeys(v));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (typeof v === "bigint") return v.toString();
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) out[k] = sortKeys((v as Record<string, unknown>)[k]);
+    return out;
+  }
+  return v;
+}
+
+function sha256(s: string): string {
+  return createHash("sha256").update(s).digest("hex");
+}
+
+// ---------------------------------------------------------------------------
+// Decisions
+// ---------------------------------------------------------------------------
+
+/** What the sandbox runtime must do to carry out a decision. */
+export type Effect =
+  /** Make the snapshot the effective configuration. */
+  | "install"
+  /** Leave the effective configuration as it is. */
+  | "keep"
+  /** Replace the effective configuration by deny-all. */
+  | "deny_all"
+  /** A local override is in force: store the gateway snapshot, enforce nothing from it. */
+  | "store_desired";
+
+export interface Failure {
+  readonly code: string;
+  /** Credential-free. */
+  readonly message: string;
+  readonly retryable: boolean;
+}
+
+/** The gateway configuration in force (the last known good one). */
+export interface ActiveSandboxConfig {
+  readonly revision: SandboxConfigRevision;
+  readonly contentKey: string;
+}
+
+export interface SandboxApplyInput {
+  readonly snapshot: SandboxConfigSnapshot;
+  /** `sandboxContentKey(snapshot)`. */
+  readonly contentKey: string;
+  /** Last known good gateway configuration; undefined when none is in force (fresh, or failed closed). */
+  readonly active: ActiveSandboxConfig | undefined;
+  /** A local policy file overrides the gateway. */
+  readonly localOverride: boolean;
+  /** `validatePolicy(snapshot.policy)`. */
+  readonly violations: readonly PolicyViolation[];
+  /** Names of middleware services that could not be reached, with why (from probing). */
+  readonly unreachableServices?: readonly { readonly name: string; readonly reason: string }[];
+  /** A simulated apply failure (`--fail-bootstrap`). */
+  readonly injectedFailure?: string;
+  /** Writing the effective configuration failed (sanitized). */
+  readonly installError?: string;
+}
+
+export interface Decision {
+  readonly component: ConfigComponent;
+  readonly outcome: ConfigApplyOutcome;
+  readonly effect: Effect;
+  readonly requested: ConfigSnapshotRevision;
+  /** Active after the attempt; undefined when nothing from the gateway is in force. */
+  readonly applied: ConfigSnapshotRevision | undefined;
+  readonly failure: Failure | undefined;
+}
+
+export interface SandboxDecision extends Decision {
+  /** ACCEPTED for the acknowledging outcomes, REJECTED otherwise (§3.10.4). */
+  readonly admitted: boolean;
+  /** The last known good configuration after the decision. */
+  readonly nextActive: ActiveSandboxConfig | undefined;
+  /** Services that made the outcome DEGRADED. */
+  readonly degradedServices: readonly string[];
+}
+
+/** "retain_last_valid" (also when unset) or "fail_closed" (also for any unknown value, per §2.6). */
+export function failureMode(s: SandboxConfigSnapshot): "fail_closed" | "retain_last_valid" {
+  const m = s.policyValidationFailureMode;
+  return m === "" || m === "retain_last_valid" ? "retain_last_valid" : "fail_closed";
+}
+
+/** Whether the snapshot would be installed, so that its middleware services are worth probing. */
+export function wouldInstall(input: SandboxApplyInput): boolean {
+  return decideSandboxConfig(input).effect === "install";
+}
+
+/** The outcome of one received sandbox snapshot. */
+export function decideSandboxConfig(input: SandboxApplyInput): SandboxDecision {
+  const { snapshot, active } = input;
+  const requestedRev = sandboxConfigRevision(snapshot);
+  const requested = wrapSandboxRevision(requestedRev);
+  const base = { component: ConfigComponent.SANDBOX_CONFIG, requested, degradedServices: [] as string[] };
+
+  if (input.localOverride) {
+    return { ...base, outcome: ConfigApplyOutcome.RETAINED_LOCAL_OVERRIDE, effect: "store_desired", applied: undefined, failure: undefined, admitted: true, nextActive: active };
+  }
+  if (active && snapshot.version < active.revision.policyVersion) {
+    return {
+      ...base,
+      outcome: ConfigApplyOutcome.IGNORED_STALE,
+      effect: "keep",
+      applied: wrapSandboxRevision(active.revision),
+      failure: { code: "stale_revision", message: `policy version ${snapshot.version} is older than the active version ${active.revision.policyVersion}`, retryable: false },
+      admitted: false,
+      nextActive: active,
+    };
+  }
+  if (active && sandboxRevisionsEqual(active.revision, requestedRev) && active.contentKey === input.contentKey) {
+    return { ...base, outcome: ConfigApplyOutcome.IGNORED_DUPLICATE, effect: "keep", applied: requested, failure: undefined, admitted: true, nextActive: active };
+  }
+  const failure = sandboxFailure(input);
+  if (failure) return failed(input, requestedRev, failure);
+
+  const installed: ActiveSandboxConfig = { revision: requestedRev, contentKey: input.contentKey };
+  const unreachable = input.unreachableServices ?? [];
+  if (unreachable.length > 0) {
+    const list = unreachable.map((u) => `'${u.name}' (${u.reason})`).join(", ");
+    return {
+      ...base,
+      outcome: ConfigApplyOutcome.DEGRADED,
+      effect: "install",
+      applied: requested,
+      failure: { code: "middleware_unreachable", message: `policy applied, but supervisor middleware service ${list} is unreachable`, retryable: false },
+      admitted: true,
+      nextActive: installed,
+      degradedServices: unreachable.map((u) => u.name),
+    };
+  }
+  return { ...base, outcome: ConfigApplyOutcome.APPLIED, effect: "install", applied: requested, failure: undefined, admitted: true, nextActive: installed };
+}
+
+function sandboxFailure(input: SandboxApplyInput): Failure | undefined {
+  if (input.snapshot.configurationError !== "") {
+    return { code: "gateway_configuration_error", message: `the gateway reported a configuration error: ${input.snapshot.configurationError}`, retryable: false };
+  }
+  if (input.violations.length > 0) return { code: "invalid_policy", message: describeViolations(input.violations), retryable: false };
+  if (input.injectedFailure !== undefined) return { code: "apply_failed", message: input.injectedFailure, retryable: true };
+  if (input.installError !== undefined) return { code: "install_failed", message: `could not install the effective configuration: ${input.installError}`, retryable: true };
+  return undefined;
+}
+
+/** A failed attempt: keep the last known good when the mode allows it and one exists, else deny all. */
+function failed(input: SandboxApplyInput, requestedRev: SandboxConfigRevision, failure: Failure): SandboxDecision {
+  const requested = wrapSandboxRevision(requestedRev);
+  const base = { component: ConfigComponent.SANDBOX_CONFIG, requested, failure, admitted: false, degradedServices: [] as string[] };
+  const { active } = input;
+  // FAILED_RETAINED_LAST_KNOWN_GOOD needs an applied revision that differs from the requested one.
+  if (failureMode(input.snapshot) === "retain_last_valid" && active && !sandboxRevisionsEqual(active.revision, requestedRev)) {
+    return { ...base, outcome: ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD, effect: "keep", applied: wrapSandboxRevision(active.revision), nextActive: active };
+  }
+  return { ...base, outcome: ConfigApplyOutcome.FAILED_CLOSED, effect: "deny_all", applied: undefined, nextActive: undefined };
+}
+
+/** The provider environment in force. */
+export interface ActiveProviderEnvironment {
+  readonly revision: bigint;
+  readonly contentKey: string;
+}
+
+export interface ProviderApplyInput {
+  readonly snapshot: ProviderEnvironmentSnapshot;
+  /** `providerContentKey(snapshot)`. */
+  readonly contentKey: string;
+  readonly active: ActiveProviderEnvironment | undefined;
+  /** `validateProviderEnvironment(snapshot)`. */
+  readonly problems: readonly string[];
+  /** Installing the values failed (sanitized). */
+  readonly installError?: string;
+}
+
+export interface ProviderDecision extends Decision {
+  readonly nextActive: ActiveProviderEnvironment | undefined;
+}
+
+/** The outcome of one received provider-environment snapshot. The gateway's snapshot is authoritative: no staleness. */
+export function decideProviderEnvironment(input: ProviderApplyInput): ProviderDecision {
+  const { snapshot, active } = input;
+  const requested = providerRequestedRevision(snapshot);
+  const base = { component: ConfigComponent.PROVIDER_ENVIRONMENT, requested };
+  if (active && active.revision === snapshot.providerEnvRevision && active.contentKey === input.contentKey) {
+    return { ...base, outcome: ConfigApplyOutcome.IGNORED_DUPLICATE, effect: "keep", applied: requested, failure: undefined, nextActive: active };
+  }
+  let failure: Failure | undefined;
+  if (input.problems.length > 0) failure = { code: "invalid_provider_environment", message: `invalid provider environment: ${input.problems.join("; ")}`, retryable: false };
+  else if (input.installError !== undefined) failure = { code: "install_failed", message: `could not install the provider environment: ${input.installError}`, retryable: true };
+  if (failure) {
+    if (active && active.revision !== snapshot.providerEnvRevision) {
+      return { ...base, outcome: ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD, effect: "keep", applied: wrapProviderRevision(active.revision), failure, nextActive: active };
+    }
+    return { ...base, outcome: ConfigApplyOutcome.FAILED_CLOSED, effect: "deny_all", applied: undefined, failure, nextActive: undefined };
+  }
+  return { ...base, outcome: ConfigApplyOutcome.APPLIED, effect: "install", applied: requested, failure: undefined, nextActive: { revision: snapshot.providerEnvRevision, contentKey: input.contentKey } };
+}
+
+/** Names that cannot be installed as environment variables (names only; values are never inspected in messages). */
+export function validateProviderEnvironment(s: ProviderEnvironmentSnapshot): string[] {
+  const problems: string[] = [];
+  s.values.forEach((v, i) => {
+    if (v.name === "") problems.push(`values[${i}] has an empty name`);
+    else if (/[=\0]/u.test(v.name)) problems.push(`values[${i}] name contains '=' or NUL`);
+  });
+  return problems;
+}
+
+// ---------------------------------------------------------------------------
+// Messages
+// ---------------------------------------------------------------------------
+
+/** Outcomes that acknowledge the delivered revision (§3.10.3). */
+export function isAcknowledging(o: ConfigApplyOutcome): boolean {
+  return (
+    o === ConfigApplyOutcome.APPLIED ||
+    o === ConfigApplyOutcome.IGNORED_DUPLICATE ||
+    o === ConfigApplyOutcome.RETAINED_LOCAL_OVERRIDE ||
+    o === ConfigApplyOutcome.DEGRADED
+  );
+}
+
+export function toApplyResult(d: Decision): ConfigComponentApplyResult {
+  return create(ConfigComponentApplyResultSchema, {
+    component: d.component,
+    requestedRevision: d.requested,
+    appliedRevision: d.applied,
+    outcome: d.outcome,
+    failure: d.failure ? toApplyFailure(d.failure) : undefined,
+  });
+}
+
+function toApplyFailure(f: Failure): ConfigApplyFailure {
+  return create(ConfigApplyFailureSchema, { code: f.code, message: f.message, retryable: f.retryable });
+}
+
+/** The admission of a delivered sandbox snapshot: its identifying fields and the supervisor's verdict. */
+export function admissionFor(
+  snapshot: SandboxConfigSnapshot,
+  instanceId: string,
+  verdict: { readonly admitted: boolean; readonly error?: string | undefined },
+): SandboxConfigurationAdmission {
+  return create(SandboxConfigurationAdmissionSchema, {
+    instanceId,
+    state: verdict.admitted ? ConfigurationAdmissionState.ACCEPTED : ConfigurationAdmissionState.REJECTED,
+    policyVersion: snapshot.version,
+    policyHash: snapshot.policyHash,
+    configRevision: snapshot.configRevision,
+    providerEnvRevision: snapshot.providerEnvRevision,
+    error: verdict.admitted ? "" : (verdict.error ?? "configuration could not be activated"),
+  });
+}
+
+/** Admission of a bootstrap: accepted only when every component was acknowledged. */
+export function bootstrapVerdict(sandbox: SandboxDecision, provider: ProviderDecision | undefined): { admitted: boolean; error: string | undefined } {
+  const errors: string[] = [];
+  if (!sandbox.admitted) errors.push(`sandbox config: ${sandbox.failure?.message ?? "not admitted"}`);
+  if (provider && !isAcknowledging(provider.outcome)) errors.push(`provider environment: ${provider.failure?.message ?? "not applied"}`);
+  return { admitted: errors.length === 0, error: errors.length > 0 ? errors.join("; ") : undefined };
+}
+
+/**
+ * §3.10.2: why an outcome and its applied revision are inconsistent, or undefined when they agree.
+ * The supervisor checks its own results with this before sending them.
+ */
+export function outcomeConsistencyError(r: Pick<ConfigComponentApplyResult, "outcome" | "requestedRevision" | "appliedRevision">): string | undefined {
+  const { outcome, requestedRevision: req, appliedRevision: app } = r;
+  if (req === undefined) return "configuration result revision missing";
+  switch (outcome) {
+    case ConfigApplyOutcome.APPLIED:
+    case ConfigApplyOutcome.IGNORED_DUPLICATE:
+    case ConfigApplyOutcome.DEGRADED:
+      return revisionsEqual(app, req) ? undefined : "applied revision must equal the requested revision";
+    case ConfigApplyOutcome.RETAINED_LOCAL_OVERRIDE:
+    case ConfigApplyOutcome.FAILED_CLOSED:
+      return app === undefined ? undefined : "applied revision must be absent";
+    case ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD:
+      return app !== undefined && !revisionsEqual(app, req) ? undefined : "applied revision must be present and differ from the requested revision";
+    case ConfigApplyOutcome.IGNORED_STALE:
+    case ConfigApplyOutcome.UNSUPPORTED:
+      return undefined;
+    default:
+      return "outcome is unspecified";
+  }
+}

@@ -1,0 +1,268 @@
+// One simulated sandbox: the configuration in force and the installed provider environment.
+// It turns received snapshots into decisions (apply.ts), carries them out on disk (runtime.ts)
+// and in memory, one at a time, and logs what happened without ever logging a value.
+
+import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
+import {
+  ConfigApplyOutcome,
+  EffectiveSettingSchema,
+  SandboxConfigRevisionSchema,
+  SandboxPolicySchema,
+  type ProviderEnvironmentSnapshot,
+  type SandboxConfigSnapshot,
+  type SandboxPolicy,
+} from "openshell-config/raw";
+import {
+  decideProviderEnvironment,
+  decideSandboxConfig,
+  providerContentKey,
+  sandboxConfigRevision,
+  sandboxContentKey,
+  validateProviderEnvironment,
+  wouldInstall,
+  type ActiveProviderEnvironment,
+  type ActiveSandboxConfig,
+  type ProviderDecision,
+  type SandboxApplyInput,
+  type SandboxDecision,
+} from "./apply.js";
+import { sleep } from "./backoff.js";
+import type { Logger } from "./log.js";
+import { probeMiddlewareServices, type Unreachable } from "./probe.js";
+import { atomicWriteJson, type StateDir } from "./runtime.js";
+import { validatePolicy } from "./validate.js";
+
+export interface SandboxOptions {
+  readonly name: string;
+  readonly stateDir: StateDir;
+  readonly logger: Logger;
+  /** A local policy that overrides whatever the gateway sends. */
+  readonly localPolicy?: SandboxPolicy | undefined;
+  /** Probes middleware services; default: TCP connect within `probeTimeoutMs`. */
+  readonly probe?: (services: SandboxConfigSnapshot["supervisorMiddlewareServices"]) => Promise<Unreachable[]>;
+  readonly probeTimeoutMs?: number;
+}
+
+export interface ApplyOptions {
+  /** Simulated slowness (`--apply-delay-ms`), spent while holding the apply lock. */
+  readonly delayMs?: number;
+  /** Simulated failure (`--fail-bootstrap`). */
+  readonly injectedFailure?: string;
+}
+
+/** What enforces the sandbox right now. */
+export type Enforcing = "nothing" | "gateway" | "deny_all" | "local_override";
+
+export class SimulatedSandbox {
+  readonly name: string;
+  private readonly stateDir: StateDir;
+  private readonly log: Logger;
+  private readonly localPolicy: SandboxPolicy | undefined;
+  private readonly probe: NonNullable<SandboxOptions["probe"]>;
+  private active: ActiveSandboxConfig | undefined;
+  private provider: ActiveProviderEnvironment | undefined;
+  private env = new Map<string, string>();
+  private enforcingNow: Enforcing = "nothing";
+  private lock: Promise<unknown> = Promise.resolve();
+
+  constructor(options: SandboxOptions) {
+    this.name = options.name;
+    this.stateDir = options.stateDir;
+    this.log = options.logger;
+    this.localPolicy = options.localPolicy;
+    const timeout = options.probeTimeoutMs;
+    this.probe = options.probe ?? ((services) => probeMiddlewareServices(services, timeout));
+  }
+
+  get hasLocalOverride(): boolean {
+    return this.localPolicy !== undefined;
+  }
+
+  get enforcing(): Enforcing {
+    return this.enforcingNow;
+  }
+
+  /** The gateway revision in force (the last known good), if any. */
+  get activeRevision(): ActiveSandboxConfig["revision"] | undefined {
+    return this.active?.revision;
+  }
+
+  /** Installed provider environment values (in memory). */
+  get environment(): ReadonlyMap<string, string> {
+    return this.env;
+  }
+
+  /** Prepares the state directory; with a local policy, makes it the effective configuration. */
+  async start(): Promise<void> {
+    await this.stateDir.ensure(this.name);
+    if (this.localPolicy) {
+      await this.writeEffective({ source: "local_override", policy: this.localPolicy });
+      this.enforcingNow = "local_override";
+      this.log.info("local policy in force; gateway policies, if any, are stored but not enforced", { effective: this.stateDir.effectivePath(this.name) });
+    }
+  }
+
+  /** Applies one sandbox snapshot and returns the decision that was carried out. */
+  applySandboxConfig(snapshot: SandboxConfigSnapshot, options: ApplyOptions = {}): Promise<SandboxDecision> {
+    return this.exclusive(async () => {
+      if (options.delayMs) await sleep(options.delayMs);
+      const base: SandboxApplyInput = {
+        snapshot,
+        contentKey: sandboxContentKey(snapshot),
+        active: this.active,
+        localOverride: this.hasLocalOverride,
+        violations: validatePolicy(snapshot.policy),
+        ...(options.injectedFailure !== undefined ? { injectedFailure: options.injectedFailure } : {}),
+      };
+      let input = base;
+      if (snapshot.supervisorMiddlewareServices.length > 0 && wouldInstall(base)) {
+        input = { ...base, unreachableServices: await this.probe(snapshot.supervisorMiddlewareServices) };
+      }
+      let decision = decideSandboxConfig(input);
+      try {
+        await this.carryOutSandbox(decision, snapshot);
+      } catch (err) {
+        decision = decideSandboxConfig({ ...input, installError: errorCode(err) });
+        await this.carryOutSandbox(decision, snapshot).catch((e: unknown) => {
+          this.log.error("could not write the fallback effective configuration", { err: errorCode(e) });
+        });
+      }
+      this.active = decision.nextActive;
+      this.log.info("sandbox config processed", {
+        outcome: ConfigApplyOutcome[decision.outcome],
+        policyVersion: snapshot.version,
+        settingsRevision: snapshot.settingsRevision.toString(),
+        configRevision: snapshot.configRevision.toString(),
+        enforcing: this.enforcingNow,
+        ...(decision.failure ? { failureCode: decision.failure.code, failure: decision.failure.message } : {}),
+      });
+      return decision;
+    });
+  }
+
+  /** Installs one provider-environment snapshot and returns the decision that was carried out. */
+  applyProviderEnvironment(snapshot: ProviderEnvironmentSnapshot, options: ApplyOptions = {}): Promise<ProviderDecision> {
+    return this.exclusive(async () => {
+      if (options.delayMs) await sleep(options.delayMs);
+      const input = { snapshot, contentKey: providerContentKey(snapshot), active: this.provider, problems: validateProviderEnvironment(snapshot) };
+      let decision = decideProviderEnvironment(input);
+      try {
+        await this.carryOutProvider(decision, snapshot);
+      } catch (err) {
+        decision = decideProviderEnvironment({ ...input, installError: errorCode(err) });
+        await this.carryOutProvider(decision, snapshot).catch((e: unknown) => {
+          this.log.error("could not clear the provider environment", { err: errorCode(e) });
+        });
+      }
+      this.provider = decision.nextActive;
+      // Names only: values, file contents and credentials are never logged.
+      this.log.info("provider environment processed", {
+        outcome: ConfigApplyOutcome[decision.outcome],
+        providerEnvRevision: snapshot.providerEnvRevision.toString(),
+        names: snapshot.values.map((v) => v.name),
+        fileNames: Object.keys(snapshot.files),
+        dynamicCredentialNames: Object.keys(snapshot.dynamicCredentials),
+        ...(decision.failure ? { failureCode: decision.failure.code, failure: decision.failure.message } : {}),
+      });
+      return decision;
+    });
+  }
+
+  private async carryOutSandbox(d: SandboxDecision, s: SandboxConfigSnapshot): Promise<void> {
+    switch (d.effect) {
+      case "install":
+        await this.writeEffective({ source: "gateway", snapshot: s, degradedServices: d.degradedServices });
+        this.enforcingNow = "gateway";
+        return;
+      case "deny_all":
+        await this.writeEffective({ source: "deny_all", policy: create(SandboxPolicySchema, { version: s.version }), reason: d.failure?.message ?? "" });
+        this.enforcingNow = "deny_all";
+        return;
+      case "store_desired":
+        await this.stateDir.ensure(this.name);
+        await atomicWriteJson(this.stateDir.gatewayDesiredPath(this.name), this.document({ source: "gateway_desired", snapshot: s }));
+        return;
+      case "keep":
+        return;
+    }
+  }
+
+  private async carryOutProvider(d: ProviderDecision, s: ProviderEnvironmentSnapshot): Promise<void> {
+    switch (d.effect) {
+      case "install": {
+        const values: Record<string, string> = {};
+        for (const v of s.values) values[v.name] = v.value;
+        const dynamicCredentials: Record<string, string> = {};
+        for (const [k, c] of Object.entries(s.dynamicCredentials)) dynamicCredentials[k] = c.value;
+        await this.writeProviderEnv({
+          sandbox: this.name,
+          providerEnvRevision: s.providerEnvRevision.toString(),
+          providerAttachmentEpoch: s.providerAttachmentEpoch,
+          policyHash: s.policyHash,
+          values,
+          files: { ...s.files },
+          dynamicCredentials,
+          writtenAt: new Date().toISOString(),
+        });
+        this.env = new Map(Object.entries(values));
+        return;
+      }
+      case "deny_all":
+        this.env = new Map();
+        await this.writeProviderEnv({ sandbox: this.name, providerEnvRevision: null, values: {}, files: {}, dynamicCredentials: {}, writtenAt: new Date().toISOString() });
+        return;
+      case "keep":
+      case "store_desired":
+        return;
+    }
+  }
+
+  private async writeProviderEnv(doc: unknown): Promise<void> {
+    await this.stateDir.ensure(this.name);
+    await atomicWriteJson(this.stateDir.providerEnvPath(this.name), doc, { mode: 0o600 });
+  }
+
+  private async writeEffective(e: EffectiveInput): Promise<void> {
+    await this.stateDir.ensure(this.name);
+    await atomicWriteJson(this.stateDir.effectivePath(this.name), this.document(e));
+  }
+
+  /** The JSON document of effective.json (and gateway-desired.json): policy and settings in proto JSON. */
+  private document(e: EffectiveInput): Record<string, unknown> {
+    const s = "snapshot" in e ? e.snapshot : undefined;
+    const policy = s ? (s.policy ?? create(SandboxPolicySchema)) : (e as { policy: SandboxPolicy }).policy;
+    const settings: Record<string, JsonValue> = {};
+    for (const [k, v] of Object.entries(s?.settings ?? {})) settings[k] = toJson(EffectiveSettingSchema, v);
+    return {
+      sandbox: this.name,
+      source: e.source,
+      revision: s ? toJson(SandboxConfigRevisionSchema, sandboxConfigRevision(s), { alwaysEmitImplicit: true }) : null,
+      policyHash: s?.policyHash ?? "",
+      policy: toJson(SandboxPolicySchema, policy),
+      settings,
+      middlewareServices: (s?.supervisorMiddlewareServices ?? []).map((m) => ({ name: m.name, grpcEndpoint: m.grpcEndpoint })),
+      degradedServices: "degradedServices" in e ? e.degradedServices : [],
+      ...("reason" in e ? { reason: e.reason } : {}),
+      writtenAt: new Date().toISOString(),
+    };
+  }
+
+  /** Runs `fn` after every earlier apply of this sandbox has finished (applies never overlap). */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(fn, fn);
+    this.lock = run.catch(() => {});
+    return run;
+  }
+}
+
+type EffectiveInput =
+  | { source: "gateway"; snapshot: SandboxConfigSnapshot; degradedServices: readonly string[] }
+  | { source: "gateway_desired"; snapshot: SandboxConfigSnapshot }
+  | { source: "local_override"; policy: SandboxPolicy }
+  | { source: "deny_all"; policy: SandboxPolicy; reason: string };
+
+/** A credential-free description of a filesystem error: its code, not its message (which has paths). */
+function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : err instanceof Error ? err.name : "unknown error";
+}
