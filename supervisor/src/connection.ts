@@ -36,6 +36,8 @@ export const DEFAULT_HEARTBEAT_MS = 15_000;
 export const DEFAULT_ACCEPT_TIMEOUT_MS = 60_000;
 /** After a half-close, how long the gateway gets to end the stream before it is cut. */
 const HALF_CLOSE_GRACE_MS = 1_000;
+/** After a SessionRejected, how long the gateway gets to end the stream with its status. */
+const REJECTION_DRAIN_MS = 5_000;
 
 /** Test and chaos switches (`--apply-delay-ms`, `--drop-acks`, `--disconnect-after`, `--fail-bootstrap`). */
 export interface Faults {
@@ -166,6 +168,8 @@ class Connection {
 
   private async rejected(reason: string, responses: AsyncIterator<GatewayMessage>): Promise<ConnectionEnd> {
     let code: Code | undefined;
+    // The stream should end right after the rejection (with the status that says why); do not wait forever.
+    this.after(REJECTION_DRAIN_MS, () => this.cut("the gateway did not end a rejected stream"));
     try {
       while (!(await responses.next()).done) {
         /* the stream should end right after the rejection */

@@ -44,6 +44,22 @@ describe("fleet", () => {
     expect(gw.violations()).toEqual([]);
   });
 
+  it("reconnects every session over the shared transport after the gateway restarts", async () => {
+    gw = await FakeGateway.start({ heartbeatMs: 1_000 });
+    const names = Array.from({ length: 5 }, (_, i) => `fleet-${String(i).padStart(4, "0")}`);
+    sup = startSupervisor({ gateways: [gw.url], names });
+    const first = await Promise.all(names.map((n) => gw!.waitForSession((s) => s.sandboxId === n)));
+    await Promise.all(first.map((s) => s.bootstrapResult()));
+    await gw.restart();
+    const second = await Promise.all(names.map((n) => gw!.waitForSession((s) => s.sandboxId === n && s.epoch >= 2n, 10_000)));
+    const results = await Promise.all(second.map((s) => s.bootstrapResult()));
+    expect(results.map((r) => r.results[0]?.outcome)).toEqual(names.map(() => ConfigApplyOutcome.IGNORED_DUPLICATE));
+    expect(second.map((s) => s.hello.instanceId)).toEqual(first.map((s) => s.hello.instanceId));
+    expect(sup.fleet.transportCount).toBe(1);
+    expect(gw.connections).toBe(2);
+    expect(gw.violations()).toEqual([]);
+  });
+
   it("in standalone mode applies the local policy and writes effective.json without any gateway", async () => {
     const local = policy({ pypi: [{ host: "pypi.org", port: 443, protocol: "rest", rules: [{ method: "GET", path: "/simple/**" }] }] });
     sup = startSupervisor({ gateways: [], names: ["solo-0000", "solo-0001"], localPolicy: local });

@@ -235,7 +235,7 @@ describe("supervisor session", () => {
   });
 
   it("reconnects after the gateway drops the stream: a new hello with the same instance and epoch + 1, and a fresh bootstrap", async () => {
-    const { gw, session } = await setup();
+    const { gw, sup, session } = await setup();
     await session.bootstrapResult();
     session.drop();
     const second = await gw.waitForSession((s) => s.epoch === 2n);
@@ -245,6 +245,8 @@ describe("supervisor session", () => {
     // Same configuration as before the drop: already in force.
     expect(boot.results[0]?.outcome).toBe(ConfigApplyOutcome.IGNORED_DUPLICATE);
     expect(boot.admission?.state).toBe(ConfigurationAdmissionState.ACCEPTED);
+    expect(sup.fleet.sessions[0]!.stats).toMatchObject({ connections: 2, accepted: 2, bootstraps: 2 });
+    expect(sup.fleet.sessions[0]!.connectionEpoch).toBe(2n);
     expect(gw.violations()).toEqual([]);
   });
 
@@ -308,6 +310,15 @@ describe("supervisor session", () => {
     const { updateId } = session.sendSandboxConfig(sandboxSnapshot({ version: 2 }));
     await session.updateResult(updateId);
     expect(Date.now() - started).toBeGreaterThanOrEqual(240);
+  });
+
+  it("applies but does not acknowledge when the gateway does not enable config apply", async () => {
+    const { sup, session } = await setup({ configApplyEnabled: false, heartbeatMs: 100 });
+    session.sendSandboxConfig(sandboxSnapshot({ version: 2 }));
+    await eventually(() => expect(readJson(sup.stateDir.effectivePath("dev"))).toMatchObject({ revision: { policyVersion: 2 } }));
+    await eventually(() => expect(session.all("heartbeat").length).toBeGreaterThanOrEqual(2), 2_000);
+    expect(session.all("configBootstrapResult")).toEqual([]);
+    expect(session.all("configUpdateResult")).toEqual([]);
   });
 
   it("exits the session for good when the gateway rejects it for missing capabilities", async () => {

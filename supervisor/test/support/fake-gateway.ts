@@ -327,6 +327,15 @@ export class FakeGateway {
     return this.sessions.flatMap((s) => s.violations.map((v) => `${s.sandboxId}#${s.epoch}: ${v}`));
   }
 
+  /** Simulates a gateway restart: every connection is cut, then the same port listens again. */
+  async restart(): Promise<void> {
+    const port = Number(new URL(this.url).port);
+    for (const s of this.sessions) s.drop();
+    for (const s of this.h2sessions) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await new Promise<void>((resolve) => this.server.listen(port, "127.0.0.1", resolve));
+  }
+
   async close(): Promise<void> {
     for (const s of this.sessions) s.drop();
     for (const s of this.h2sessions) s.destroy();
