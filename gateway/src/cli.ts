@@ -41,7 +41,19 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
   const auth = await loadAuth(config, logger);
   const metrics = createMetrics();
   const store = await openStore(config.db);
-  const gateway = createGateway({ store, logger, metrics, auth, waitMaxMs: config.waitMaxMs, version: packageVersion() });
+  const gateway = createGateway({
+    store,
+    logger,
+    metrics,
+    auth,
+    waitMaxMs: config.waitMaxMs,
+    version: packageVersion(),
+    session: {
+      ...(config.ackTimeoutMs !== undefined ? { ackTimeoutMs: config.ackTimeoutMs } : {}),
+      ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),
+    },
+    ...(config.reconcileIntervalMs !== undefined ? { reconcileIntervalMs: config.reconcileIntervalMs } : {}),
+  });
   await gateway.start();
   const server = await startServer({
     host: config.host,

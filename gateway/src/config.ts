@@ -15,6 +15,10 @@ export interface GatewayConfig {
   readonly logLevel: LogLevel;
   /** Longest server-side wait a client may ask for, in milliseconds. */
   readonly waitMaxMs: number;
+  /** Supervisor session bounds, in milliseconds (undefined = the gateway's defaults). */
+  readonly ackTimeoutMs: number | undefined;
+  readonly heartbeatMs: number | undefined;
+  readonly reconcileIntervalMs: number | undefined;
 }
 
 /** What the command line asks for. */
@@ -40,6 +44,9 @@ Options:
   --cors-origin URL    allow browser calls from this origin; repeatable; * for any
   --log-level L        ${LOG_LEVELS.join(", ")} (default info)
   --wait-max D         longest server-side completion wait, e.g. 3600s, 30m, 1h (default 3600s)
+  --ack-timeout D      re-send a configuration update a supervisor has not acknowledged (default 60s)
+  --heartbeat D        supervisor heartbeat interval; a peer silent for 3 intervals is dropped (default 15s)
+  --reconcile D        how often pending operations are checked for redelivery (default 1s)
   -h, --help           show this help`;
 
 const DEFAULT_WAIT_MAX_MS = 3_600_000;
@@ -78,6 +85,13 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   }
   const waitMaxText = flags.single("wait-max");
   const waitMaxMs = waitMaxText === undefined ? DEFAULT_WAIT_MAX_MS : parseDuration("--wait-max", waitMaxText);
+  const optionalDuration = (name: string) => {
+    const text = flags.single(name);
+    return text === undefined ? undefined : parseDuration(`--${name}`, text);
+  };
+  const ackTimeoutMs = optionalDuration("ack-timeout");
+  const heartbeatMs = optionalDuration("heartbeat");
+  const reconcileIntervalMs = optionalDuration("reconcile");
   flags.rejectUnknown();
 
   return {
@@ -90,11 +104,14 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       corsOrigins,
       logLevel: logLevel as LogLevel,
       waitMaxMs,
+      ackTimeoutMs,
+      heartbeatMs,
+      reconcileIntervalMs,
     },
   };
 }
 
-const VALUE_FLAGS = new Set(["db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max"]);
+const VALUE_FLAGS = new Set(["db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max", "ack-timeout", "heartbeat", "reconcile"]);
 const BOOL_FLAGS = new Set(["no-auth"]);
 const REPEATABLE = new Set(["cors-origin"]);
 
