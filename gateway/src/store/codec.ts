@@ -139,3 +139,44 @@ export interface TxContext {
 export const NESTED_TRANSACTION_MESSAGE =
   "store.transaction called inside another transaction's fn; use the outer StoreTx instead";
 export const FINISHED_TRANSACTION_MESSAGE = "this StoreTx was used after its transaction ended";
+
+/** Every StoreTx method, listed once; the Record type makes a missing one a compile error. */
+const TX_METHODS: Record<keyof import("./store.js").StoreTx, true> = {
+  sandboxByName: true,
+  sandboxById: true,
+  insertSandbox: true,
+  updateSandbox: true,
+  deleteSandbox: true,
+  policyRevision: true,
+  latestPolicyRevision: true,
+  insertPolicyRevision: true,
+  setPolicyStatus: true,
+  settings: true,
+  putSetting: true,
+  deleteSetting: true,
+  globalSettingsRevision: true,
+  setGlobalSettingsRevision: true,
+  idempotency: true,
+  insertIdempotency: true,
+  operation: true,
+  insertOperation: true,
+  updateOperation: true,
+  pendingOperations: true,
+  providerByName: true,
+  insertProvider: true,
+  updateProvider: true,
+  sandboxesWithProvider: true,
+};
+
+/**
+ * A StoreTx whose every method runs the backend's query of the same name through `guard`, which
+ * refuses calls after the transaction ended and maps driver errors. Both backends share it.
+ */
+export function guardedTx(queries: object, guard: <T>(call: () => T | Promise<T>) => Promise<T>): import("./store.js").StoreTx {
+  const tx: Record<string, unknown> = {};
+  const q = queries as Record<string, (...args: unknown[]) => unknown>;
+  for (const name of Object.keys(TX_METHODS)) {
+    tx[name] = (...args: unknown[]) => guard(() => q[name]!.apply(queries, args));
+  }
+  return tx as unknown as import("./store.js").StoreTx;
+}

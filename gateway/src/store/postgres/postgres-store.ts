@@ -17,7 +17,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
-import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, type TxContext } from "../codec.js";
+import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
 import { MigrationError, migratePostgres } from "../migrations/migrate.js";
 import { StoreConflictError, StoreUnavailableError, type Store, type StoreTx } from "../store.js";
 import { postgresMigrations } from "./migrations.js";
@@ -151,7 +151,7 @@ class PostgresStore implements Store {
       try {
         await run("BEGIN ISOLATION LEVEL READ COMMITTED");
         if (this.forceSynchronousCommit) await run("SET LOCAL synchronous_commit TO on");
-        const result = await this.context.run(ctx, () => fn(new PgTx(new PgQueries(run, true), ctx)));
+        const result = await this.context.run(ctx, () => fn(pgTx(new PgQueries(run, true), ctx)));
         if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
         const done = await run("COMMIT");
         // Defensive: the server answers ROLLBACK to COMMIT of an aborted transaction.
@@ -230,87 +230,9 @@ class PostgresStore implements Store {
 }
 
 /** Every method delegates to the locking queries of one transaction. */
-class PgTx implements StoreTx {
-  constructor(
-    private readonly q: PgQueries,
-    private readonly ctx: TxContext,
-  ) {}
-
-  private run<T>(f: (q: PgQueries) => Promise<T>): Promise<T> {
-    if (!this.ctx.active) return Promise.reject(new Error(FINISHED_TRANSACTION_MESSAGE));
-    return f(this.q);
-  }
-
-  sandboxByName(workspace: string, name: string) {
-    return this.run((q) => q.sandboxByName(workspace, name));
-  }
-  sandboxById(id: string) {
-    return this.run((q) => q.sandboxById(id));
-  }
-  insertSandbox(record: Parameters<StoreTx["insertSandbox"]>[0]) {
-    return this.run((q) => q.insertSandbox(record));
-  }
-  updateSandbox(id: string, patch: Parameters<StoreTx["updateSandbox"]>[1]) {
-    return this.run((q) => q.updateSandbox(id, patch));
-  }
-  deleteSandbox(id: string) {
-    return this.run((q) => q.deleteSandbox(id));
-  }
-  policyRevision(sandboxId: string, version: number) {
-    return this.run((q) => q.policyRevision(sandboxId, version));
-  }
-  latestPolicyRevision(sandboxId: string) {
-    return this.run((q) => q.latestPolicyRevision(sandboxId));
-  }
-  insertPolicyRevision(record: Parameters<StoreTx["insertPolicyRevision"]>[0]) {
-    return this.run((q) => q.insertPolicyRevision(record));
-  }
-  setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined) {
-    return this.run((q) => q.setPolicyStatus(sandboxId, version, status, loadError, loadedAt));
-  }
-  settings(sandboxId: string) {
-    return this.run((q) => q.settings(sandboxId));
-  }
-  putSetting(record: Parameters<StoreTx["putSetting"]>[0]) {
-    return this.run((q) => q.putSetting(record));
-  }
-  deleteSetting(sandboxId: string, key: string) {
-    return this.run((q) => q.deleteSetting(sandboxId, key));
-  }
-  globalSettingsRevision() {
-    return this.run((q) => q.globalSettingsRevision());
-  }
-  setGlobalSettingsRevision(revision: bigint) {
-    return this.run((q) => q.setGlobalSettingsRevision(revision));
-  }
-  idempotency(sandboxId: string, key: string) {
-    return this.run((q) => q.idempotency(sandboxId, key));
-  }
-  insertIdempotency(record: Parameters<StoreTx["insertIdempotency"]>[0]) {
-    return this.run((q) => q.insertIdempotency(record));
-  }
-  operation(id: string) {
-    return this.run((q) => q.operation(id));
-  }
-  insertOperation(record: Parameters<StoreTx["insertOperation"]>[0]) {
-    return this.run((q) => q.insertOperation(record));
-  }
-  updateOperation(id: string, expectedRowVersion: number, patch: Parameters<StoreTx["updateOperation"]>[2]) {
-    return this.run((q) => q.updateOperation(id, expectedRowVersion, patch));
-  }
-  pendingOperations(sandboxId: string, dimension?: Parameters<StoreTx["pendingOperations"]>[1]) {
-    return this.run((q) => q.pendingOperations(sandboxId, dimension));
-  }
-  providerByName(workspace: string, name: string) {
-    return this.run((q) => q.providerByName(workspace, name));
-  }
-  insertProvider(record: Parameters<StoreTx["insertProvider"]>[0]) {
-    return this.run((q) => q.insertProvider(record));
-  }
-  updateProvider(id: string, patch: Parameters<StoreTx["updateProvider"]>[1]) {
-    return this.run((q) => q.updateProvider(id, patch));
-  }
-  sandboxesWithProvider(workspace: string, name: string) {
-    return this.run((q) => q.sandboxesWithProvider(workspace, name));
-  }
+function pgTx(q: PgQueries, ctx: TxContext): StoreTx {
+  return guardedTx(q, async (call) => {
+    if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
+    return call();
+  });
 }

@@ -16,7 +16,7 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import Database from "better-sqlite3";
-import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, type TxContext } from "../codec.js";
+import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
 import { migrateSqlite } from "../migrations/migrate.js";
 import { StoreConflictError, StoreUnavailableError, type Store, type StoreTx } from "../store.js";
 import { sqliteMigrations } from "./migrations.js";
@@ -97,7 +97,7 @@ class SqliteStore implements Store {
       guarded(() => this.begin.run());
       const ctx: TxContext = { active: true };
       try {
-        const result = await this.context.run(ctx, () => fn(new SqliteTx(this.db, this.q, ctx)));
+        const result = await this.context.run(ctx, () => fn(sqliteTx(this.db, this.q, ctx)));
         ctx.active = false;
         guarded(() => this.commit.run());
         return result;
@@ -183,94 +183,16 @@ class SqliteStore implements Store {
   }
 }
 
-class SqliteTx implements StoreTx {
-  constructor(
-    private readonly db: Database.Database,
-    private readonly q: SqliteQueries,
-    private readonly ctx: TxContext,
-  ) {}
-
-  private run<T>(f: (q: SqliteQueries) => T): Promise<T> {
-    if (!this.ctx.active) return Promise.reject(new Error(FINISHED_TRANSACTION_MESSAGE));
+/** The transaction view over the shared connection: refuses use after the end or after SQLite rolled back. */
+function sqliteTx(db: Database.Database, q: SqliteQueries, ctx: TxContext): StoreTx {
+  return guardedTx(q, (call) => {
+    if (!ctx.active) return Promise.reject(new Error(FINISHED_TRANSACTION_MESSAGE));
     // After SQLite rolled back on its own, further statements would autocommit one by one.
-    if (!this.db.inTransaction) return Promise.reject(new StoreUnavailableError("SQLite rolled this transaction back after an error"));
+    if (!db.inTransaction) return Promise.reject(new StoreUnavailableError("SQLite rolled this transaction back after an error"));
     try {
-      return Promise.resolve(f(this.q));
+      return Promise.resolve(call());
     } catch (err) {
       return Promise.reject(toStoreError(err));
     }
-  }
-
-  sandboxByName(workspace: string, name: string) {
-    return this.run((q) => q.sandboxByName(workspace, name));
-  }
-  sandboxById(id: string) {
-    return this.run((q) => q.sandboxById(id));
-  }
-  insertSandbox(record: Parameters<StoreTx["insertSandbox"]>[0]) {
-    return this.run((q) => q.insertSandbox(record));
-  }
-  updateSandbox(id: string, patch: Parameters<StoreTx["updateSandbox"]>[1]) {
-    return this.run((q) => q.updateSandbox(id, patch));
-  }
-  deleteSandbox(id: string) {
-    return this.run((q) => q.deleteSandbox(id));
-  }
-  policyRevision(sandboxId: string, version: number) {
-    return this.run((q) => q.policyRevision(sandboxId, version));
-  }
-  latestPolicyRevision(sandboxId: string) {
-    return this.run((q) => q.latestPolicyRevision(sandboxId));
-  }
-  insertPolicyRevision(record: Parameters<StoreTx["insertPolicyRevision"]>[0]) {
-    return this.run((q) => q.insertPolicyRevision(record));
-  }
-  setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined) {
-    return this.run((q) => q.setPolicyStatus(sandboxId, version, status, loadError, loadedAt));
-  }
-  settings(sandboxId: string) {
-    return this.run((q) => q.settings(sandboxId));
-  }
-  putSetting(record: Parameters<StoreTx["putSetting"]>[0]) {
-    return this.run((q) => q.putSetting(record));
-  }
-  deleteSetting(sandboxId: string, key: string) {
-    return this.run((q) => q.deleteSetting(sandboxId, key));
-  }
-  globalSettingsRevision() {
-    return this.run((q) => q.globalSettingsRevision());
-  }
-  setGlobalSettingsRevision(revision: bigint) {
-    return this.run((q) => q.setGlobalSettingsRevision(revision));
-  }
-  idempotency(sandboxId: string, key: string) {
-    return this.run((q) => q.idempotency(sandboxId, key));
-  }
-  insertIdempotency(record: Parameters<StoreTx["insertIdempotency"]>[0]) {
-    return this.run((q) => q.insertIdempotency(record));
-  }
-  operation(id: string) {
-    return this.run((q) => q.operation(id));
-  }
-  insertOperation(record: Parameters<StoreTx["insertOperation"]>[0]) {
-    return this.run((q) => q.insertOperation(record));
-  }
-  updateOperation(id: string, expectedRowVersion: number, patch: Parameters<StoreTx["updateOperation"]>[2]) {
-    return this.run((q) => q.updateOperation(id, expectedRowVersion, patch));
-  }
-  pendingOperations(sandboxId: string, dimension?: Parameters<StoreTx["pendingOperations"]>[1]) {
-    return this.run((q) => q.pendingOperations(sandboxId, dimension));
-  }
-  providerByName(workspace: string, name: string) {
-    return this.run((q) => q.providerByName(workspace, name));
-  }
-  insertProvider(record: Parameters<StoreTx["insertProvider"]>[0]) {
-    return this.run((q) => q.insertProvider(record));
-  }
-  updateProvider(id: string, patch: Parameters<StoreTx["updateProvider"]>[1]) {
-    return this.run((q) => q.updateProvider(id, patch));
-  }
-  sandboxesWithProvider(workspace: string, name: string) {
-    return this.run((q) => q.sandboxesWithProvider(workspace, name));
-  }
+  });
 }
