@@ -104,9 +104,15 @@ export async function recordSandboxResult(
     if (rev && rev.status === PolicyStatus.PENDING) {
       await tx.setPolicyStatus(owner, version, status, status === PolicyStatus.LOADED ? "" : error, status === PolicyStatus.LOADED ? new Date() : undefined);
     }
+    // Readiness follows admission: the workload runs only on an accepted configuration. A
+    // rejected bootstrap leaves the sandbox in ERROR with its session open, so a corrected
+    // update can still be pushed and make it READY.
     const sb = await tx.sandboxById(sandboxId);
-    if (sb && admission?.state === Admission.ACCEPTED && (sb.phase === SandboxPhase.PROVISIONING || sb.phase === SandboxPhase.STARTING)) {
+    const waiting = sb && [SandboxPhase.PROVISIONING, SandboxPhase.STARTING, SandboxPhase.ERROR].includes(sb.phase);
+    if (sb && waiting && admission?.state === Admission.ACCEPTED) {
       await tx.updateSandbox(sandboxId, { phase: SandboxPhase.READY });
+    } else if (sb && waiting && admission?.state === Admission.REJECTED && sb.phase !== SandboxPhase.ERROR) {
+      await tx.updateSandbox(sandboxId, { phase: SandboxPhase.ERROR });
     }
   });
 }

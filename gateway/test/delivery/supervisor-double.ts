@@ -97,7 +97,11 @@ export function connectSupervisorDouble(
         const p = msg.payload;
         if (p.case === "sessionAccepted") {
           const snap = p.value.bootstrap!.sandboxConfig!;
-          const a = answer(snap)!;
+          const a = answer(snap);
+          if (!a) {
+            markReady();
+            continue;
+          }
           const provider = p.value.bootstrap!.providerEnvironment!;
           out.push(
             create(SupervisorMessageSchema, {

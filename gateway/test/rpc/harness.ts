@@ -11,7 +11,7 @@ import { createConfigClient, type ConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell } from "openshell-config/raw";
 import pg from "pg";
-import { createGateway, type Gateway } from "../../src/gateway.js";
+import { createGateway, type Gateway, type GatewayOptions } from "../../src/gateway.js";
 import { startServer, type RunningServer } from "../../src/server.js";
 import { parseAuthFile } from "../../src/auth/auth-file.js";
 import { createMetrics } from "../../src/observability/metrics.js";
@@ -71,7 +71,7 @@ async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void>
   };
 }
 
-export async function startTestGateway(backend: Backend = "sqlite"): Promise<TestGateway> {
+export async function startTestGateway(backend: Backend = "sqlite", gatewayOptions: Partial<GatewayOptions> = {}): Promise<TestGateway> {
   let dir: string | undefined;
   let dbUrl: string;
   let drop = async () => {};
@@ -99,7 +99,7 @@ export async function startTestGateway(backend: Backend = "sqlite"): Promise<Tes
     store = await openStore(dbUrl);
     const metrics = createMetrics();
     const logger = createLogger({ level: "info", destination: sink });
-    gateway = createGateway({ store, logger, metrics, auth: AUTH });
+    gateway = createGateway({ store, logger, metrics, auth: AUTH, ...gatewayOptions });
     await gateway.start();
     server = await startServer({
       port,
