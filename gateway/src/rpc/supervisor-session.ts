@@ -62,7 +62,8 @@ export async function* connectSupervisor(
     ctx.signal.removeEventListener("abort", onAbort);
     session.close();
     registry.remove(session);
-    await input.return?.();
+    // Do not wait for the supervisor's side: it may keep its request stream open after we end.
+    void input.return?.()?.catch(() => undefined);
     void reader;
     log.info("supervisor stream closed");
   }
