@@ -1,6 +1,8 @@
-// A local stack for the demo and for interactive use: one gateway process on an embedded SQLite
-// file and reference supervisor processes, all on loopback, started from source with tsx so that
-// a fresh clone needs no build. Every child process is killed when the stack stops.
+// A local stack for the demo, for interactive use and for the end-to-end tests: one gateway
+// process on an embedded SQLite file and reference supervisor processes, all on loopback, started
+// from source with tsx so that a fresh clone needs no build. The gateway can be killed and started
+// again on the same file and port; every child process is killed when the stack stops (or, as a
+// last resort, when this process exits).
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -13,18 +15,72 @@ import { fileURLToPath } from "node:url";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 export interface SupervisorSpec {
-  readonly sandbox: string;
+  /** One sandbox (`--sandbox`). Give this or `fleet`. */
+  readonly sandbox?: string;
+  /** Several sandboxes in one process (`--sandboxes N --sandbox-prefix P --token-file F`); see `fleetNames`. */
+  readonly fleet?: { readonly prefix: string; readonly count: number };
+  /** Extra command-line arguments, e.g. `["--apply-delay-ms", "150"]`. */
   readonly args?: readonly string[];
+  /** `--state-dir`; default `<dir>/supervisors` (shared: each sandbox has its own subdirectory). */
+  readonly stateDir?: string;
+}
+
+/** One child process of the stack. */
+export interface StackProcess {
+  /** `gateway`, `gateway#2` after a restart, `supervisor:<sandbox>`, … */
+  readonly name: string;
+  readonly pid: number | undefined;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
+  readonly running: boolean;
+  /** Its stdout and stderr lines so far (the gateway and the supervisor log one JSON object per line). */
+  lines(): readonly string[];
+  /** Sends `signal` (default SIGTERM) and resolves once the process has exited. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface LocalStackOptions {
+  /** Sandboxes that will get supervisors: their tokens go into the gateway's auth file. */
+  readonly sandboxes: readonly string[];
+  /** Working directory (auth file, database, logs, supervisor state); default a fresh temp dir, removed on stop. */
+  readonly dir?: string;
+  readonly port?: number;
+  readonly corsOrigins?: readonly string[];
+  /** Extra `serve` arguments, e.g. `["--ack-timeout", "1s", "--reconcile", "250ms"]`. */
+  readonly gatewayArgs?: readonly string[];
 }
 
 export interface LocalStack {
   readonly url: string;
   readonly adminToken: string;
   readonly dir: string;
+  /** Everything every process printed, in arrival order. */
   readonly logFile: string;
-  /** Creates the sandbox token and starts a supervisor process for it. */
-  startSupervisor(spec: SupervisorSpec): void;
+  /** The gateway's SQLite file (kept across gateway restarts). */
+  readonly dbPath: string;
+  /** The default supervisor state directory: `<stateDir>/<sandbox>/effective.json`. */
+  readonly stateDir: string;
+  /** The current gateway process. */
+  readonly gateway: StackProcess;
+  /** Every process started so far, in order. */
+  readonly processes: readonly StackProcess[];
+  /** The supervisor token of a sandbox named in `sandboxes`. */
+  tokenFor(sandbox: string): string;
+  /** Starts a supervisor process for one sandbox or a fleet. */
+  startSupervisor(spec: SupervisorSpec): StackProcess;
+  /** Kills the gateway (default SIGKILL: no graceful shutdown) and waits for it to exit. */
+  killGateway(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts a new gateway on the same database file and port, and waits until it is healthy. */
+  startGateway(): Promise<StackProcess>;
+  /** `killGateway` then `startGateway`. */
+  restartGateway(signal?: NodeJS.Signals): Promise<StackProcess>;
   stop(): Promise<void>;
+}
+
+/** The sandbox names of a fleet, as the supervisor derives them from `--sandboxes` and `--sandbox-prefix`. */
+export function fleetNames(prefix: string, count: number): string[] {
+  const width = Math.max(4, String(count - 1).length);
+  return Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(width, "0")}`);
 }
 
 function freePort(): Promise<number> {
@@ -41,22 +97,36 @@ function freePort(): Promise<number> {
 async function waitHealthy(url: string, child: ChildProcess, timeoutMs = 20_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
-    if (child.exitCode !== null) throw new Error(`the gateway exited with code ${child.exitCode} before becoming healthy`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the gateway exited (${child.exitCode ?? child.signalCode}) before becoming healthy`);
     try {
       if ((await fetch(`${url}/healthz`)).ok) return;
     } catch {
       // not listening yet
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`the gateway at ${url} did not become healthy within ${timeoutMs} ms`);
+}
+
+// Last resort: children of stacks that were never stopped die with this process.
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once("exit", () => {
+      for (const c of live) c.kill("SIGKILL");
+    });
+  }
 }
 
 /**
  * Starts a gateway. Supervisor tokens must be known to the gateway's auth file before it starts,
  * so the sandboxes that will get supervisors are named up front.
  */
-export async function startLocalStack(options: { sandboxes: readonly string[]; dir?: string; port?: number; corsOrigins?: readonly string[] }): Promise<LocalStack> {
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "openshell-demo-"));
   const ownsDir = options.dir === undefined;
   const adminToken = `admin-${randomBytes(12).toString("hex")}`;
@@ -74,48 +144,131 @@ export async function startLocalStack(options: { sandboxes: readonly string[]; d
   );
   const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
+  const dbPath = join(dir, "gateway.db");
+  const stateDir = join(dir, "supervisors");
   const logFile = join(dir, "stack.log");
   const log = createWriteStream(logFile, { flags: "a" });
+  const processes: StackProcess[] = [];
   const children: ChildProcess[] = [];
-  const run = (script: string, args: readonly string[]) => {
+  let stopping = false;
+
+  const run = (name: string, script: string, args: readonly string[]): { child: ChildProcess; proc: StackProcess } => {
     const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, script), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    child.stdout!.pipe(log, { end: false });
-    child.stderr!.pipe(log, { end: false });
+    track(child);
     children.push(child);
-    return child;
+    const lines: string[] = [];
+    for (const stream of [child.stdout!, child.stderr!]) {
+      let carry = "";
+      stream.setEncoding("utf8");
+      stream.on("data", (chunk: string) => {
+        const parts = (carry + chunk).split("\n");
+        carry = parts.pop()!;
+        lines.push(...parts);
+        if (!log.writableEnded) log.write(chunk);
+      });
+      stream.on("end", () => {
+        if (carry !== "") lines.push(carry);
+        carry = "";
+      });
+    }
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal })));
+    const proc: StackProcess = {
+      name,
+      pid: child.pid,
+      exited,
+      get running() {
+        return child.exitCode === null && child.signalCode === null;
+      },
+      lines: () => lines,
+      async kill(signal = "SIGTERM") {
+        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        await exited;
+      },
+    };
+    processes.push(proc);
+    return { child, proc };
   };
+
   const cors = (options.corsOrigins ?? []).flatMap((o) => ["--cors-origin", o]);
-  const gateway = run("gateway/src/cli.ts", ["serve", "--db", `sqlite:${join(dir, "gateway.db")}`, "--port", String(port), "--auth-file", authFile, ...cors]);
+  let gateways = 0;
+  let gateway: StackProcess;
+  const startGateway = async (): Promise<StackProcess> => {
+    if (stopping) throw new Error("the stack is stopping");
+    gateways += 1;
+    const { child, proc } = run(gateways === 1 ? "gateway" : `gateway#${gateways}`, "gateway/src/cli.ts", [
+      "serve",
+      "--db", `sqlite:${dbPath}`,
+      "--port", String(port),
+      "--auth-file", authFile,
+      ...cors,
+      ...(options.gatewayArgs ?? []),
+    ]);
+    gateway = proc;
+    try {
+      await waitHealthy(url, child);
+    } catch (err) {
+      child.kill("SIGKILL");
+      throw new Error(`${(err as Error).message}; see ${logFile}`);
+    }
+    return proc;
+  };
+
+  const stop = async () => {
+    stopping = true;
+    const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once("exit", () => r()))));
+    for (const c of children) c.kill("SIGTERM");
+    const timer = setTimeout(() => children.forEach((c) => c.kill("SIGKILL")), 5_000);
+    await Promise.all(exited);
+    clearTimeout(timer);
+    await new Promise<void>((r) => log.end(() => r()));
+    if (ownsDir) rmSync(dir, { recursive: true, force: true });
+  };
+
   try {
-    await waitHealthy(url, gateway);
+    await startGateway();
   } catch (err) {
-    for (const c of children) c.kill("SIGKILL");
-    throw new Error(`${(err as Error).message}; see ${logFile}`);
+    await stop();
+    throw err;
   }
+  let fleets = 0;
+  const tokenFor = (sandbox: string): string => {
+    const token = supervisorTokens.get(sandbox);
+    if (!token) throw new Error(`no supervisor token for sandbox ${sandbox}: name it in startLocalStack({ sandboxes })`);
+    return token;
+  };
   return {
     url,
     adminToken,
     dir,
     logFile,
+    dbPath,
+    stateDir,
+    get gateway() {
+      return gateway;
+    },
+    processes,
+    tokenFor,
     startSupervisor(spec) {
-      const token = supervisorTokens.get(spec.sandbox);
-      if (!token) throw new Error(`no supervisor token for sandbox ${spec.sandbox}: name it in startLocalStack({ sandboxes })`);
-      run("supervisor/src/cli.ts", [
-        "--gateway", url,
-        "--sandbox", spec.sandbox,
-        "--token", token,
-        "--state-dir", join(dir, "supervisors"),
-        ...(spec.args ?? []),
-      ]);
+      if (stopping) throw new Error("the stack is stopping");
+      const common = ["--gateway", url, "--state-dir", spec.stateDir ?? stateDir];
+      if (spec.fleet) {
+        const names = fleetNames(spec.fleet.prefix, spec.fleet.count);
+        const tokenFile = join(dir, `tokens-${++fleets}.json`);
+        writeFileSync(tokenFile, JSON.stringify(Object.fromEntries(names.map((n) => [n, tokenFor(n)]))), { mode: 0o600 });
+        const args = ["--sandboxes", String(spec.fleet.count), "--sandbox-prefix", spec.fleet.prefix, "--token-file", tokenFile, ...common, ...(spec.args ?? [])];
+        return run(`supervisor:${spec.fleet.prefix}*`, "supervisor/src/cli.ts", args).proc;
+      }
+      if (spec.sandbox === undefined) throw new Error("startSupervisor needs a sandbox or a fleet");
+      return run(`supervisor:${spec.sandbox}`, "supervisor/src/cli.ts", ["--sandbox", spec.sandbox, "--token", tokenFor(spec.sandbox), ...common, ...(spec.args ?? [])]).proc;
     },
-    async stop() {
-      const exited = children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once("exit", () => r()))));
-      for (const c of children) c.kill("SIGTERM");
-      const timer = setTimeout(() => children.forEach((c) => c.kill("SIGKILL")), 5_000);
-      await Promise.all(exited);
-      clearTimeout(timer);
-      log.end();
-      if (ownsDir) rmSync(dir, { recursive: true, force: true });
+    async killGateway(signal = "SIGKILL") {
+      await gateway.kill(signal);
     },
+    startGateway,
+    async restartGateway(signal = "SIGKILL") {
+      await gateway.kill(signal);
+      return startGateway();
+    },
+    stop,
   };
 }

@@ -23,10 +23,17 @@ export function isTransient(err: unknown, extra: readonly Code[] = []): boolean 
     const ce = err as ConnectError;
     if (ce.code === Code.Unavailable || extra.includes(ce.code)) return true;
     if (ce.code === Code.Unknown || ce.code === Code.Internal) return isNetworkFailure(ce.cause);
+    // A connection that dies under an open call (the gateway crashed or restarted) resets its
+    // HTTP/2 streams with CANCEL, which connect-node reports as CANCELED although nobody
+    // cancelled. The caller's own cancellations never get here: every caller checks its signal first.
+    if (ce.code === Code.Canceled) return H2_CANCEL_RESET.test(ce.rawMessage);
     return false;
   }
   return isNetworkFailure(err);
 }
+
+/** connect-node's message for an HTTP/2 stream reset with CANCEL (0x8). */
+const H2_CANCEL_RESET = /^http\/2 stream closed with error code CANCEL\b/;
 
 function isConnectErrorLike(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { name?: unknown }).name === "ConnectError";

@@ -57,7 +57,16 @@ interface Slot {
   /** A snapshot the supervisor definitively refused: not re-sent unless an operation asks. */
   lastRefused: string | undefined;
   inflight: InFlight | undefined;
+  /**
+   * Updates re-sent after the ack timeout, by update id. A late result for one of them still
+   * answers for its snapshot: without this, a supervisor whose applies always outlast the ack
+   * timeout would only ever answer superseded update ids, and nothing would complete.
+   */
+  expired: Map<string, InFlight>;
 }
+
+/** How many re-sent updates per component a late result may still answer for. */
+const MAX_EXPIRED = 16;
 
 export interface Session {
   readonly id: string;
@@ -73,7 +82,7 @@ export interface Session {
 }
 
 function emptySlot(): Slot {
-  return { sequence: 0n, lastAcked: undefined, lastRefused: undefined, inflight: undefined };
+  return { sequence: 0n, lastAcked: undefined, lastRefused: undefined, inflight: undefined, expired: new Map() };
 }
 
 /** Remembers how the supervisor answered a delivered snapshot. */
@@ -125,6 +134,8 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
           if (slot.inflight?.updateId === f.updateId) {
             log.warn({ updateId: f.updateId }, "configuration update not acknowledged in time; re-sending");
             slot.inflight = undefined;
+            slot.expired.set(f.updateId, f);
+            if (slot.expired.size > MAX_EXPIRED) slot.expired.delete(slot.expired.keys().next().value!);
             notify();
           }
         }, options.ackTimeoutMs)
@@ -194,8 +205,14 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   }
 
   async function onResult(slot: Slot, updateId: string, sequence: bigint, result: Parameters<typeof validateResult>[0], admission: Parameters<typeof recordSandboxResult>[5]) {
-    const f = slot.inflight;
-    if (!f || f.updateId !== updateId || f.sequence !== sequence) {
+    const current = slot.inflight;
+    let f = current && current.updateId === updateId && current.sequence === sequence ? current : undefined;
+    if (!f) {
+      // A late result for an update that was re-sent counts when the re-send carries the same snapshot.
+      const late = slot.expired.get(updateId);
+      if (late && late.sequence === sequence && (!current || current.fingerprint === late.fingerprint)) f = late;
+    }
+    if (!f) {
       log.warn({ updateId }, "result for an update that is not in flight; ignored");
       return;
     }
@@ -205,7 +222,11 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     }
     // Only now, with the transitions stored, may this snapshot count as acknowledged.
     if (f.timer) clearTimeout(f.timer);
-    slot.inflight = undefined;
+    if (slot.inflight && slot.inflight.fingerprint === f.fingerprint) {
+      if (slot.inflight.timer) clearTimeout(slot.inflight.timer);
+      slot.inflight = undefined;
+    }
+    slot.expired.clear();
     remember(slot, f.fingerprint, valid.outcome, isStillPending(valid));
     notify();
   }

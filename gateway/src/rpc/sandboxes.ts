@@ -192,6 +192,9 @@ export async function deleteSandbox(deps: GatewayDeps, req: DeleteSandboxRequest
     return { $typeName: "openshell.v1.DeleteSandboxResponse", outcome: DeletionOutcome.ALREADY_ABSENT, sandboxId: "" };
   }
   deps.transitions.announce(result.touched);
+  // Its supervisor session, if any, finds the sandbox gone and ends (NOT_FOUND), so the supervisor
+  // reconnects, and meets a sandbox re-created under the same name instead of a dead session.
+  deps.publish(result.sb.id);
   deps.logger.info({ sandbox: req.name, workspace, id: result.sb.id }, "sandbox deleted");
   return { $typeName: "openshell.v1.DeleteSandboxResponse", outcome: DeletionOutcome.COMPLETED, sandboxId: result.sb.id };
 }

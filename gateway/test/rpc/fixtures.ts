@@ -57,7 +57,11 @@ export async function dumpState(gw: TestGateway): Promise<string> {
     out.push(sb);
     out.push((await store.listPolicyRevisions(sb.id, 1000, "")).items);
     out.push(await store.settings(sb.id));
-    out.push(await store.operationsOfSandbox(sb.id, 1000));
+    // Redelivery bookkeeping (attempts, next attempt, row version, updated time) belongs to the
+    // reconciler, which may run between two dumps; everything a caller committed is compared.
+    out.push(
+      (await store.operationsOfSandbox(sb.id, 1000)).map(({ attemptCount: _a, nextAttemptAt: _n, rowVersion: _r, updatedAt: _u, ...op }) => op),
+    );
   }
   out.push(await store.settings(""));
   out.push((await store.listPolicyRevisions("", 1000, "")).items);
