@@ -20,8 +20,30 @@ const common = {
   minify: false,
 } satisfies Options;
 
-// Two builds that run in parallel. Each cleans only its own outputs (tsup never deletes
-// declarations when `dts` is on; rollup overwrites them), so neither can delete the other's files.
+// The `openshell-config` command line (package.json "bin"): Node only, ESM only, no declarations
+// (it is not an API entry point). The SDK's own modules stay external and are imported by package
+// name, which Node resolves to this package's dist/ (self-reference through "exports"): the CLI
+// uses the public API exactly as an application would, and adds no second copy of the SDK.
+const cli = {
+  entry: { main: "src/cli/main.ts" },
+  outDir: "dist/cli",
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  dts: false,
+  sourcemap: true,
+  splitting: false,
+  minify: false,
+  // Only dist/cli/: the SDK builds exclude it from their own cleaning.
+  clean: true,
+  // A plugin outranks tsconfig `paths`, which map these names to the sources for typechecking.
+  external: [/^openshell-config(\/.*)?$/],
+  // tsup marks a file that starts with a shebang executable.
+  banner: { js: "#!/usr/bin/env node" },
+} satisfies Options;
+
+// Three builds that run in parallel. Each cleans only its own outputs (tsup never deletes
+// declarations when `dts` is on; rollup overwrites them), so none can delete another's files.
 export default defineConfig([
   {
     ...common,
@@ -29,18 +51,19 @@ export default defineConfig([
     // Shared code (errors, generated descriptors) goes into chunks, loaded once however many
     // entry points an application imports.
     splitting: true,
-    clean: ["!**/*.cjs", "!**/*.cjs.map"],
+    clean: ["!**/*.cjs", "!**/*.cjs.map", "!cli/**"],
   },
   {
     ...common,
     format: "cjs",
     // Each CJS entry is self-contained (no chunks).
     splitting: false,
-    clean: ["!**/*.js", "!**/*.js.map"],
+    clean: ["!**/*.js", "!**/*.js.map", "!cli/**"],
     // p-retry is ESM-only. esbuild's Node-mode interop would turn `import pRetry from "p-retry"`
     // into the module namespace (not the function) under require(esm), and Node before 20.19
     // cannot require it at all; bundling it keeps `require("openshell-config")` working on
     // every Node 20. The ESM build keeps it external.
     noExternal: ["p-retry"],
   },
+  cli,
 ]);

@@ -1,0 +1,103 @@
+// Every failure as one line for the user and an exit status: usage and configuration errors 2,
+// everything else 1. Errors come from the SDK (OpenShellConfigError subclasses, by `code`) or,
+// for `policy get` and `sandbox list`, from raw Connect calls (ConnectError, by status code).
+
+import { Code, ConnectError } from "@connectrpc/connect";
+import { OpenShellConfigError, type ErrorCode } from "openshell-config";
+import { UsageError } from "./args.js";
+import { ConfigError, TOKEN_ENV, type ResolvedConfig } from "./config.js";
+import { PolicyFileError } from "./policy-file.js";
+import { EXIT } from "./outcome.js";
+import { Interrupted } from "./commands/context.js";
+
+const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "ERR_HTTP2_GOAWAY_SESSION", "ERR_HTTP2_ERROR", "ERR_HTTP2_SESSION_ERROR", "ERR_HTTP2_STREAM_CANCEL", "ERR_HTTP2_INVALID_SESSION", "ERR_HTTP2_STREAM_ERROR", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT", "CERT_HAS_EXPIRED", "DEPTH_ZERO_SELF_SIGNED_CERT", "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ERR_TLS_CERT_ALTNAME_INVALID", "EPROTO"]);
+
+const CONNECT_TO_SDK: Partial<Record<Code, ErrorCode>> = {
+  [Code.InvalidArgument]: "invalid-argument",
+  [Code.Aborted]: "conflict",
+  [Code.FailedPrecondition]: "failed-precondition",
+  [Code.NotFound]: "not-found",
+  [Code.Unauthenticated]: "unauthenticated",
+  [Code.PermissionDenied]: "permission-denied",
+  [Code.ResourceExhausted]: "resource-exhausted",
+  [Code.Unavailable]: "unavailable",
+};
+
+/** The network error code (ECONNREFUSED, ENOTFOUND, …) somewhere in the cause chain, if any. */
+function networkCode(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && NETWORK_CODES.has(code)) return code;
+  }
+  return undefined;
+}
+
+export interface Failure {
+  readonly message: string;
+  readonly exitCode: number;
+  /** Printed after the message (usage text). */
+  readonly details?: string;
+}
+
+/** Describes `err` for the user. `config` is undefined when the failure came before it was resolved. */
+export function describeFailure(err: unknown, config: ResolvedConfig | undefined): Failure {
+  if (err instanceof UsageError) return { message: err.message, exitCode: EXIT.usage, details: err.usage };
+  if (err instanceof ConfigError) return { message: err.message, exitCode: EXIT.usage };
+  if (err instanceof PolicyFileError) return { message: err.message, exitCode: EXIT.failed };
+  if (err instanceof Interrupted) return { message: "interrupted", exitCode: EXIT.interrupted };
+
+  let code: ErrorCode | undefined;
+  let message: string;
+  if (err instanceof OpenShellConfigError) {
+    code = err.code;
+    message = err.message;
+  } else if (err instanceof ConnectError || (err as { name?: unknown } | null)?.name === "ConnectError") {
+    const ce = ConnectError.from(err);
+    code = CONNECT_TO_SDK[ce.code] ?? "rpc";
+    message = ce.rawMessage || Code[ce.code] || "request failed";
+  } else {
+    message = err instanceof Error ? err.message : String(err);
+  }
+  const gateway = config?.url ?? "the gateway";
+  const net = networkCode(err);
+  if (net !== undefined || code === "unavailable") {
+    return { message: `cannot reach the gateway at ${gateway}: ${message}${net && !message.includes(net) ? ` (${net})` : ""}`, exitCode: EXIT.failed };
+  }
+  switch (code) {
+    case "unauthenticated":
+      return {
+        message:
+          config?.token === undefined
+            ? `not authenticated: no token given; pass --token, set ${TOKEN_ENV}, or put "token" in ${config?.file ?? "the config file"} (the gateway said: ${message})`
+            : `authentication failed: the gateway rejected the token from ${sourceName(config)} (${message})`,
+        exitCode: EXIT.failed,
+      };
+    case "permission-denied":
+      return { message: `permission denied: ${message}`, exitCode: EXIT.failed };
+    case "not-found":
+      return { message: `not found: ${message}`, exitCode: EXIT.failed };
+    case "invalid-argument":
+      return { message: `the gateway rejected the request: ${message}`, exitCode: EXIT.failed };
+    case "idempotency-conflict":
+      return { message: `${message}; use another --idempotency-key for a different change`, exitCode: EXIT.failed };
+    case "conflict":
+      return { message: `conflict: ${message}`, exitCode: EXIT.failed };
+    case "insecure-transport":
+      return { message: `${message.replace(/, or set allowInsecureToken: true$/, "")}, or pass --allow-insecure-token`, exitCode: EXIT.failed };
+    case "completion-unavailable":
+      return { message: `${message}; check later with "openshell-config policy get"`, exitCode: EXIT.failed };
+    default:
+      return { message, exitCode: EXIT.failed };
+  }
+}
+
+function sourceName(config: ResolvedConfig): string {
+  switch (config.tokenSource) {
+    case "flag":
+      return "--token";
+    case "env":
+      return TOKEN_ENV;
+    default:
+      return config.file;
+  }
+}

@@ -1,0 +1,391 @@
+// The built `openshell-config` binary (node dist/cli/main.js, from `npm run build`) against real
+// processes: one gateway on SQLite and reference supervisors, started by examples/local-stack.ts.
+// Each test runs the binary as a user would, with the URL and token in the environment (or the
+// config file, or flags) and a throwaway HOME, and checks its exit status and what it printed.
+//
+// beforeAll runs `npm run build` (about half a minute, mostly declarations) unless dist/ is newer
+// than every source and build input, as after a previous run.
+
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createConfigClient } from "openshell-config";
+import { createNodeTransport } from "openshell-config/transport/node";
+import { OpenShell, SandboxPhase } from "openshell-config/raw";
+import { startLocalStack, type LocalStack } from "../../examples/local-stack.js";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const BIN = join(ROOT, "dist", "cli", "main.js");
+
+const web = "cli-web";
+const rejected = "cli-rejected";
+const slow = "cli-slow";
+const tuned = "cli-settings";
+const paused = "cli-paused";
+const audited = "cli-audited";
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+/** What the reference supervisor says about an endpoint with protocol "ftp". */
+const FTP_REJECTED = 'protocol "ftp" is not supported';
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+let stack: LocalStack;
+let dir: string;
+let home: string;
+let files: { readonly ok: string; readonly ftp: string; readonly json: string; readonly other: string; readonly degraded: string };
+
+/** Runs the built binary. `env` replaces the default URL and token variables (undefined: unset). */
+function cli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  const vars: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    HOME: home,
+    OPENSHELL_GATEWAY_URL: stack.url,
+    OPENSHELL_TOKEN: stack.adminToken,
+    ...env,
+  };
+  const clean = Object.fromEntries(Object.entries(vars).filter((e): e is [string, string] => e[1] !== undefined));
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: dir, env: clean, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    child.once("error", rej);
+    child.once("close", (code) => res({ code, stdout, stderr }));
+  });
+}
+
+/** True when every build output is newer than every input (make's rule). */
+function distIsFresh(): boolean {
+  const mtime = (p: string) => statSync(p).mtimeMs;
+  const newest = (d: string): number =>
+    Math.max(0, ...readdirSync(d, { withFileTypes: true }).map((e) => (e.isDirectory() ? newest(join(d, e.name)) : mtime(join(d, e.name)))));
+  try {
+    const outputs = ["dist/cli/main.js", "dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/raw.js", "dist/transport/node.js"].map((p) => mtime(join(ROOT, p)));
+    const inputs = [newest(join(ROOT, "src")), ...["package.json", "tsup.config.ts", "tsconfig.json"].map((p) => mtime(join(ROOT, p)))];
+    return Math.min(...outputs) > Math.max(...inputs);
+  } catch {
+    return false; // an output is missing
+  }
+}
+
+function build(): Promise<void> {
+  if (distIsFresh()) return Promise.resolve();
+  return new Promise((res, rej) => {
+    const child = spawn("npm", ["run", "build"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (output += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (output += c));
+    child.once("error", rej);
+    child.once("close", (code) => (code === 0 ? res() : rej(new Error(`npm run build failed (${code}):\n${output}`))));
+  });
+}
+
+/**
+ * A policy file: a fixed base with `rules` (name → host, optional protocol) as network policies,
+ * and a middleware whose service the supervisor probes at `middleware` (unreachable: degraded).
+ */
+function policyYaml(rules: Record<string, { host: string; protocol?: string }>, middleware?: string): string {
+  const lines = ["version: 1", "filesystem:", "  includeWorkdir: true", "  readOnly: [/usr]", "  readWrite: [/tmp, /workspace]", "networkPolicies:"];
+  for (const [name, r] of Object.entries(rules)) {
+    lines.push(`  ${name}:`, `    name: ${name}`, "    endpoints:", `      - host: ${r.host}`, "        ports: [443]");
+    if (r.protocol) lines.push(`        protocol: ${r.protocol}`);
+    lines.push("    binaries:", "      - path: /usr/bin/git");
+  }
+  if (middleware) {
+    lines.push("networkMiddlewares:", "  audit:", "    name: audit", "    middleware: audit-log", `    config: { grpc_endpoint: "${middleware}" }`, "    order: 1");
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+const base = { github: { host: "api.github.com" } };
+const basePolicy = {
+  version: 1,
+  filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] },
+  networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] } },
+};
+
+function closedPort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** The SDK in this process, for setting up sandboxes and checking what the binary did. */
+function admin() {
+  return createConfigClient({ transport: createNodeTransport({ baseUrl: stack.url }), token: stack.adminToken }).raw(OpenShell);
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "openshell-cli-"));
+  home = join(dir, "home");
+  mkdirSync(home);
+  files = {
+    ok: join(dir, "ok.yaml"),
+    ftp: join(dir, "ftp.yaml"),
+    json: join(dir, "ok.json"),
+    other: join(dir, "other.yaml"),
+    degraded: join(dir, "degraded.yaml"),
+  };
+  // The middlewares of a sandbox are fixed at creation: every policy of `audited` names this one.
+  const unreachable = `127.0.0.1:${await closedPort()}`;
+  writeFileSync(files.degraded, policyYaml({ ...base, pypi: { host: "pypi.org" } }, unreachable));
+  writeFileSync(files.other, policyYaml({ ...base, other: { host: "other.example.com" } }));
+  writeFileSync(files.ok, policyYaml({ ...base, npm: { host: "registry.npmjs.org" } }));
+  writeFileSync(files.ftp, policyYaml({ ...base, files: { host: "files.example.com", protocol: "ftp" } }));
+  writeFileSync(files.json, JSON.stringify({ ...basePolicy, networkPolicies: { ...basePolicy.networkPolicies, pypi: { name: "pypi", endpoints: [{ host: "pypi.org", ports: [443] }] } } }));
+
+  const [started] = await Promise.all([startLocalStack({ sandboxes: [web, rejected, slow, tuned, audited] }), build()]);
+  stack = started;
+  const raw = admin();
+  await raw.createSandbox({ name: web, spec: { policy: basePolicy }, labels: { team: "cli-a", tier: "web" } });
+  await raw.createSandbox({ name: rejected, spec: { policy: basePolicy }, labels: { team: "cli-a", tier: "batch" } });
+  await raw.createSandbox({ name: slow, spec: { policy: basePolicy }, labels: { team: "cli-b" } });
+  await raw.createSandbox({ name: tuned, spec: { policy: basePolicy } });
+  await raw.createSandbox({ name: paused, spec: { policy: basePolicy } });
+  await raw.createSandbox({
+    name: audited,
+    spec: { policy: { ...basePolicy, networkMiddlewares: { audit: { name: "audit", middleware: "audit-log", config: { grpc_endpoint: unreachable }, order: 1 } } } },
+  });
+  await raw.stopSandbox({ name: paused });
+  stack.startSupervisor({ sandbox: web });
+  stack.startSupervisor({ sandbox: rejected });
+  stack.startSupervisor({ sandbox: tuned });
+  stack.startSupervisor({ sandbox: audited });
+  // Slower than the 500 ms timeout below, so that the wait ends first.
+  stack.startSupervisor({ sandbox: slow, args: ["--apply-delay-ms", "3000"] });
+  for (const name of [web, rejected, slow, tuned, audited]) {
+    for (let i = 0; ; i++) {
+      if ((await raw.getSandbox({ name })).sandbox?.status?.phase === SandboxPhase.READY) break;
+      if (i > 400) throw new Error(`sandbox ${name} did not become READY; see ${stack.logFile}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}, 240_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("openshell-config policy", () => {
+  it("policy set --wait exits 0 and reports the policy as applied, with no spinner when stderr is not a terminal", async () => {
+    const r = await cli(["policy", "set", "--sandbox", web, "--file", files.ok, "--wait"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^policy v\\d+ of sandbox ${web}: applied\\n`));
+    expect(r.stdout).toMatch(/^state +applied$/m);
+    expect(r.stdout).toMatch(new RegExp(`^operation +${UUID.source}$`, "m"));
+    expect(r.stderr).toBe("");
+  });
+
+  it("policy set without --wait returns once committed and prints the command that waits for the outcome", async () => {
+    const r = await cli(["policy", "set", "--sandbox", web, "--file", files.json]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^policy v\\d+ of sandbox ${web}: committed\\n`));
+    const id = new RegExp(`wait for the outcome: openshell-config operation wait (${UUID.source})$`, "m").exec(r.stdout)?.[1];
+    expect(id).toBeDefined();
+    const waited = await cli(["operation", "wait", id!]);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(waited.stdout).toMatch(new RegExp(`^operation ${id}: applied$`, "m"));
+  });
+
+  it("a rule the supervisor rejects (endpoint protocol ftp) exits 1 with the supervisor's message and the operation id", async () => {
+    const r = await cli(["policy", "set", "--sandbox", rejected, "--file", files.ftp, "--wait"]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(new RegExp(`^policy v2 of sandbox ${rejected}: failed \\(failed-retained-last-known-good\\)`));
+    expect(r.stderr).toContain(FTP_REJECTED);
+    expect(r.stderr).toMatch(new RegExp(`^error: .*\\(operation ${UUID.source}\\)$`, "m"));
+  });
+
+  it("an update the sandbox runs degraded prints a warning with the reason and exits 0", async () => {
+    const r = await cli(["policy", "set", "--sandbox", audited, "--file", files.degraded, "--wait"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^policy v2 of sandbox ${audited}: applied, degraded`));
+    expect(r.stdout).toMatch(/^outcome +degraded$/m);
+    expect(r.stderr).toMatch(new RegExp(`^warning: policy v2 of sandbox ${audited} runs degraded: .+ \\(operation ${UUID.source}\\)\\n$`));
+  });
+
+  it("an update of a stopped sandbox exits 0 as inactive", async () => {
+    const r = await cli(["policy", "set", "--sandbox", paused, "--file", files.ok, "--wait"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^policy v\\d+ of sandbox ${paused}: inactive`));
+    expect(r.stdout).toMatch(/^state +inactive$/m);
+  });
+
+  it("a wait that times out exits 124 with the operation id and the resume command, which then exits 0", async () => {
+    const r = await cli(["policy", "set", "--sandbox", slow, "--file", files.ok, "--wait", "--timeout", "500ms"]);
+    expect(r.code, r.stderr).toBe(124);
+    const id = new RegExp(`^operation +(${UUID.source})$`, "m").exec(r.stdout)?.[1];
+    expect(id, r.stdout).toBeDefined();
+    expect(r.stdout).toContain(`resume with: openshell-config operation wait ${id}\n`);
+    expect(r.stderr).toContain(`timed out after 0.5s waiting for the outcome of operation ${id}`);
+
+    const pending = await cli(["operation", "get", id!]);
+    expect(pending.code).toBe(0);
+    expect(pending.stdout).toMatch(new RegExp(`^operation ${id}: (pending|applied)`));
+
+    const resumed = await cli(["operation", "wait", id!]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toMatch(new RegExp(`^operation ${id}: applied$`, "m"));
+    expect(resumed.stdout).toMatch(/^target +policy v2 \(sandbox\)/m);
+  });
+
+  it("--output json prints one parseable JSON document with the completion", async () => {
+    const r = await cli(["policy", "set", "--sandbox", web, "--file", files.other, "--wait", "--output", "json", "--idempotency-key", "cli-json-1"]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as { sandbox: string; idempotencyKey: string; operationId: string; policyVersion: number; completion: Record<string, unknown> };
+    expect(doc).toMatchObject({ sandbox: web, idempotencyKey: "cli-json-1" });
+    expect(doc.completion).toMatchObject({ state: "applied", outcome: "applied", operationId: doc.operationId, component: "sandbox-config" });
+    expect(doc.completion.target).toMatchObject({ kind: "sandbox-config", policyVersion: doc.policyVersion });
+    expect(typeof (doc.completion.target as { configRevision: unknown }).configRevision).toBe("string");
+  });
+
+  it("policy get shows the current policy, its version and its load status", async () => {
+    const r = await cli(["policy", "get", "--sandbox", rejected]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^policy version +v2$/m);
+    expect(r.stdout).toMatch(new RegExp(`^load status +failed: .*${FTP_REJECTED}`, "m"));
+    expect(r.stdout).toMatch(/^active version +v1 \(the sandbox still runs this version\)$/m);
+    expect(r.stdout).toContain("host: files.example.com");
+
+    const j = await cli(["policy", "get", "--sandbox", web, "-o", "json"]);
+    expect(j.code, j.stderr).toBe(0);
+    const doc = JSON.parse(j.stdout) as { version: number; status: string; activeVersion: number; policy: { networkPolicies: Record<string, unknown> } };
+    expect(doc.status).toBe("loaded");
+    expect(doc.activeVersion).toBe(doc.version);
+    expect(doc.policy.networkPolicies).toHaveProperty("github");
+  });
+
+  it("a policy file that is not a valid SandboxPolicy exits 1 naming the file and field, before contacting the gateway", async () => {
+    const bad = join(dir, "bad.yaml");
+    writeFileSync(bad, policyYaml(base).replace("ports: [443]", "ports: [443, https]"));
+    const r = await cli(["policy", "set", "--sandbox", web, "--file", bad], { OPENSHELL_GATEWAY_URL: `http://127.0.0.1:${await closedPort()}` });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`error: ${bad}:11:22: networkPolicies.github.endpoints[0].ports[1]: expected number (uint32), got "https"\n`);
+  });
+});
+
+describe("openshell-config settings", () => {
+  it("settings set and settings delete wait for the sandbox and change exactly that setting", async () => {
+    const set = await cli(["settings", "set", "--sandbox", tuned, "--key", "max_connections", "--value", "64", "--type", "int", "--wait"]);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(new RegExp(`^setting max_connections of sandbox ${tuned}: applied$`, "m"));
+    expect(set.stdout).toMatch(/^value +64 \(int\)$/m);
+    let cfg = await admin().getSandboxConfig({ name: tuned });
+    expect(cfg.settings.max_connections?.value?.value).toEqual({ case: "intValue", value: 64n });
+
+    const flag = await cli(["settings", "set", "--sandbox", tuned, "--key", "verbose", "--value", "true", "--type", "bool", "--wait", "-o", "json"]);
+    expect(flag.code, flag.stderr).toBe(0);
+    expect(JSON.parse(flag.stdout)).toMatchObject({ key: "verbose", value: true, completion: { state: "applied" } });
+
+    const del = await cli(["settings", "delete", "--sandbox", tuned, "--key", "max_connections", "--wait"]);
+    expect(del.code, del.stderr).toBe(0);
+    expect(del.stdout).toMatch(new RegExp(`^deletion of setting max_connections of sandbox ${tuned}: applied$`, "m"));
+    expect(del.stdout).toMatch(/^deleted +yes$/m);
+    cfg = await admin().getSandboxConfig({ name: tuned });
+    expect(Object.keys(cfg.settings)).toEqual(["verbose"]);
+  });
+});
+
+describe("openshell-config sandbox list", () => {
+  it("lists only the sandboxes that match a label selector", async () => {
+    const r = await cli(["sandbox", "list", "--selector", "team=cli-a"]);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^NAME +WORKSPACE +PHASE +POLICY +LABELS$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[0]).sort()).toEqual([rejected, web]);
+    expect(r.stdout).not.toContain(slow);
+
+    const j = await cli(["sandbox", "list", "-l", "team=cli-a", "-l", "tier=web", "-o", "json"]);
+    expect(j.code, j.stderr).toBe(0);
+    const doc = JSON.parse(j.stdout) as { sandboxes: { name: string; phase: string; labels: Record<string, string> }[] };
+    expect(doc.sandboxes).toEqual([expect.objectContaining({ name: web, phase: "ready", labels: { team: "cli-a", tier: "web" } })]);
+  });
+});
+
+describe("openshell-config errors and configuration", () => {
+  it("usage errors exit 2 with a usage text", async () => {
+    for (const args of [[], ["policy", "set", "--sandbox", web], ["policy", "set", "--sandbox", web, "--file", files.ok, "--frobnicate"], ["settings", "set", "-s", web, "--key", "k", "--value", "x", "--type", "int"]]) {
+      const r = await cli(args);
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(/^error: .+\n\nUsage: openshell-config /);
+      expect(r.stdout).toBe("");
+    }
+  });
+
+  it("--help prints the usage with the exit statuses and exits 0", async () => {
+    const r = await cli(["policy", "set", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^Usage: openshell-config policy set/);
+    expect(r.stdout).toContain("124 the wait timed out");
+  });
+
+  it("a missing token exits 1 with an authentication message", async () => {
+    const r = await cli(["policy", "get", "--sandbox", web], { OPENSHELL_TOKEN: undefined });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: not authenticated: no token given; pass --token, set OPENSHELL_TOKEN, or put "token" in .*config\.json/);
+    expect(r.stderr.trimEnd().split("\n")).toHaveLength(1);
+  });
+
+  it("a rejected token exits 1 without ever printing the token", async () => {
+    const token = "wrong-token-0123456789";
+    const r = await cli(["sandbox", "list", "--token", token, "-o", "json"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: authentication failed: the gateway rejected the token from --token/);
+    expect(r.stdout + r.stderr).not.toContain(token);
+  });
+
+  it("an unreachable gateway is a one-line connection error with exit status 1", async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const r = await cli(["operation", "get", "00000000-0000-4000-8000-000000000000"], { OPENSHELL_GATEWAY_URL: url });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^error: cannot reach the gateway at ${url}: .*ECONNREFUSED.*\\n$`));
+  });
+
+  it("takes the URL and token from the config file, and lets the environment and flags override it", async () => {
+    const configDir = join(home, ".config", "openshell-config");
+    mkdirSync(configDir, { recursive: true });
+    const deadUrl = `http://127.0.0.1:${await closedPort()}`;
+    try {
+      writeFileSync(join(configDir, "config.json"), JSON.stringify({ url: stack.url, token: stack.adminToken }));
+      const fromFile = await cli(["sandbox", "list", "-l", "team=cli-b"], { OPENSHELL_GATEWAY_URL: undefined, OPENSHELL_TOKEN: undefined });
+      expect(fromFile.code, fromFile.stderr).toBe(0);
+      expect(fromFile.stdout).toContain(slow);
+
+      writeFileSync(join(configDir, "config.json"), JSON.stringify({ url: deadUrl, token: "stale-token-from-file" }));
+      const overridden = await cli(["sandbox", "list", "-l", "team=cli-b"], { OPENSHELL_GATEWAY_URL: undefined, OPENSHELL_TOKEN: stack.adminToken });
+      expect(overridden.code).toBe(1);
+      expect(overridden.stderr).toContain(`cannot reach the gateway at ${deadUrl}`);
+      const flagged = await cli(["sandbox", "list", "-l", "team=cli-b", "--url", stack.url], { OPENSHELL_GATEWAY_URL: deadUrl });
+      expect(flagged.code, flagged.stderr).toBe(0);
+      expect(flagged.stdout).toContain(slow);
+    } finally {
+      rmSync(configDir, { recursive: true, force: true });
+    }
+  });
+
+  it("speaks Connect and gRPC-Web as well as gRPC", async () => {
+    for (const protocol of ["connect", "grpc-web"]) {
+      const r = await cli(["--protocol", protocol, "operation", "get", "00000000-0000-4000-8000-000000000000"]);
+      expect(r.code, protocol).toBe(1);
+      expect(r.stderr).toMatch(/^error: not found: /);
+      const list = await cli(["sandbox", "list", "--protocol", protocol, "-l", "tier=web"]);
+      expect(list.code, list.stderr).toBe(0);
+      expect(list.stdout).toContain(web);
+    }
+  });
+});
