@@ -14,7 +14,7 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["test/**/*.test.ts", "gateway/test/**/*.test.ts", "supervisor/test/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "gateway/test/**/*.test.ts", "supervisor/test/**/*.test.ts", "examples/dashboard/test/**/*.test.ts"],
     testTimeout: 20_000,
     // Child processes rather than worker threads: tests spawn `buf`, open sockets and servers, and
     // a crashed or leaking test file cannot take its neighbours down. Two workers for two cores.

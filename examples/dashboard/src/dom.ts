@@ -1,0 +1,24 @@
+// A few lines of DOM building instead of a framework.
+
+type Child = Node | string | number | false | null | undefined;
+type Attrs = Record<string, string | number | boolean | undefined | ((e: Event) => void)>;
+
+/** `h("button", { class: "primary", onclick }, "Apply")`. Children are text, never HTML. */
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === false) continue;
+    if (typeof v === "function") el.addEventListener(k.replace(/^on/, ""), v);
+    else if (v === true) el.setAttribute(k, "");
+    else el.setAttribute(k, String(v));
+  }
+  el.append(...children.filter((c): c is Node | string | number => c !== false && c !== null && c !== undefined).map((c) => (typeof c === "number" ? String(c) : c)));
+  return el;
+}
+
+/** The element with this id; throws if the page lacks it. */
+export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`#${id} is missing`);
+  return el as T;
+}

@@ -1,0 +1,593 @@
+// The dashboard: sign in with a bearer token, list sandboxes, watch one sandbox's operations live,
+// edit and send its policy, and resume a wait by operation id. Everything goes through the SDK:
+// the curated client for updates and waits, `client.raw(OpenShell)` for the rest.
+//
+// The token lives in sessionStorage only (gone when the tab closes) and is never logged or shown.
+
+import "./style.css";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import {
+  CompletionTimeoutError,
+  InvalidArgumentError,
+  NotFoundError,
+  OpenShellConfigError,
+  createConfigClient,
+  type Completion,
+  type ConfigClient,
+  type ProgressEvent,
+} from "openshell-config";
+import { OpenShell, type GetSandboxConfigResponse, type Sandbox } from "openshell-config/raw";
+import { byId, h } from "./dom.js";
+import { formatPolicy, parsePolicy, type ParsedPolicy, type PolicyFormat } from "./policy.js";
+import { badge, badgeStateOf, describe, fromStatus, fromWire, phaseBadge, timeText, type BadgeState, type OperationView } from "./status.js";
+
+const TOKEN_KEY = "openshell-dashboard.token";
+const GATEWAY_KEY = "openshell-dashboard.gateway";
+/** How long an update waits for the sandbox before the page hands over to "Resume a wait". */
+const UPDATE_WAIT_MS = 30_000;
+const RESUME_WAIT_MS = 60_000;
+/** The sandbox list (phases, versions) is re-read this often; operations are pushed, not polled. */
+const LIST_REFRESH_MS = 15_000;
+
+type Raw = Client<typeof OpenShell>;
+
+const app = byId("app");
+
+function defaultGateway(): string {
+  const configured = __OPENSHELL_GATEWAY_URL__;
+  return configured === "" ? location.origin : configured;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signing in
+// ---------------------------------------------------------------------------------------------
+
+/** A message for any error, naming what the user can do about it. Never includes the token. */
+function explain(err: unknown, gateway?: string): string {
+  if (err instanceof OpenShellConfigError) {
+    if (err instanceof InvalidArgumentError && err.field) return `${err.message} (field ${err.field})`;
+    return err.message;
+  }
+  const e = ConnectError.from(err);
+  switch (e.code) {
+    case Code.Unauthenticated:
+      return "The gateway rejected the token (unauthenticated).";
+    case Code.PermissionDenied:
+      return `Permission denied: ${e.rawMessage}`;
+    case Code.NotFound:
+      return e.rawMessage;
+    case Code.Unavailable:
+    case Code.Unknown:
+      if (/fetch|network|load failed/i.test(e.rawMessage)) {
+        return `Cannot reach the gateway${gateway ? ` at ${gateway}` : ""}. Is it running, and does it allow this page's origin (${location.origin}) with --cors-origin?`;
+      }
+  }
+  return `${Code[e.code] ?? "error"}: ${e.rawMessage}`;
+}
+
+function showSignIn(error?: string, gateway = localStorage.getItem(GATEWAY_KEY) ?? defaultGateway()): void {
+  const message = h("p", { class: "form-error", role: "alert", "data-testid": "signin-error" }, error ?? "");
+  const gatewayInput = h("input", { id: "gateway", name: "gateway", type: "url", required: true, value: gateway, spellcheck: "false" });
+  const tokenInput = h("input", { id: "token", name: "token", type: "password", required: true, autocomplete: "off", placeholder: "admin-…" });
+  const button = h("button", { type: "submit", class: "primary" }, "Sign in");
+  const form = h(
+    "form",
+    {
+      class: "card signin",
+      "data-testid": "signin",
+      onsubmit: (ev) => {
+        ev.preventDefault();
+        button.disabled = true;
+        message.textContent = "";
+        void signIn(gatewayInput.value.trim(), tokenInput.value.trim()).catch((err: unknown) => {
+          button.disabled = false;
+          message.textContent = explain(err, gatewayInput.value.trim());
+        });
+      },
+    },
+    h("h1", {}, "OpenShell configuration"),
+    h("p", { class: "muted" }, "Sign in to a gateway with a bearer token. The token stays in this tab's session storage."),
+    h("label", { for: "gateway" }, "Gateway URL"),
+    gatewayInput,
+    h("label", { for: "token" }, "Token"),
+    tokenInput,
+    button,
+    message,
+  );
+  app.replaceChildren(h("main", { class: "signin-page" }, form));
+  (gateway ? tokenInput : gatewayInput).focus();
+}
+
+async function signIn(gateway: string, token: string): Promise<void> {
+  let url: URL;
+  try {
+    url = new URL(gateway);
+  } catch {
+    throw new Error(`${JSON.stringify(gateway)} is not a URL (e.g. http://127.0.0.1:8080)`);
+  }
+  const baseUrl = url.href.replace(/\/$/, "");
+  // Throws InsecureTransportError for a token over plain http to another machine.
+  const client = createConfigClient({ baseUrl, token });
+  const raw = client.raw(OpenShell);
+  const first = await listAll(raw); // proves the token before anything is stored
+  sessionStorage.setItem(TOKEN_KEY, token);
+  localStorage.setItem(GATEWAY_KEY, baseUrl);
+  showDashboard(baseUrl, client, raw, first);
+}
+
+async function listAll(raw: Raw): Promise<Sandbox[]> {
+  const out: Sandbox[] = [];
+  let pageToken = "";
+  do {
+    const page = await raw.listSandboxes({ pageSize: 200, pageToken });
+    out.push(...page.sandboxes);
+    pageToken = page.nextPageToken;
+  } while (pageToken !== "" && out.length < 2_000);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dashboard
+// ---------------------------------------------------------------------------------------------
+
+interface Row {
+  sandbox: Sandbox;
+  config: GetSandboxConfigResponse | undefined;
+  configError: string | undefined;
+  /** The version the sandbox runs (GetSandboxPolicyStatus); undefined when unknown. */
+  activeVersion: number | undefined;
+}
+
+interface OutcomeView {
+  readonly state: BadgeState;
+  readonly label?: string;
+  readonly title: string;
+  readonly detail?: string | undefined;
+  readonly operationId?: string | undefined;
+  readonly outcome?: string | undefined;
+  readonly elapsedMs?: number | undefined;
+  readonly action?: HTMLElement | undefined;
+}
+
+function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial: Sandbox[]): void {
+  const rows = new Map<string, Row>();
+  const ops = new Map<string, OperationView>();
+  let selected: string | undefined;
+  let watchCtl: AbortController | undefined;
+  let format: PolicyFormat = "yaml";
+  let flash: string | undefined;
+  const stopped = new AbortController();
+
+  // Layout ------------------------------------------------------------------------------------
+  const listBody = h("tbody", { "data-testid": "sandbox-rows" });
+  const listNote = h("p", { class: "muted small", "data-testid": "list-note" });
+  const editorTitle = h("h2", {}, "Policy");
+  const editorMeta = h("span", { class: "muted small", "data-testid": "policy-meta" });
+  const yamlBtn = h("button", { type: "button", class: "seg active", "data-format": "yaml", onclick: () => switchFormat("yaml") }, "YAML");
+  const jsonBtn = h("button", { type: "button", class: "seg", "data-format": "json", onclick: () => switchFormat("json") }, "JSON");
+  const text = h("textarea", { id: "policy-text", spellcheck: "false", autocomplete: "off", rows: 18, "aria-label": "Policy", disabled: true });
+  const validation = h("div", { class: "validation", "data-testid": "validation", role: "status" });
+  const applyBtn = h("button", { type: "button", class: "primary", id: "apply", disabled: true, onclick: () => void apply() }, "Apply policy");
+  const resetBtn = h("button", { type: "button", id: "reset", disabled: true, onclick: () => void loadEditor(true) }, "Load current");
+  const outcome = h("div", { class: "outcome-slot", "data-testid": "update-outcome" });
+  const opsTitle = h("h2", {}, "Operations");
+  const live = h("span", { class: "live", "data-live": "idle", "data-testid": "live" }, "not watching");
+  const opsBody = h("tbody", { "data-testid": "operation-rows" });
+  const resumeInput = h("input", { id: "resume-id", type: "text", placeholder: "operation id, e.g. 0f3c2d9e-…", spellcheck: "false", autocomplete: "off" });
+  const resumeBtn = h("button", { type: "submit", id: "resume" }, "Wait for outcome");
+  const resumeOut = h("div", { class: "outcome-slot", "data-testid": "resume-outcome" });
+
+  const table = (head: string[], body: HTMLElement) => h("table", {}, h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))), body);
+
+  app.replaceChildren(
+    h(
+      "header",
+      { class: "topbar" },
+      h("div", { class: "brand" }, h("span", { class: "logo" }, "◆"), " OpenShell ", h("span", { class: "brand-sub" }, "configuration")),
+      h("div", { class: "topbar-right" }, h("span", { class: "gateway", title: "Gateway" }, gateway), h("button", { type: "button", class: "ghost", id: "signout", onclick: () => signOut() }, "Sign out")),
+    ),
+    h(
+      "main",
+      { class: "grid" },
+      h(
+        "div",
+        { class: "col" },
+        h(
+          "section",
+          { class: "card", "data-testid": "sandboxes" },
+          h("div", { class: "card-head" }, h("h2", {}, "Sandboxes"), h("button", { type: "button", class: "ghost", id: "refresh", onclick: () => void refreshList() }, "Refresh")),
+          table(["Name", "Phase", "Policy", "Settings"], listBody),
+          listNote,
+        ),
+        h(
+          "section",
+          { class: "card", "data-testid": "resume-card" },
+          h("div", { class: "card-head" }, h("h2", {}, "Resume a wait")),
+          h("p", { class: "muted small" }, "Wait for the outcome of any operation by its id, e.g. after a wait timed out or from another session."),
+          h("form", { class: "inline-form", onsubmit: (ev: Event) => (ev.preventDefault(), void resume()) }, resumeInput, resumeBtn),
+          resumeOut,
+        ),
+      ),
+      h(
+        "div",
+        { class: "col" },
+        h(
+          "section",
+          { class: "card", "data-testid": "editor" },
+          h("div", { class: "card-head" }, h("div", {}, editorTitle, editorMeta), h("div", { class: "segmented", role: "group", "aria-label": "Format" }, yamlBtn, jsonBtn)),
+          text,
+          validation,
+          h("div", { class: "actions" }, applyBtn, resetBtn, h("span", { class: "muted small" }, `waits up to ${UPDATE_WAIT_MS / 1000} s for the sandbox`)),
+          outcome,
+        ),
+        h(
+          "section",
+          { class: "card", "data-testid": "operations" },
+          h("div", { class: "card-head" }, opsTitle, live),
+          table(["Operation", "Target", "State", "Detail", "Updated"], opsBody),
+        ),
+      ),
+    ),
+  );
+  renderOutcome(outcome, undefined);
+  renderOutcome(resumeOut, undefined, "Operation ids are listed under Operations; click one to copy it here.");
+
+  // Sandboxes ---------------------------------------------------------------------------------
+  async function readConfig(name: string): Promise<Pick<Row, "config" | "configError" | "activeVersion">> {
+    const signal = stopped.signal;
+    const [config, status] = await Promise.allSettled([
+      raw.getSandboxConfig({ name }, { signal }),
+      raw.getSandboxPolicyStatus({ sandbox: name }, { signal }),
+    ]);
+    return {
+      config: config.status === "fulfilled" ? config.value : undefined,
+      configError: config.status === "rejected" ? explain(config.reason, gateway) : undefined,
+      activeVersion: status.status === "fulfilled" ? status.value.activeVersion : undefined,
+    };
+  }
+
+  async function setSandboxes(list: Sandbox[]): Promise<void> {
+    const configs = await Promise.all(list.map((sb) => readConfig(sb.metadata?.name ?? "")));
+    rows.clear();
+    list.forEach((sb, i) => rows.set(sb.metadata?.name ?? "", { sandbox: sb, ...configs[i]! }));
+    listNote.textContent = rows.size === 0 ? "No sandboxes in this workspace." : `Updated ${timeText(new Date())}`;
+    renderList();
+    if (selected === undefined || !rows.has(selected)) {
+      const first = rows.keys().next();
+      if (!first.done) select(first.value);
+    }
+  }
+
+  async function refreshList(): Promise<void> {
+    try {
+      await setSandboxes(await listAll(raw));
+    } catch (err) {
+      if (stopped.signal.aborted) return;
+      if (ConnectError.from(err).code === Code.Unauthenticated) return signOut(explain(err));
+      listNote.textContent = `Could not refresh: ${explain(err, gateway)}`;
+    }
+  }
+
+  async function refreshOne(name: string): Promise<void> {
+    try {
+      const [{ sandbox }, cfg] = await Promise.all([raw.getSandbox({ name }, { signal: stopped.signal }), readConfig(name)]);
+      if (!sandbox || !rows.has(name)) return;
+      rows.set(name, { sandbox, ...cfg });
+      renderList();
+      if (name === selected) renderEditorMeta();
+    } catch {
+      // the periodic refresh catches up
+    }
+  }
+
+  function renderList(): void {
+    listBody.replaceChildren(
+      ...[...rows.values()].map(({ sandbox, config, configError, activeVersion }) => {
+        const name = sandbox.metadata?.name ?? "";
+        const labels = Object.entries(sandbox.metadata?.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(" ");
+        const version = sandbox.status?.currentPolicyVersion ?? config?.version;
+        return h(
+          "tr",
+          { "data-sandbox": name, class: name === selected ? "selected" : undefined, tabindex: 0, onclick: () => select(name), onkeydown: (e) => (e as KeyboardEvent).key === "Enter" && select(name) },
+          h("td", {}, h("div", { class: "name" }, name), labels && h("div", { class: "muted small" }, labels)),
+          h("td", {}, phaseBadge(sandbox.status?.phase ?? 0)),
+          h(
+            "td",
+            { "data-testid": "policy-version", title: config ? `sha256 ${config.policyHash}` : configError },
+            version === undefined ? "—" : `v${version}`,
+            // The newest version is not (yet) the one in force: pending, or rejected by the sandbox.
+            version !== undefined && activeVersion !== undefined && activeVersion !== version && h("div", { class: "runs small" }, activeVersion === 0 ? "none loaded" : `runs v${activeVersion}`),
+          ),
+          h("td", { "data-testid": "settings-revision", title: configError }, config ? `r${config.settingsRevision}` : "—"),
+        );
+      }),
+    );
+  }
+
+  // Selection, editor -------------------------------------------------------------------------
+  function select(name: string): void {
+    if (name === selected) return;
+    selected = name;
+    renderList();
+    editorTitle.textContent = `Policy of ${name}`;
+    opsTitle.textContent = `Operations of ${name}`;
+    renderOutcome(outcome, undefined);
+    void loadEditor(false);
+    startWatch(name);
+  }
+
+  function renderEditorMeta(): void {
+    const cfg = selected === undefined ? undefined : rows.get(selected)?.config;
+    editorMeta.textContent = cfg ? ` v${cfg.version} · sha256 ${cfg.policyHash.slice(0, 12)}` : "";
+  }
+
+  async function loadEditor(fresh: boolean): Promise<void> {
+    const name = selected;
+    if (name === undefined) return;
+    if (fresh || rows.get(name)?.config === undefined) {
+      const cfg = await readConfig(name);
+      if (rows.has(name)) Object.assign(rows.get(name)!, cfg);
+    }
+    if (name !== selected) return;
+    const row = rows.get(name);
+    renderEditorMeta();
+    if (!row?.config) {
+      text.value = "";
+      setValidation({ ok: false, message: `Cannot read the policy of ${name}: ${row?.configError ?? "unknown error"}` });
+      return;
+    }
+    text.value = formatPolicy(row.config.policy, format);
+    text.disabled = false;
+    applyBtn.disabled = false;
+    resetBtn.disabled = false;
+    validate();
+  }
+
+  function setValidation(p: ParsedPolicy): void {
+    validation.className = `validation ${p.ok ? "ok" : "error"}`;
+    validation.dataset["valid"] = String(p.ok);
+    validation.replaceChildren(p.ok ? "✓ Valid SandboxPolicy" : h("span", {}, h("strong", {}, "✗ Invalid policy: "), p.message));
+  }
+
+  function validate(): ParsedPolicy {
+    const parsed = parsePolicy(text.value, format);
+    setValidation(parsed);
+    return parsed;
+  }
+
+  let typing: ReturnType<typeof setTimeout> | undefined;
+  text.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(validate, 200);
+  });
+
+  function switchFormat(next: PolicyFormat): void {
+    if (next === format) return;
+    const parsed = validate();
+    if (!parsed.ok) {
+      setValidation({ ok: false, message: `fix the policy before switching to ${next.toUpperCase()}: ${parsed.message}` });
+      return;
+    }
+    format = next;
+    text.value = formatPolicy(parsed.policy, format);
+    yamlBtn.classList.toggle("active", format === "yaml");
+    jsonBtn.classList.toggle("active", format === "json");
+    validate();
+  }
+
+  // Updates -----------------------------------------------------------------------------------
+  async function apply(): Promise<void> {
+    const sandbox = selected;
+    if (sandbox === undefined) return;
+    clearTimeout(typing);
+    const parsed = validate();
+    if (!parsed.ok) {
+      renderOutcome(outcome, { state: "invalid", label: "not sent", title: "Not sent: the policy is invalid.", detail: parsed.message });
+      text.focus();
+      return;
+    }
+    applyBtn.disabled = true;
+    const started = performance.now();
+    renderOutcome(outcome, { state: "committing", title: `Sending the policy to ${sandbox}…` });
+    const onProgress = (e: ProgressEvent) => {
+      if (e.type === "state") {
+        const v = fromStatus(e.status);
+        renderOutcome(outcome, { state: "pending", title: describe(v), operationId: v.operationId, elapsedMs: performance.now() - started });
+      } else {
+        renderOutcome(outcome, { state: "pending", label: "retrying", title: `The gateway is unreachable; retrying (attempt ${e.attempt})…` });
+      }
+    };
+    try {
+      const res = await client.updatePolicy({ sandbox, policy: parsed.policy, wait: { timeoutMs: UPDATE_WAIT_MS, onProgress } });
+      renderOutcome(outcome, completionView(res.completion, performance.now() - started));
+    } catch (err) {
+      renderOutcome(outcome, failureView(err, performance.now() - started));
+    } finally {
+      applyBtn.disabled = false;
+    }
+    void refreshOne(sandbox);
+  }
+
+  async function resume(): Promise<void> {
+    const operationId = resumeInput.value.trim();
+    if (operationId === "") {
+      renderOutcome(resumeOut, { state: "invalid", label: "missing", title: "Enter an operation id." });
+      return;
+    }
+    resumeBtn.disabled = true;
+    const started = performance.now();
+    renderOutcome(resumeOut, { state: "pending", label: "waiting…", title: "Waiting for the outcome…", operationId });
+    try {
+      const completion = await client.awaitCompletion(
+        { operationId },
+        {
+          timeoutMs: RESUME_WAIT_MS,
+          onProgress: (e) => e.type === "state" && renderOutcome(resumeOut, { state: "pending", title: describe(fromStatus(e.status)), operationId, elapsedMs: performance.now() - started }),
+        },
+      );
+      renderOutcome(resumeOut, completionView(completion, performance.now() - started));
+    } catch (err) {
+      renderOutcome(resumeOut, failureView(err, performance.now() - started, operationId));
+    } finally {
+      resumeBtn.disabled = false;
+    }
+  }
+
+  function completionView(c: Completion, elapsedMs: number): OutcomeView {
+    const v = fromStatus(c);
+    return { state: badgeStateOf(v), title: describe(v), detail: c.error, operationId: c.operationId, outcome: c.outcome, elapsedMs };
+  }
+
+  function failureView(err: unknown, elapsedMs: number, operationId?: string): OutcomeView {
+    if (err instanceof CompletionTimeoutError) {
+      const id = err.operationId ?? operationId;
+      return {
+        state: "timeout",
+        title: `The wait ended here after ${Math.round(elapsedMs / 1000)} s; the operation continues at the gateway.`,
+        operationId: id,
+        elapsedMs,
+        action: id ? h("button", { type: "button", onclick: () => ((resumeInput.value = id), void resume()) }, "Resume the wait") : undefined,
+      };
+    }
+    if (err instanceof NotFoundError) return { state: "rejected", label: "not found", title: "No such operation or sandbox in your workspace.", detail: err.message, operationId, elapsedMs };
+    return { state: "rejected", title: "The gateway refused the request.", detail: explain(err, gateway), operationId, elapsedMs };
+  }
+
+  // Operations, live --------------------------------------------------------------------------
+  function startWatch(name: string): void {
+    watchCtl?.abort();
+    const ctl = new AbortController();
+    watchCtl = ctl;
+    ops.clear();
+    renderOps();
+    void watch(name, ctl.signal);
+  }
+
+  function setLive(state: "live" | "reconnecting", title = ""): void {
+    live.dataset["live"] = state;
+    live.title = title || (state === "live" ? "Operations are pushed by the gateway (WatchConfigUpdateOperations)" : "");
+    live.textContent = state === "live" ? "● live" : "reconnecting…";
+  }
+
+  // WatchConfigUpdateOperations by sandbox: the recent operations first (`initial`), then every
+  // transition as it happens. Reconnects with backoff when the stream breaks (gateway restart).
+  async function watch(name: string, signal: AbortSignal): Promise<void> {
+    let delay = 500;
+    let failing = false;
+    while (!signal.aborted) {
+      // The gateway sends the response headers with the first message, and a sandbox without
+      // operations has none to send: the watch counts as live from the start unless it has been
+      // failing, then from the first sign of life.
+      setLive(failing ? "reconnecting" : "live");
+      try {
+        const stream = raw.watchConfigUpdateOperations({ sandbox: name }, { signal, onHeader: () => setLive("live") });
+        for await (const res of stream) {
+          failing = false;
+          setLive("live");
+          delay = 500;
+          if (res.operation) onOperation(fromWire(res.operation), res.initial);
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        if (ConnectError.from(err).code === Code.Unauthenticated) return signOut(explain(err));
+        failing = true;
+        setLive("reconnecting", explain(err, gateway));
+      }
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, delay);
+        signal.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
+      });
+      delay = Math.min(delay * 2, 10_000);
+    }
+  }
+
+  function onOperation(v: OperationView, initial: boolean): void {
+    ops.set(v.operationId, v);
+    flash = initial ? undefined : v.operationId;
+    renderOps();
+    if (!initial && selected !== undefined) void refreshOne(selected);
+  }
+
+  function renderOps(): void {
+    const list = [...ops.values()].sort((a, b) => (b.createdAt?.getTime() ?? 0) - (a.createdAt?.getTime() ?? 0)).slice(0, 50);
+    if (list.length === 0) {
+      opsBody.replaceChildren(h("tr", {}, h("td", { colspan: 5, class: "muted empty" }, "No operations yet. Apply a policy to create one.")));
+      return;
+    }
+    opsBody.replaceChildren(
+      ...list.map((v) => {
+        const state = badgeStateOf(v);
+        const outcomeNote = v.outcome !== "unspecified" && v.outcome !== v.state ? v.outcome : "";
+        return h(
+          "tr",
+          { "data-operation-id": v.operationId, "data-state": state, class: v.operationId === flash ? "flash" : undefined },
+          h(
+            "td",
+            {},
+            h("button", { type: "button", class: "op-id", title: `${v.operationId}: click to resume its wait`, onclick: () => (resumeInput.value = v.operationId) }, v.operationId.slice(0, 8)),
+          ),
+          h("td", { class: "small target" }, ...v.target.split(" · ").map((t, i) => h("div", { class: i > 0 ? "muted" : undefined }, t))),
+          h("td", {}, badge(state)),
+          h("td", { class: "detail" }, outcomeNote && h("div", { class: "muted small" }, outcomeNote), v.error && h("div", { class: "error-text" }, v.error)),
+          h("td", { class: "small muted nowrap" }, timeText(v.updatedAt)),
+        );
+      }),
+    );
+  }
+
+  // Outcome panels ----------------------------------------------------------------------------
+  function renderOutcome(slot: HTMLElement, o: OutcomeView | undefined, empty = "No update sent from this page yet."): void {
+    if (o === undefined) {
+      slot.replaceChildren(h("p", { class: "muted small" }, empty));
+      return;
+    }
+    slot.replaceChildren(
+      h(
+        "div",
+        { class: `outcome outcome-${o.state}`, "data-state": o.state },
+        badge(o.state, o.label),
+        h(
+          "div",
+          { class: "outcome-body" },
+          h("p", { class: "outcome-title" }, o.title),
+          o.detail && h("p", { class: "outcome-detail", "data-testid": "outcome-detail" }, o.detail),
+          h(
+            "p",
+            { class: "muted small" },
+            o.operationId && h("span", {}, "operation ", h("code", { "data-testid": "operation-id" }, o.operationId)),
+            o.outcome && o.outcome !== "unspecified" && ` · outcome ${o.outcome}`,
+            o.elapsedMs !== undefined && ` · ${(o.elapsedMs / 1000).toFixed(1)} s`,
+          ),
+          o.action,
+        ),
+      ),
+    );
+  }
+
+  // Session -----------------------------------------------------------------------------------
+  const timer = setInterval(() => document.visibilityState === "visible" && void refreshList(), LIST_REFRESH_MS);
+
+  function signOut(reason?: string): void {
+    stopped.abort();
+    watchCtl?.abort();
+    clearInterval(timer);
+    sessionStorage.removeItem(TOKEN_KEY);
+    showSignIn(reason, gateway);
+  }
+
+  void setSandboxes(initial);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const savedToken = sessionStorage.getItem(TOKEN_KEY);
+if (savedToken) {
+  const gateway = localStorage.getItem(GATEWAY_KEY) ?? defaultGateway();
+  app.replaceChildren(h("p", { class: "muted loading" }, "Signing in…"));
+  signIn(gateway, savedToken).catch((err: unknown) => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    showSignIn(explain(err, gateway), gateway);
+  });
+} else {
+  showSignIn();
+}

@@ -1,0 +1,248 @@
+// The dashboard in a real browser: Debian's Chromium (/usr/bin/chromium, headless) driven by
+// playwright-core, the dashboard served by Vite's dev server, talking Connect over fetch (CORS) to
+// a real gateway process with real supervisor processes (examples/local-stack.ts).
+//
+// Waits are on conditions in the page, never fixed sleeps. Every process started here (Chromium,
+// Vite, gateway, supervisors) is stopped in afterAll, and the test checks that Chromium is gone.
+// The final page is saved to test-results/dashboard.png (also when a step fails).
+
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { createServer, type ViteDevServer } from "vite";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createConfigClient } from "openshell-config";
+import { createNodeTransport } from "openshell-config/transport/node";
+import { OpenShell, SandboxPhase } from "openshell-config/raw";
+import { startLocalStack, type LocalStack } from "../../local-stack.js";
+import { dashboardConfig } from "../vite.config.js";
+
+const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
+const SCREENSHOT = join(ROOT, "test-results", "dashboard.png");
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+/** Generous: a loaded 2-core machine runs the gateway, two supervisors, Vite and Chromium at once. */
+const WAIT = 20_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const POLICY_V1 = { filesystem: { includeWorkdir: true, readWrite: ["/tmp"] }, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }] } } };
+const policyYaml = (pypiProtocol: string, githubPorts = "[443]") => `version: 1
+filesystem:
+  includeWorkdir: true
+  readWrite: [/tmp]
+networkPolicies:
+  github:
+    name: github
+    endpoints:
+      - host: api.github.com
+        ports: ${githubPorts}
+  pypi:
+    name: pypi
+    endpoints:
+      - host: pypi.org
+        ports: [443]
+        protocol: ${pypiProtocol}
+`;
+
+let vite: ViteDevServer | undefined;
+let stack: LocalStack | undefined;
+let context: BrowserContext | undefined;
+let page: Page;
+let userDataDir: string | undefined;
+let viteCacheDir: string | undefined;
+let origin = "";
+const consoleLines: string[] = [];
+const pageErrors: string[] = [];
+let updateConfigRequests = 0;
+const timings: string[] = [];
+const t0 = Date.now();
+const mark = (what: string) => timings.push(`${what} ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+/** Processes whose command line mentions `needle` (Linux /proc). */
+function processesMentioning(needle: string): number[] {
+  const out: number[] = [];
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(needle)) out.push(Number(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+async function startVite(): Promise<ViteDevServer> {
+  viteCacheDir = mkdtempSync(join(tmpdir(), "dashboard-vite-"));
+  const server = await createServer({
+    ...dashboardConfig(),
+    configFile: false,
+    cacheDir: viteCacheDir,
+    logLevel: "warn",
+    server: { host: "127.0.0.1", port: 0, strictPort: false, hmr: false, watch: null },
+  });
+  await server.listen();
+  return server;
+}
+
+async function startStack(corsOrigin: string): Promise<LocalStack> {
+  const s = await startLocalStack({ sandboxes: ["dev", "staging", "prod"], corsOrigins: [corsOrigin] });
+  stack = s;
+  const raw = createConfigClient({ transport: createNodeTransport({ baseUrl: s.url }), token: s.adminToken }).raw(OpenShell);
+  for (const name of ["dev", "staging", "prod"]) await raw.createSandbox({ name, labels: { env: name }, spec: { policy: POLICY_V1 } });
+  // dev applies after a delay, so that its operations are visibly pending first. prod has no
+  // supervisor: it stays provisioning.
+  s.startSupervisor({ sandbox: "dev", args: ["--apply-delay-ms", "1000"] });
+  s.startSupervisor({ sandbox: "staging" });
+  const end = Date.now() + WAIT;
+  for (const name of ["dev", "staging"]) {
+    while ((await raw.getSandbox({ name })).sandbox?.status?.phase !== SandboxPhase.READY) {
+      if (Date.now() > end) throw new Error(`sandbox ${name} did not become ready; see ${s.logFile}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return s;
+}
+
+async function startChromium(): Promise<BrowserContext> {
+  userDataDir = mkdtempSync(join(tmpdir(), "dashboard-chromium-"));
+  const ctx = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1280, height: 900 },
+    timeout: WAIT,
+  });
+  context = ctx;
+  return ctx;
+}
+
+beforeAll(async () => {
+  vite = await startVite();
+  origin = new URL(vite.resolvedUrls!.local[0]!).origin;
+  mark("vite");
+  const [, ctx] = await Promise.all([
+    startStack(origin).then(() => mark("stack ready")),
+    startChromium().then((c) => (mark("chromium"), c)),
+  ]);
+  page = ctx.pages()[0] ?? (await ctx.newPage());
+  page.setDefaultTimeout(WAIT);
+  page.on("console", (m) => consoleLines.push(m.text()));
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  page.on("request", (r) => void (r.url().endsWith("/openshell.v1.OpenShell/UpdateConfig") && updateConfigRequests++));
+}, 60_000);
+
+afterAll(async () => {
+  try {
+    if (context) {
+      mkdirSync(join(ROOT, "test-results"), { recursive: true });
+      await page?.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
+    }
+  } finally {
+    await Promise.allSettled([context?.close(), vite?.close(), stack?.stop()]);
+    mark("stopped");
+    // eslint-disable-next-line no-console
+    console.log(`dashboard browser test: ${timings.join(", ")}`);
+    if (userDataDir) {
+      expect(processesMentioning(userDataDir), "Chromium processes left running").toEqual([]);
+      rmSync(userDataDir, { recursive: true, force: true });
+    }
+    if (viteCacheDir) rmSync(viteCacheDir, { recursive: true, force: true });
+    for (const p of stack?.processes ?? []) expect(p.running, `${p.name} still running`).toBe(false);
+  }
+}, 30_000);
+
+const outcome = (slot: "update-outcome" | "resume-outcome") => page.locator(`[data-testid="${slot}"] .outcome`);
+
+describe("dashboard in Chromium", () => {
+  it("signs in with the admin token and lists the sandboxes", async () => {
+    await page.goto(origin);
+    await page.locator("#gateway").fill(stack!.url);
+    await page.locator("#token").fill(stack!.adminToken);
+    await page.getByRole("button", { name: "Sign in" }).click();
+
+    for (const name of ["dev", "staging", "prod"]) await page.locator(`tr[data-sandbox="${name}"]`).waitFor();
+    const dev = page.locator('tr[data-sandbox="dev"]');
+    expect(await dev.locator("[data-phase]").innerText()).toBe("ready");
+    expect(await dev.locator('[data-testid="policy-version"]').innerText()).toBe("v1");
+    expect(await dev.locator('[data-testid="settings-revision"]').innerText()).toBe("r0");
+    expect(await page.locator('tr[data-sandbox="prod"] [data-phase]').innerText()).toBe("provisioning");
+
+    // The token is kept for this tab only.
+    const stored = await page.evaluate(() => ({ session: sessionStorage.getItem("openshell-dashboard.token"), local: JSON.stringify({ ...localStorage }) }));
+    expect(stored.session).toBe(stack!.adminToken);
+    expect(stored.local).not.toContain(stack!.adminToken);
+    mark("signed in");
+  }, 30_000);
+
+  it("shows a YAML error naming the field and sends nothing", async () => {
+    await page.locator('tr[data-sandbox="dev"]').click();
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor(); // the current policy is loaded
+    expect(await page.locator("#policy-text").inputValue()).toContain("api.github.com");
+
+    await page.locator("#policy-text").fill(policyYaml("rest", "[443, https]"));
+    const validation = page.locator('[data-testid="validation"][data-valid="false"]');
+    await validation.waitFor();
+    expect(await validation.innerText()).toContain('line 10, column 22: networkPolicies.github.endpoints[0].ports[1]: expected number (uint32), got "https"');
+
+    await page.locator("#apply").click();
+    await outcome("update-outcome").and(page.locator('[data-state="invalid"]')).waitFor();
+    expect(await outcome("update-outcome").innerText()).toContain("Not sent");
+    expect(updateConfigRequests).toBe(0);
+    mark("yaml error");
+  }, 30_000);
+
+  it("applies a valid policy and follows its operation from pending to applied without a reload", async () => {
+    await page.evaluate(() => ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+    await page.locator("#policy-text").fill(policyYaml("rest"));
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    await page.locator("#apply").click();
+
+    // The watch shows the new operation pending, then the same row turns applied.
+    // (Read in one step: the row may turn applied right after.)
+    const pending = await page.waitForFunction(() => document.querySelector('[data-testid="operation-rows"] tr[data-state="pending"]')?.getAttribute("data-operation-id"));
+    const operationId = (await pending.jsonValue())!;
+    expect(operationId).toMatch(UUID);
+    await page.locator(`tr[data-operation-id="${operationId}"][data-state="applied"]`).waitFor();
+
+    await outcome("update-outcome").and(page.locator('[data-state="applied"]')).waitFor();
+    expect(await outcome("update-outcome").locator('[data-testid="operation-id"]').innerText()).toBe(operationId);
+    expect(await outcome("update-outcome").innerText()).toContain("Policy v2 is applied");
+    await page.locator('tr[data-sandbox="dev"] [data-testid="policy-version"]', { hasText: "v2" }).waitFor();
+    expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    expect(updateConfigRequests).toBeGreaterThan(0);
+    mark("applied");
+  }, 30_000);
+
+  it("shows the supervisor's rejection of an ftp endpoint as failed", async () => {
+    await page.locator("#policy-text").fill(policyYaml("ftp"));
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor(); // valid protobuf; the sandbox rejects it
+    await page.locator("#apply").click();
+
+    await outcome("update-outcome").and(page.locator('[data-state="failed"]')).waitFor();
+    const detail = await outcome("update-outcome").locator('[data-testid="outcome-detail"]').innerText();
+    expect(detail).toContain('network_policies["pypi"].endpoints[0]: protocol "ftp" is not supported');
+    const operationId = await outcome("update-outcome").locator('[data-testid="operation-id"]').innerText();
+    expect(operationId).toMatch(UUID);
+    await page.locator(`tr[data-operation-id="${operationId}"][data-state="failed"]`).waitFor();
+    // v3 is the newest version; the sandbox keeps running v2.
+    await page.locator('tr[data-sandbox="dev"] [data-testid="policy-version"]', { hasText: "runs v2" }).waitFor();
+    mark("failed");
+  }, 30_000);
+
+  it("resumes a wait by operation id", async () => {
+    const applied = page.locator('[data-testid="operation-rows"] tr[data-state="applied"]').first();
+    const operationId = (await applied.getAttribute("data-operation-id"))!;
+    await applied.locator("button.op-id").click(); // copies the id into the resume field
+    expect(await page.locator("#resume-id").inputValue()).toBe(operationId);
+    await page.locator("#resume").click();
+
+    await outcome("resume-outcome").and(page.locator('[data-state="applied"]')).waitFor();
+    expect(await outcome("resume-outcome").locator('[data-testid="operation-id"]').innerText()).toBe(operationId);
+
+    expect(pageErrors).toEqual([]);
+    expect(consoleLines.filter((l) => l.includes(stack!.adminToken))).toEqual([]);
+    mark("resumed");
+  }, 30_000);
+});
