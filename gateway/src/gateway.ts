@@ -18,6 +18,7 @@ import { updateConfig } from "./rpc/config.js";
 import { getConfigUpdateOperation, watchConfigUpdateOperations } from "./rpc/operations.js";
 import { createSandbox, deleteSandbox, getSandbox, listSandboxes, startSandbox, stopSandbox } from "./rpc/sandboxes.js";
 import { getSandboxPolicyStatus, listSandboxPolicies } from "./rpc/policies.js";
+import { reportPolicyStatus } from "./rpc/report-policy-status.js";
 import { getGatewayConfig, getSandboxConfig } from "./rpc/sandbox-config.js";
 import { createProvider, updateProvider } from "./rpc/providers.js";
 import { health } from "./rpc/health.js";
@@ -112,7 +113,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       listSandboxPolicies: (req, ctx) => listSandboxPolicies(deps, req, ctx),
       createProvider: (req, ctx) => createProvider(deps, req, ctx),
       updateProvider: (req, ctx) => updateProvider(deps, req, ctx),
-      reportPolicyStatus: unimplemented("ReportPolicyStatus (polling supervisors)"),
+      reportPolicyStatus: (req, ctx) => reportPolicyStatus(deps, req, ctx),
       connectSupervisor: (requests, ctx) => connectSupervisor(deps, registry, sessionOptions, requests, ctx),
     });
   };

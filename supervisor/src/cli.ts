@@ -6,6 +6,7 @@
 import { parseCommandLine, UsageError } from "./config.js";
 import { Fleet } from "./fleet.js";
 import { createLogger } from "./log.js";
+import { createPollingFleet } from "./poll.js";
 import { StateDir } from "./runtime.js";
 
 declare const __SUPERVISOR_VERSION__: string | undefined;
@@ -35,7 +36,8 @@ async function main(): Promise<number> {
   if (config.gateways.length > 0 && config.members.some((m) => m.token === undefined)) {
     logger.warn("no token for some sandboxes: they connect without an authorization header (only a gateway without auth accepts that)");
   }
-  const fleet = new Fleet({
+  // --poll-interval: the upstream polling baseline (poll.ts) instead of ConnectSupervisor streams.
+  const fleet = config.pollIntervalMs !== undefined ? createPollingFleet(config, config.pollIntervalMs, logger) : new Fleet({
     members: config.members,
     gateways: config.gateways,
     stateDir: new StateDir(config.stateDir),

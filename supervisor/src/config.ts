@@ -26,6 +26,8 @@ export interface SupervisorConfig {
   readonly logLevel: LogLevel;
   readonly probeTimeoutMs: number;
   readonly faults: Faults;
+  /** `--poll-interval`: poll GetSandboxConfig at this period instead of a ConnectSupervisor stream (undefined = stream). */
+  readonly pollIntervalMs: number | undefined;
 }
 
 export type Command = { readonly kind: "help"; readonly text: string } | { readonly kind: "version" } | { readonly kind: "run"; readonly config: SupervisorConfig };
@@ -51,6 +53,9 @@ Runtime:
                              (alone, without --gateway: standalone mode)
   --probe-timeout-ms N       TCP reachability timeout for middleware services (default 300)
   --log-level LEVEL          debug, info (default), warn or error
+  --poll-interval D          polling mode (the upstream baseline, e.g. 10s): no ConnectSupervisor
+                             stream; every D call GetSandboxConfig, apply a changed policy and
+                             report it with ReportPolicyStatus (D: 500ms, 1s, 10s, 1m; bare = ms)
 
 Fault injection (tests):
   --apply-delay-ms N         wait N ms before each apply
@@ -75,6 +80,7 @@ const OPTIONS = {
   "local-policy": { type: "string" },
   "probe-timeout-ms": { type: "string" },
   "log-level": { type: "string" },
+  "poll-interval": { type: "string" },
   "apply-delay-ms": { type: "string" },
   "drop-acks": { type: "boolean" },
   "disconnect-after": { type: "string" },
@@ -142,6 +148,16 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     }
   }
 
+  const pollText = str("poll-interval");
+  const pollIntervalMs = pollText === undefined ? undefined : parseDuration("--poll-interval", pollText);
+  if (pollIntervalMs !== undefined) {
+    if (gateways.length === 0) throw new UsageError("--poll-interval needs --gateway (there is nothing to poll in standalone mode)");
+    // These faults act on a ConnectSupervisor stream, which polling mode does not open.
+    for (const f of ["drop-acks", "fail-bootstrap", "disconnect-after"] as const) {
+      if (f === "disconnect-after" ? str(f) !== undefined : flag(f)) throw new UsageError(`--${f} cannot be combined with --poll-interval (polling mode opens no stream)`);
+    }
+  }
+
   const logLevel = str("log-level") ?? "info";
   if (!isLogLevel(logLevel)) throw new UsageError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
 
@@ -161,8 +177,18 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         disconnectAfter: int("disconnect-after", 0, 0),
         failBootstrap: flag("fail-bootstrap"),
       },
+      pollIntervalMs,
     },
   };
+}
+
+/** `500ms`, `1s`, `1.5s`, `10s`, `1m`, or a bare number of milliseconds; at least 10 ms. */
+export function parseDuration(option: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) throw new UsageError(`${option} must be a duration such as 500ms, 1s or 10s, got ${JSON.stringify(text)}`);
+  const ms = Math.round(Number(m[1]) * (m[2] === "s" ? 1000 : m[2] === "m" ? 60_000 : 1));
+  if (!(ms >= 10) || !Number.isSafeInteger(ms)) throw new UsageError(`${option} must be at least 10ms, got ${JSON.stringify(text)}`);
+  return ms;
 }
 
 function parseGateways(value: string | undefined): string[] {

@@ -1,0 +1,214 @@
+// Child processes for the benchmarks: node processes started from source with tsx (no build),
+// their output captured line by line, and what /proc says about their CPU time and memory.
+
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { createWriteStream, readFileSync, type WriteStream } from "node:fs";
+import { createServer } from "node:net";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => res(port));
+    });
+  });
+}
+
+// Every child dies with this process, whatever happens to it.
+const live = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const c of live) c.kill("SIGKILL");
+});
+
+export interface ChildOptions {
+  /** For messages: `gateway`, `supervisor#2`, `client#3`. */
+  readonly name: string;
+  /** Script path relative to the repository root. */
+  readonly script: string;
+  readonly args: readonly string[];
+  /** Extra node options before `--import tsx`, e.g. `--cpu-prof`. */
+  readonly nodeArgs?: readonly string[];
+  /** Where stderr (and stdout, unless captured) is appended. */
+  readonly log: WriteStream;
+  /** Keep stdout lines in memory (workers answer in JSON there). */
+  readonly captureStdout?: boolean;
+}
+
+/** One node child process. */
+export class Child {
+  readonly name: string;
+  readonly process: ChildProcess;
+  readonly spawnedAt = performance.now();
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private readonly stdoutLines: string[] = [];
+  private readonly tail: string[] = [];
+  private readonly watchers = new Set<{ from: "stdout" | "log"; match: (l: string) => boolean; resolve: (l: string) => void }>();
+
+  constructor(o: ChildOptions) {
+    this.name = o.name;
+    this.process = spawn(process.execPath, [...(o.nodeArgs ?? []), "--import", "tsx", join(ROOT, o.script), ...o.args], {
+      cwd: ROOT,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    live.add(this.process);
+    this.exited = new Promise((r) =>
+      this.process.once("exit", (code, signal) => {
+        live.delete(this.process);
+        r({ code, signal });
+      }),
+    );
+    this.process.stdin!.on("error", () => {});
+    const follow = (stream: NodeJS.ReadableStream, onLine: (line: string) => void) => {
+      let carry = "";
+      stream.setEncoding("utf8");
+      stream.on("data", (chunk: string) => {
+        const parts = (carry + chunk).split("\n");
+        carry = parts.pop()!;
+        for (const p of parts) onLine(p);
+      });
+      stream.on("end", () => carry !== "" && onLine(carry));
+    };
+    const toLog = (line: string) => {
+      this.tail.push(line);
+      if (this.tail.length > 40) this.tail.shift();
+      if (!o.log.writableEnded) o.log.write(`[${this.name}] ${line}\n`);
+      this.notify("log", line);
+    };
+    follow(this.process.stderr!, toLog);
+    follow(this.process.stdout!, o.captureStdout ? (l) => (this.stdoutLines.push(l), this.notify("stdout", l)) : toLog);
+  }
+
+  get pid(): number {
+    return this.process.pid!;
+  }
+
+  get running(): boolean {
+    return this.process.exitCode === null && this.process.signalCode === null;
+  }
+
+  /** The last lines of its stderr, for error messages. */
+  recent(): string {
+    return this.tail.slice(-15).join("\n");
+  }
+
+  send(line: string): void {
+    this.process.stdin!.write(`${line}\n`);
+  }
+
+  /**
+   * Resolves with the first line of `from` that `match` accepts: any captured stdout line, or a
+   * log line (stderr, and stdout when not captured) among the recent ones or arriving later.
+   */
+  waitForLine(match: (line: string) => boolean, timeoutMs: number, from: "stdout" | "log" = "stdout"): Promise<string> {
+    const found = (from === "stdout" ? this.stdoutLines : this.tail).find(match);
+    if (found !== undefined) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const watcher = { from, match, resolve: (l: string) => (clearTimeout(timer), resolve(l)) };
+      const timer = setTimeout(() => {
+        this.watchers.delete(watcher);
+        reject(new Error(`${this.name}: no matching output within ${timeoutMs} ms:\n${this.recent()}`));
+      }, timeoutMs);
+      this.watchers.add(watcher);
+      void this.exited.then(() => {
+        if (!this.watchers.delete(watcher)) return;
+        clearTimeout(timer);
+        reject(new Error(`${this.name} exited (${this.process.exitCode ?? this.process.signalCode}) while awaited:\n${this.recent()}`));
+      });
+    });
+  }
+
+  /** kill() was called: an exit from now on is expected. */
+  stopping = false;
+
+  async kill(signal: NodeJS.Signals = "SIGTERM", graceMs = 8_000): Promise<void> {
+    this.stopping = true;
+    if (this.running) this.process.kill(signal);
+    const t = setTimeout(() => this.process.kill("SIGKILL"), graceMs);
+    await this.exited;
+    clearTimeout(t);
+  }
+
+  private notify(from: "stdout" | "log", line: string): void {
+    for (const w of this.watchers) {
+      let matched = false;
+      try {
+        matched = w.from === from && w.match(line);
+      } catch {
+        // a predicate that cannot read the line does not match it
+      }
+      if (matched) {
+        this.watchers.delete(w);
+        w.resolve(line);
+      }
+    }
+  }
+}
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+export interface ProcSample {
+  /** user + system CPU time so far, ms. */
+  readonly cpuMs: number;
+  /** Resident set size now, bytes. */
+  readonly rssBytes: number;
+  /** Peak resident set size (VmHWM), bytes. */
+  readonly peakRssBytes: number;
+  readonly at: number;
+}
+
+/** CPU time (utime + stime from /proc/<pid>/stat) and memory (VmRSS, VmHWM from /proc/<pid>/status). */
+export function sampleProc(pid: number): ProcSample {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may contain spaces) start at field 3.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0) * 1024;
+  return { cpuMs: (ticks * 1000) / CLK_TCK, rssBytes: kb("VmRSS"), peakRssBytes: kb("VmHWM"), at: performance.now() };
+}
+
+/** CPU use between two samples, in percent of one core. */
+export function cpuPercent(a: ProcSample, b: ProcSample): number {
+  return ((b.cpuMs - a.cpuMs) / Math.max(1, b.at - a.at)) * 100;
+}
+
+export function openLog(path: string): WriteStream {
+  return createWriteStream(path, { flags: "a" });
+}
+
+export interface MachineSample {
+  readonly busy: number;
+  readonly total: number;
+}
+
+/** Busy and total CPU time of the whole machine (all cores), from /proc/stat, in clock ticks. */
+export function sampleMachine(): MachineSample {
+  const cpu = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const idle = (cpu[3] ?? 0) + (cpu[4] ?? 0);
+  const total = cpu.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+/** Busy share of the whole machine between two samples, percent (100 = every core busy). */
+export function machineBusyPercent(a: MachineSample, b: MachineSample): number {
+  return ((b.busy - a.busy) / Math.max(1, b.total - a.total)) * 100;
+}
+
+/** CPU ms of the machine (all cores) between two samples. */
+export function machineBusyMs(a: MachineSample, b: MachineSample): number {
+  return ((b.busy - a.busy) * 1000) / CLK_TCK;
+}

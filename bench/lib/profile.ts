@@ -1,0 +1,163 @@
+// Self time by function from V8 CPU profiles (`node --cpu-prof`): where the gateway's CPU went,
+// within a time window. Code loaded through tsx runs minified onto one line, so positions are
+// mapped back to the TypeScript source through the source maps tsx keeps in its cache directory
+// (best effort: without a map, the file is named without a line).
+
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { tmpdir, userInfo } from "node:os";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ROOT } from "./proc.js";
+
+interface CallFrame {
+  readonly functionName: string;
+  readonly url: string;
+  readonly lineNumber: number;
+  readonly columnNumber: number;
+}
+interface CpuProfile {
+  readonly nodes: readonly { readonly id: number; readonly callFrame: CallFrame }[];
+  readonly startTime: number;
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+}
+
+export interface ProfileEntry {
+  /** `function (file:line)`, paths relative to the repository. */
+  readonly fn: string;
+  readonly selfMs: number;
+  /** Share of the non-idle samples in the window, percent. */
+  readonly percent: number;
+}
+
+/** The monotonic clock V8 profiles use, in µs (CLOCK_MONOTONIC, as process.hrtime). */
+export const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+
+const B64 = new Map([..."ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"].map((c, i) => [c, i]));
+
+/** Decodes source map `mappings` into, per generated line, [generatedColumn, sourceLine] pairs. */
+function decodeMappings(mappings: string): [number, number][][] {
+  const lines: [number, number][][] = [];
+  let srcLine = 0;
+  for (const line of mappings.split(";")) {
+    const segs: [number, number][] = [];
+    let col = 0;
+    for (const seg of line.split(",")) {
+      if (seg === "") continue;
+      const v: number[] = [];
+      let shift = 0;
+      let value = 0;
+      for (const ch of seg) {
+        const d = B64.get(ch) ?? 0;
+        value += (d & 31) << shift;
+        if (d & 32) shift += 5;
+        else {
+          v.push(value & 1 ? -(value >>> 1) : value >>> 1);
+          value = 0;
+          shift = 0;
+        }
+      }
+      col += v[0] ?? 0;
+      if (v.length >= 4) {
+        srcLine += v[2]!;
+        segs.push([col, srcLine]);
+      }
+    }
+    lines.push(segs);
+  }
+  return lines;
+}
+
+type Mapper = (line: number, column: number, fn: string) => number | undefined;
+
+/** Source maps of tsx's cache, by source path (several versions of a file may be cached). */
+function tsxMaps(): Map<string, { code: string; lines: () => [number, number][][]; mtime: number }[]> {
+  const out = new Map<string, { code: string; lines: () => [number, number][][]; mtime: number }[]>();
+  const dir = join(tmpdir(), `tsx-${userInfo().uid}`);
+  let files: string[] = [];
+  try {
+    files = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const f of files) {
+    try {
+      const p = join(dir, f);
+      const j = JSON.parse(readFileSync(p, "utf8")) as { code?: string; map?: { sources?: string[]; mappings?: string } | string };
+      const map = typeof j.map === "string" ? (JSON.parse(j.map) as { sources?: string[]; mappings?: string }) : j.map;
+      const source = map?.sources?.[0];
+      if (!source || !map?.mappings || typeof j.code !== "string") continue;
+      let decoded: [number, number][][] | undefined;
+      const entry = { code: j.code, lines: () => (decoded ??= decodeMappings(map.mappings!)), mtime: statSync(p).mtimeMs };
+      out.set(source, [...(out.get(source) ?? []), entry]);
+    } catch {
+      // not a cache entry we understand
+    }
+  }
+  return out;
+}
+
+function mapperFor(path: string, maps: ReturnType<typeof tsxMaps>): Mapper | undefined {
+  const candidates = (maps.get(path) ?? []).sort((a, b) => b.mtime - a.mtime);
+  if (candidates.length === 0) return undefined;
+  return (line, column, fn) => {
+    // The cached version whose code has this function at this position (else the newest).
+    const c = candidates.find((e) => fn !== "" && e.code.split("\n")[line]?.slice(column, column + 200).includes(fn)) ?? candidates[0]!;
+    const segs = c.lines()[line];
+    if (!segs || segs.length === 0) return undefined;
+    let lo = 0;
+    let hi = segs.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (segs[mid]![0] <= column) lo = mid;
+      else hi = mid - 1;
+    }
+    return segs[lo]![1];
+  };
+}
+
+/**
+ * The `top` functions by self time over every profile in `files` (idle excluded), counting only
+ * samples inside `window` (monotonic µs) when one is given.
+ */
+export function topSelfTime(files: readonly string[], top = 10, window?: { fromUs: number; toUs: number }): ProfileEntry[] {
+  const maps = tsxMaps();
+  const mappers = new Map<string, Mapper | undefined>();
+  const label = (f: CallFrame): string => {
+    const name = f.functionName || "(anonymous)";
+    if (f.url === "") return name;
+    let path = f.url;
+    try {
+      if (f.url.startsWith("file:")) path = fileURLToPath(f.url);
+    } catch {
+      // keep the URL
+    }
+    if (!mappers.has(path)) mappers.set(path, path.endsWith(".ts") ? mapperFor(path, maps) : undefined);
+    const mapped = path.endsWith(".ts") ? mappers.get(path)?.(f.lineNumber, f.columnNumber, f.functionName) : f.lineNumber;
+    const shown = path.startsWith(ROOT) ? relative(ROOT, path).replace(/^node_modules\//, "") : path;
+    return `${name} (${shown}${mapped === undefined ? "" : `:${mapped + 1}`})`;
+  };
+  const self = new Map<string, number>();
+  let busy = 0;
+  for (const file of files) {
+    const p = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
+    const byId = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
+    const labels = new Map<number, string>();
+    let t = p.startTime;
+    p.samples.forEach((id, i) => {
+      const dt = p.timeDeltas[i] ?? 0;
+      t += dt;
+      if (window && (t < window.fromUs || t > window.toUs)) return;
+      const f = byId.get(id);
+      if (!f || f.functionName === "(idle)") return;
+      busy += dt;
+      let key = labels.get(id);
+      if (key === undefined) labels.set(id, (key = label(f)));
+      self.set(key, (self.get(key) ?? 0) + dt);
+    });
+  }
+  return [...self]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([fn, us]) => ({ fn, selfMs: Math.round(us / 1000), percent: Math.round((us / Math.max(1, busy)) * 1000) / 10 }));
+}

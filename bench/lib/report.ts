@@ -1,0 +1,218 @@
+// The results document (latest.json) and its markdown rendering (latest.md), with the targets
+// of the benchmark issue reported against, never enforced.
+
+import type { FleetScenarioResult } from "../scenarios/fleet.js";
+import type { LatencyResult, PollingResult } from "../scenarios/latency.js";
+import type { RecoveryResult } from "../scenarios/recovery.js";
+import type { ScaleResult } from "../scenarios/scale.js";
+import type { SizeResult } from "../scenarios/size.js";
+import type { ProfileEntry } from "./profile.js";
+import type { Summary } from "./stats.js";
+
+export interface Results {
+  meta: {
+    date: string;
+    mode: "quick" | "full";
+    node: string;
+    cores: number;
+    cpu: string;
+    memoryGb: number;
+    os: string;
+    commit: string;
+    durationS?: number;
+    notes: string[];
+    /** Per step: 1-minute load average when it began, and how busy the whole machine was during it. */
+    load: { step: string; loadAvg1: number; machineBusyPercent: number }[];
+  };
+  latency: LatencyResult[];
+  polling?: PollingResult;
+  fleet: FleetScenarioResult[];
+  scale: ScaleResult[];
+  recovery: RecoveryResult[];
+  size?: SizeResult;
+  /** `--cpu-prof`: the gateway's top self time during a separate, profiled fleet run per backend. */
+  profiles: { backend: string; operations: number; completedPerSec: number; top: ProfileEntry[] }[];
+  failures: string[];
+}
+
+const ms = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : v >= 100 ? `${Math.round(v)}` : `${Math.round(v * 100) / 100}`);
+const n = (v: number | undefined) => (v === undefined || Number.isNaN(v) ? "–" : v.toLocaleString("en-US"));
+const row = (cells: readonly (string | number)[]) => `| ${cells.join(" | ")} |`;
+const table = (head: readonly string[], rows: readonly (readonly (string | number)[])[]) =>
+  [row(head), row(head.map(() => "---")), ...rows.map(row)].join("\n");
+const pct = (s: Summary) => [ms(s.p50), ms(s.p95), ms(s.p99)];
+
+interface Target {
+  what: string;
+  target: string;
+  measured: string;
+  verdict: "met" | "not met" | "n/a";
+}
+
+export function targets(r: Results): Target[] {
+  const out: Target[] = [];
+  const lat = r.latency.find((l) => l.backend === "sqlite");
+  if (lat) {
+    out.push({ what: "Latency commit→applied, SQLite, p50", target: "≤ 3 ms", measured: `${ms(lat.waitedMs.p50)} ms`, verdict: lat.waitedMs.p50 <= 3 ? "met" : "not met" });
+    out.push({ what: "Latency commit→applied, SQLite, p99", target: "≤ 15 ms", measured: `${ms(lat.waitedMs.p99)} ms`, verdict: lat.waitedMs.p99 <= 15 ? "met" : "not met" });
+  }
+  if (lat && r.polling) {
+    const at10 = r.polling.expectedAt10sMs ?? r.polling.measuredMs;
+    const ratio = at10.p50 / lat.waitedMs.p50;
+    const how = r.polling.expectedAt10sMs ? "expected at 10 s" : "measured at 10 s";
+    out.push({ what: `Faster than polling (p50, ${how})`, target: "≥ 1000×", measured: `${Math.round(ratio)}×`, verdict: ratio >= 1000 ? "met" : "not met" });
+  }
+  for (const f of r.fleet) {
+    const goal = f.backend === "sqlite" ? 1500 : 1000;
+    const scaled = f.sandboxes === 1000;
+    out.push({
+      what: `Fleet ${f.backend}, ${n(f.sandboxes)} sandboxes`,
+      target: `≥ ${n(goal)}/s at 1,000 sandboxes, 0 lost, 0 stuck`,
+      measured: `${n(f.completedPerSec)}/s, ${f.lost} lost, ${f.stuck} stuck`,
+      verdict: !scaled ? "n/a" : f.completedPerSec >= goal && f.lost === 0 && f.stuck === 0 ? "met" : "not met",
+    });
+  }
+  const big = r.scale.find((s) => s.sessions === 10_000);
+  const any = big ?? r.scale[r.scale.length - 1];
+  if (any) {
+    const projected = any.rssPerSessionKb === undefined ? undefined : (any.rssBeforeMb + (any.rssPerSessionKb * 10_000) / 1024) / 1024;
+    const held = big !== undefined && big.reached === 10_000;
+    out.push({
+      what: big ? "10,000 sessions: gateway RSS (peak)" : `10,000 sessions: RSS projected from ${n(any.sessions)}`,
+      target: "≤ 1.5 GB",
+      measured: big ? (held ? `${(big.peakRssMb / 1024).toFixed(2)} GB (idle ${(big.rssAfterMb / 1024).toFixed(2)} GB)${big.rampedMs !== undefined ? ", ramped" : ""}` : `not held: ${big.error ?? "?"}`) : projected === undefined ? "–" : `≈ ${projected.toFixed(2)} GB`,
+      verdict: held ? (big.peakRssMb <= 1536 ? "met" : "not met") : big ? "not met" : "n/a",
+    });
+    out.push({
+      what: big ? "10,000 sessions bootstrapped (all at once)" : `${n(any.sessions)} sessions bootstrapped (all at once)`,
+      target: "≤ 30 s (10,000)",
+      measured: any.bootstrapMs !== undefined ? `${(any.bootstrapMs / 1000).toFixed(1)} s` : `not within the bound: ${n(any.atOnceReached)} READY (${any.atOnceError ?? any.error ?? "?"})`,
+      verdict: big ? (big.bootstrapMs !== undefined && big.bootstrapMs <= 30_000 ? "met" : "not met") : "n/a",
+    });
+  }
+  for (const rec of r.recovery) {
+    const full = rec.pending >= 10_000;
+    out.push({
+      what: `${n(rec.pending)} pending terminal after restart (${rec.backend})`,
+      target: "≤ 5 s (10,000)",
+      measured: `${(rec.restartToAllTerminalMs / 1000).toFixed(1)} s`,
+      verdict: full ? (rec.restartToAllTerminalMs <= 5000 ? "met" : "not met") : "n/a",
+    });
+  }
+  if (r.size?.createConfigClient) {
+    const c = r.size.createConfigClient;
+    out.push({ what: "Browser bundle, createConfigClient (brotli)", target: `≤ ${(c.limitBytes / 1000).toFixed(1)} kB`, measured: `${(c.bytes / 1000).toFixed(1)} kB`, verdict: c.passed ? "met" : "not met" });
+  }
+  return out;
+}
+
+export function renderMarkdown(r: Results): string {
+  const m = r.meta;
+  const parts: string[] = [
+    `# Benchmark results (${m.mode})`,
+    "",
+    `${m.date} · ${m.cores} cores (${m.cpu}) · ${m.memoryGb} GB · Node ${m.node} · ${m.os} · commit ${m.commit}${m.durationS === undefined ? "" : ` · run took ${m.durationS} s`}`,
+    "",
+    ...m.notes.map((x) => `- ${x}`),
+    `- Machine load per step (1-min load average at its start; whole-machine CPU busy during it): ${m.load.map((l) => `${l.step} ${l.loadAvg1.toFixed(1)} / ${Math.round(l.machineBusyPercent)}%`).join(", ")}.`,
+    "",
+  ];
+  if (r.failures.length > 0) parts.push("## FAILURES", "", ...r.failures.map((f) => `- ${f}`), "");
+  parts.push("## Targets (reported, not enforced)", "", table(["", "target", "measured", ""], targets(r).map((t) => [t.what, t.target, t.measured, t.verdict])), "");
+  if (r.latency.length > 0) {
+    parts.push(
+      "## 1. Latency: one sandbox, sequential updates (SDK, gRPC h2c), ms",
+      "",
+      table(
+        ["backend", "updates", "commit p50", "p95", "p99", "commit→applied p50", "p95", "p99", "gateway-side p50", "p99"],
+        r.latency.map((l) => [l.backend, l.updates, ...pct(l.commitMs), ...pct(l.waitedMs), ms(l.serverMs.p50), ms(l.serverMs.p99)]),
+      ),
+      "",
+    );
+  }
+  if (r.polling) {
+    const p = r.polling;
+    const push = r.latency.find((l) => l.backend === "sqlite");
+    const ratio = (s: Summary) => (push ? `${Math.round(s.p50 / push.waitedMs.p50)}×` : "–");
+    const rows: (string | number)[][] = [[`measured, supervisor polls every ${p.supervisorIntervalMs / 1000} s`, p.updates, ...pct(p.measuredMs), ratio(p.measuredMs)]];
+    if (p.expectedAt10sMs) rows.push(["expected at the upstream default 10 s (model)", "–", ...pct(p.expectedAt10sMs), ratio(p.expectedAt10sMs)]);
+    parts.push(
+      "## 2. Polling baseline (SQLite): commit → LOADED seen by a client polling GetSandboxPolicyStatus every 1 s, ms",
+      "",
+      table(["", "updates", "p50", "p95", "p99", "p50 ÷ push p50"], rows),
+      "",
+      `Supervisor share (revision created → reported loaded): p50 ${ms(p.supervisorMs.p50)} ms, p99 ${ms(p.supervisorMs.p99)} ms.` +
+        (p.expectedAt10sMs ? " The 10 s row is a model, not a measurement: the change lands at a uniformly random point of the 10 s poll cycle (plus the measured push p50 for the apply), then waits for the client's next 1 s poll." : ""),
+      "",
+    );
+  }
+  if (r.fleet.length > 0) {
+    parts.push(
+      "## 3. Fleet: concurrent waited updates (policy, settings, invalid → failed, superseded pairs)",
+      "",
+      table(
+        ["backend", "sandboxes", "sup. procs", "clients × loops", "ops", "completed/s", "p50 ms", "p95", "p99", "lost", "stuck", "gateway CPU", "CPU ms/op", "gateway peak RSS"],
+        r.fleet.map((f) => [f.backend, n(f.sandboxes), f.supervisorProcesses, `${f.clientProcesses} × ${f.concurrency / f.clientProcesses}`, n(f.operations), n(f.completedPerSec), ...pct(f.latencyMs), f.lost, f.stuck, `${f.gatewayCpuPercent}%`, f.gatewayCpuMsPerOp, `${f.gatewayPeakRssMb} MB`]),
+      ),
+      "",
+      ...r.fleet.map(
+        (f) =>
+          `- ${f.backend}: kinds ${JSON.stringify(f.byKind)}; final states ${JSON.stringify(f.byState)}; CPU during the run (% of one core): gateway ${f.cpuPercent.gateway}, supervisors ${f.cpuPercent.supervisors}, clients ${f.cpuPercent.clients}, everything else on the machine (the PostgreSQL server, other work) ${f.cpuPercent.rest}; bootstrap of ${n(f.sandboxes)} sandboxes ${ms(f.bootstrapMs)} ms`,
+      ),
+      "",
+    );
+  }
+  if (r.scale.length > 0) {
+    const secs = (v: number | undefined) => (v === undefined ? "–" : `${(v / 1000).toFixed(1)} s`);
+    parts.push(
+      "## 4. Scale: supervisor sessions on one gateway process (SQLite)",
+      "",
+      table(
+        ["sessions", "sup. procs", "all at once: spawn → all READY", "ramped (one process at a time)", "held", "RSS before", "RSS held", "peak RSS", "RSS/session", "idle CPU (heartbeats)"],
+        r.scale.map((s) => [
+          n(s.sessions),
+          s.supervisorProcesses,
+          s.bootstrapMs !== undefined ? secs(s.bootstrapMs) : `not within the bound: ${n(s.atOnceReached)} READY`,
+          secs(s.rampedMs),
+          s.reached === s.sessions ? n(s.reached) : `no: ${s.error ?? "?"}`,
+          `${s.rssBeforeMb} MB`,
+          `${s.rssAfterMb} MB`,
+          `${s.peakRssMb} MB`,
+          s.rssPerSessionKb === undefined ? "–" : `${s.rssPerSessionKb} kB`,
+          s.idleCpuPercent === undefined ? "–" : `${s.idleCpuPercent}% over ${s.idleWindowMs / 1000} s`,
+        ]),
+      ),
+      "",
+      "Each supervisor process hosts up to 2,500 sandboxes over one HTTP/2 connection. Heartbeats: the gateway's default interval (15 s), both directions. RSS before = the gateway with every sandbox created and no session; peak RSS = VmHWM of the gateway process holding the sessions (after a ramped start, of the restarted process).",
+      ...r.scale.filter((s) => s.atOnceError).map((s) => `- ${n(s.sessions)} at once: ${s.atOnceError}`),
+      "",
+    );
+  }
+  if (r.recovery.length > 0) {
+    parts.push(
+      "## 5. Recovery: pending operations after a SIGKILL of the gateway",
+      "",
+      table(
+        ["backend", "pending", "sup. procs", "restart → healthy", "supervisors started → all terminal", "restart → all terminal", "final states"],
+        r.recovery.map((x) => [x.backend, n(x.pending), x.supervisorProcesses, `${ms(x.restartToHealthyMs)} ms`, `${ms(x.supervisorsToAllTerminalMs)} ms`, `${ms(x.restartToAllTerminalMs)} ms`, JSON.stringify(x.byState)]),
+      ),
+      "",
+      "The supervisor processes start when the restarted gateway answers /healthz (their own start-up, about a second, is inside the figure; reconnect backoff is not). Restart = spawning the new gateway process, which includes Node + tsx start-up and opening the store.",
+      "",
+    );
+  }
+  if (r.size) {
+    parts.push("## 6. Browser bundle (size-limit, brotli)", "", table(["entry", "size", "limit", ""], r.size.entries.map((e) => [e.name, `${(e.bytes / 1000).toFixed(1)} kB`, `${(e.limitBytes / 1000).toFixed(1)} kB`, e.passed ? "ok" : "over"])), "");
+  }
+  for (const p of r.profiles) {
+    parts.push(
+      `## Gateway CPU profile, fleet scenario on ${p.backend} (separate run under node --cpu-prof: ${n(p.operations)} ops at ${n(p.completedPerSec)}/s): top self time during the run`,
+      "",
+      table(["function (TypeScript source line)", "self ms", "% of busy"], p.top.map((e) => [`\`${e.fn}\``, e.selfMs, `${e.percent}%`])),
+      "",
+      "V8 samples the main thread by wall-clock time: a synchronous call that blocks (better-sqlite3's COMMIT waiting for fsync) counts as self time of its caller although the process is not on a CPU.",
+      "",
+    );
+  }
+  return `${parts.join("\n").trim()}\n`;
+}

@@ -1,0 +1,253 @@
+// One benchmark stack on loopback: a gateway process (SQLite file or a fresh PostgreSQL
+// database), supervisor processes hosting fleets of sandboxes, and SDK client worker processes
+// (bench/client.ts) that take a JSON task on stdin and answer in JSON on stdout.
+
+import { randomBytes } from "node:crypto";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { Child, freePort, openLog, sampleProc, sleep, type ProcSample } from "./proc.js";
+import type { Task, WorkerResult } from "../client.js";
+
+export type Backend = "sqlite" | "postgres";
+
+/** Sandboxes named `<prefix>0000` … as `--sandboxes N --sandbox-prefix P` derives them. */
+export interface Group {
+  readonly prefix: string;
+  readonly count: number;
+}
+
+export function groupNames(g: Group): string[] {
+  const width = Math.max(4, String(g.count - 1).length);
+  return Array.from({ length: g.count }, (_, i) => `${g.prefix}${String(i).padStart(width, "0")}`);
+}
+
+/** Splits `total` sandboxes into `processes` groups `<base><k>-NNNN` (one supervisor process each). */
+export function splitGroups(base: string, total: number, processes: number): Group[] {
+  const n = Math.max(1, Math.min(processes, total));
+  return Array.from({ length: n }, (_, k) => ({ prefix: `${base}${k}-`, count: Math.floor(total / n) + (k < total % n ? 1 : 0) }));
+}
+
+const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+export interface StackOptions {
+  readonly backend: Backend;
+  readonly groups: readonly Group[];
+  /** Extra `serve` arguments. */
+  readonly gatewayArgs?: readonly string[];
+  /** Write a CPU profile of the gateway into this directory (on graceful stop). */
+  readonly cpuProfDir?: string;
+  readonly label: string;
+}
+
+export class Stack {
+  /** Stacks not yet stopped (stopped on SIGINT/SIGTERM by the runner). */
+  static readonly live = new Set<Stack>();
+  readonly dir: string;
+  readonly stateDir: string;
+  readonly adminToken = `admin-${randomBytes(12).toString("hex")}`;
+  readonly tokens = new Map<string, string>();
+  readonly log;
+  url = "";
+  dbUrl = "";
+  gateway!: Child;
+  /** ms from spawning the current gateway until /healthz answered. */
+  gatewayStartMs = 0;
+  private port = 0;
+  private readonly children: Child[] = [];
+  private pgDatabase: string | undefined;
+  private workers = 0;
+  private supervisors = 0;
+
+  private constructor(readonly o: StackOptions) {
+    this.dir = mkdtempSync(join(tmpdir(), `openshell-bench-${o.label}-`));
+    // Supervisor state on tmpfs when there is one: their fsyncs are not what is measured.
+    this.stateDir = existsSync("/dev/shm") ? mkdtempSync("/dev/shm/openshell-bench-sup-") : join(this.dir, "supervisors");
+    this.log = openLog(join(this.dir, "stack.log"));
+    for (const g of o.groups) for (const n of groupNames(g)) this.tokens.set(n, `sup-${randomBytes(12).toString("hex")}`);
+  }
+
+  static async start(o: StackOptions): Promise<Stack> {
+    const s = new Stack(o);
+    Stack.live.add(s);
+    try {
+      writeFileSync(
+        join(s.dir, "auth.json"),
+        JSON.stringify({
+          tokens: [
+            { token: s.adminToken, principal: "bench-admin", role: "admin", workspaces: "*" },
+            ...[...s.tokens].map(([sandbox, token]) => ({ token, principal: `supervisor:${sandbox}`, role: "supervisor", workspace: "default", sandbox })),
+          ],
+        }),
+        { mode: 0o600 },
+      );
+      if (o.backend === "postgres") {
+        s.pgDatabase = `openshell_bench_${process.pid}_${randomBytes(4).toString("hex")}`;
+        const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+        await admin.connect();
+        await admin.query(`CREATE DATABASE ${s.pgDatabase}`);
+        await admin.end();
+        const u = new URL(PG_ADMIN_URL);
+        u.pathname = `/${s.pgDatabase}`;
+        s.dbUrl = u.toString();
+      } else {
+        s.dbUrl = `sqlite:${join(s.dir, "gateway.db")}`;
+      }
+      s.port = await freePort();
+      s.url = `http://127.0.0.1:${s.port}`;
+      await s.startGateway();
+      return s;
+    } catch (err) {
+      await s.stop();
+      throw err;
+    }
+  }
+
+  /** Starts a gateway on this stack's database and port; resolves once it is healthy. */
+  async startGateway(): Promise<Child> {
+    const nodeArgs = this.o.cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", this.o.cpuProfDir] : [];
+    const args = ["serve", "--db", this.dbUrl, "--port", String(this.port), "--auth-file", join(this.dir, "auth.json"), "--log-level", "warn", ...(this.o.gatewayArgs ?? [])];
+    const g = new Child({ name: "gateway", script: "gateway/src/cli.ts", args, nodeArgs, log: this.log });
+    this.children.push(g);
+    this.gateway = g;
+    const deadline = performance.now() + 60_000;
+    for (;;) {
+      if (!g.running) throw new Error(`the gateway exited before it became healthy:\n${g.recent()}`);
+      try {
+        if ((await fetch(`${this.url}/healthz`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (performance.now() > deadline) throw new Error(`the gateway did not become healthy:\n${g.recent()}`);
+      await sleep(20);
+    }
+    this.gatewayStartMs = performance.now() - g.spawnedAt;
+    return g;
+  }
+
+  gatewaySample(): ProcSample {
+    return sampleProc(this.gateway.pid);
+  }
+
+  /** A supervisor process for one group (`--sandboxes N --sandbox-prefix P --token-file F`). */
+  startSupervisor(group: Group, args: readonly string[] = []): Child {
+    const k = ++this.supervisors;
+    const tokenFile = join(this.dir, `tokens-${k}.json`);
+    writeFileSync(tokenFile, JSON.stringify(Object.fromEntries(groupNames(group).map((n) => [n, this.tokens.get(n)!]))), { mode: 0o600 });
+    const c = new Child({
+      name: `supervisor#${k}`,
+      script: "supervisor/src/cli.ts",
+      args: ["--gateway", this.url, "--sandboxes", String(group.count), "--sandbox-prefix", group.prefix, "--token-file", tokenFile, "--state-dir", this.stateDir, "--log-level", "warn", ...args],
+      log: this.log,
+    });
+    this.children.push(c);
+    return c;
+  }
+
+  /** Starts a client worker with `task`; `ready` resolves when it waits for "go" (tasks with `barrier`). */
+  worker<T extends Task>(task: T): { child: Child; ready: Promise<void>; result: Promise<WorkerResult<T>> } {
+    const child = new Child({ name: `client#${++this.workers}`, script: "bench/client.ts", args: [], log: this.log, captureStdout: true });
+    this.children.push(child);
+    child.send(JSON.stringify({ url: this.url, token: this.adminToken, ...task }));
+    const parse = (l: string): { type?: string; result?: WorkerResult<T>; error?: string } => {
+      try {
+        return JSON.parse(l) as { type: string };
+      } catch {
+        return { error: `unreadable answer (${l.length} characters): ${l.slice(0, 200)}…` };
+      }
+    };
+    const ready = child.waitForLine((l) => parse(l).type === "ready", 120_000).then(() => undefined);
+    // Any line that is not "ready" ends the task: a result, an error, or something unreadable.
+    const result = child.waitForLine((l) => parse(l).type !== "ready", 3_600_000).then((l) => {
+      const m = parse(l);
+      if (m.type !== "result") throw new Error(`${child.name} (${task.kind}) failed: ${m.error}`);
+      return m.result!;
+    });
+    void ready.catch(() => {});
+    return { child, ready, result };
+  }
+
+  /** Runs one task to its end. */
+  run<T extends Task>(task: T): Promise<WorkerResult<T>> {
+    return this.worker(task).result;
+  }
+
+  /** Runs `tasks` in parallel worker processes, all released at once after every one is ready. */
+  async runTogether<T extends Task>(tasks: readonly T[], onGo?: () => void): Promise<{ results: WorkerResult<T>[]; goAt: number }> {
+    const ws = tasks.map((t) => this.worker({ ...t, barrier: true }));
+    await Promise.race([Promise.all(ws.map((w) => w.ready)), Promise.all(ws.map((w) => w.result))]);
+    onGo?.();
+    const goAt = Date.now();
+    for (const w of ws) w.child.send("go");
+    return { results: await Promise.all(ws.map((w) => w.result)), goAt };
+  }
+
+  /** The gateway's pending-operation gauge (from /metrics). */
+  async pendingOperations(): Promise<number> {
+    const text = await (await fetch(`${this.url}/metrics`)).text();
+    const m = /^openshell_config_update_operations_pending (\S+)$/m.exec(text);
+    if (!m) throw new Error("the pending-operations gauge is missing from /metrics");
+    return Number(m[1]);
+  }
+
+  /** SQLite only: stops the gateway cleanly, copies its database aside, and starts it again. */
+  async snapshotDb(): Promise<void> {
+    await this.gateway.kill("SIGTERM", 15_000);
+    const db = this.sqlitePath();
+    copyFileSync(db, `${db}.snapshot`);
+    // A clean close checkpoints and removes the WAL; should one remain, it is part of the state.
+    if (existsSync(`${db}-wal`)) copyFileSync(`${db}-wal`, `${db}.snapshot-wal`);
+    await this.startGateway();
+  }
+
+  /** SQLite only: stops every process, puts the snapshot back, and starts a gateway on it. */
+  async restoreDb(): Promise<void> {
+    await Promise.all(this.children.filter((c) => c !== this.gateway).map((c) => c.kill("SIGTERM")));
+    await this.gateway.kill("SIGKILL");
+    const db = this.sqlitePath();
+    for (const suffix of ["-wal", "-shm"]) rmSync(`${db}${suffix}`, { force: true });
+    copyFileSync(`${db}.snapshot`, db);
+    if (existsSync(`${db}.snapshot-wal`)) copyFileSync(`${db}.snapshot-wal`, `${db}-wal`);
+    rmSync(this.stateDir, { recursive: true, force: true });
+    await this.startGateway();
+  }
+
+  private sqlitePath(): string {
+    if (!this.dbUrl.startsWith("sqlite:")) throw new Error("database snapshots are for SQLite stacks");
+    return this.dbUrl.slice("sqlite:".length);
+  }
+
+  async killGateway(signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+    await this.gateway.kill(signal);
+  }
+
+  private keep = false;
+
+  /** Keeps this stack's directory (logs, database) after stop() and names it in `err`'s message. */
+  keepLogs(err: unknown): unknown {
+    this.keep = true;
+    if (err instanceof Error) err.message += ` (logs: ${join(this.dir, "stack.log")})`;
+    return err;
+  }
+
+  /** Stops every process (gateway last, gracefully so a CPU profile is written) and removes the database. */
+  async stop(): Promise<void> {
+    Stack.live.delete(this);
+    const others = this.children.filter((c) => c !== this.gateway);
+    await Promise.all(others.map((c) => c.kill("SIGTERM")));
+    if (this.gateway) await this.gateway.kill("SIGTERM", 15_000);
+    await new Promise<void>((r) => this.log.end(() => r()));
+    if (this.pgDatabase) {
+      const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+      try {
+        await admin.connect();
+        await admin.query(`DROP DATABASE IF EXISTS ${this.pgDatabase} WITH (FORCE)`);
+      } finally {
+        await admin.end().catch(() => {});
+      }
+    }
+    rmSync(this.stateDir, { recursive: true, force: true });
+    if (!process.env.BENCH_KEEP && !this.keep) rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,196 @@
+// `npm run bench` (a short run of every scenario) and `npm run bench:full`. Runs the scenarios
+// one after another on loopback, writes bench/results/latest.json and latest.md after each, and
+// exits 1 when any scenario failed or any operation was lost, stuck or ended in the wrong state.
+//
+//   node --import tsx bench/run.ts [--full] [--only latency,fleet,scale,recovery,size] [--cpu-prof]
+//                                  [--fleet-sandboxes N] [--fleet-ops N] [--scale N,N] [--recovery N]
+
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { renderMarkdown, type Results } from "./lib/report.js";
+import { machineBusyPercent, ROOT, sampleMachine } from "./lib/proc.js";
+import { Stack } from "./lib/stack.js";
+import type { Context } from "./scenarios/common.js";
+import { fleetScenario } from "./scenarios/fleet.js";
+import { latencyScenario } from "./scenarios/latency.js";
+import { recoveryScenario } from "./scenarios/recovery.js";
+import { scaleScenario } from "./scenarios/scale.js";
+import { sizeScenario } from "./scenarios/size.js";
+
+const SCENARIOS = ["latency", "fleet", "scale", "recovery", "size"] as const;
+
+const { values } = parseArgs({
+  options: {
+    full: { type: "boolean" },
+    only: { type: "string" },
+    "cpu-prof": { type: "boolean" },
+    "fleet-sandboxes": { type: "string" },
+    "fleet-ops": { type: "string" },
+    scale: { type: "string" },
+    recovery: { type: "string" },
+  },
+});
+const full = values.full === true;
+const only = new Set((values.only ?? SCENARIOS.join(",")).split(",").map((s) => s.trim()));
+for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`--only: unknown scenario ${s} (${SCENARIOS.join(", ")})`);
+const int = (v: string | undefined, d: number) => (v === undefined ? d : Number.parseInt(v, 10));
+
+const plan = {
+  latency: full ? { n: 1000, warmup: 50 } : { n: 200, warmup: 20 },
+  // Quick: the supervisor polls every 1 s (the report scales to the 10 s default); full: the real 10 s.
+  poll: full ? { n: 20, intervalMs: 10_000 } : { n: 8, intervalMs: 1000 },
+  fleet: {
+    sandboxes: int(values["fleet-sandboxes"], full ? 1000 : 100),
+    supervisors: 2,
+    ops: int(values["fleet-ops"], full ? 20_000 : 2000),
+    clients: full ? 4 : 2,
+    loopsPerClient: full ? 32 : 25,
+  },
+  scale: (values.scale ?? (full ? "1000,5000,10000" : "1000")).split(",").map(Number),
+  recovery: int(values.recovery, full ? 10_000 : 1000),
+};
+
+const resultsDir = join(ROOT, "bench/results");
+const started = performance.now();
+const say = (msg: string) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s] ${msg}`);
+const ctx: Context = { full, say };
+
+function gitCommit(): string {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: ROOT, encoding: "utf8" }).trim() !== "";
+    return dirty ? `${head}+changes` : head;
+  } catch {
+    return "unknown";
+  }
+}
+
+const results: Results = {
+  meta: {
+    date: new Date().toISOString(),
+    mode: full ? "full" : "quick",
+    node: process.version,
+    cores: cpus().length,
+    cpu: cpus()[0]?.model.trim() ?? "unknown",
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    os: `${type()} ${release()}`,
+    commit: gitCommit(),
+    notes: [
+      "Every process runs on this machine over loopback: the gateway (one Node process, started from source with tsx), supervisor processes hosting many sandboxes each, and SDK client processes (gRPC over HTTP/2 cleartext). They share the cores listed above.",
+      "SQLite: a file on local disk (WAL, synchronous=FULL). PostgreSQL 15 on 127.0.0.1, a fresh database per run. Supervisor state directories are on tmpfs (/dev/shm) when available.",
+      "Latencies are wall-clock times of SDK calls measured in the client process; percentiles are nearest-rank.",
+    ],
+    load: [],
+  },
+  latency: [],
+  fleet: [],
+  scale: [],
+  recovery: [],
+  profiles: [],
+  failures: [],
+};
+
+function write(): void {
+  mkdirSync(resultsDir, { recursive: true });
+  results.meta.durationS = Math.round((performance.now() - started) / 1000);
+  writeFileSync(join(resultsDir, "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(resultsDir, "latest.md"), renderMarkdown(results));
+}
+
+async function step(name: string, fn: () => Promise<void> | void): Promise<void> {
+  const loadAvg1 = loadavg()[0]!;
+  const m0 = sampleMachine();
+  try {
+    await fn();
+  } catch (err) {
+    const msg = `${name}: ${(err as Error).message}`;
+    results.failures.push(msg);
+    say(`FAILED ${msg}`);
+  }
+  results.meta.load.push({ step: name, loadAvg1, machineBusyPercent: machineBusyPercent(m0, sampleMachine()) });
+  write();
+}
+
+async function main(): Promise<void> {
+  say(`benchmarks (${results.meta.mode}) on ${results.meta.cores} cores, Node ${process.version}`);
+  if (only.has("latency")) {
+    await step("latency/sqlite + polling", async () => {
+      const r = await latencyScenario(ctx, "sqlite", { ...plan.latency, poll: plan.poll });
+      results.latency.push(r.latency);
+      if (r.polling) results.polling = r.polling;
+    });
+    await step("latency/postgres", async () => {
+      results.latency.push((await latencyScenario(ctx, "postgres", plan.latency)).latency);
+    });
+  }
+  if (only.has("fleet")) {
+    for (const backend of ["sqlite", "postgres"] as const) {
+      await step(`fleet/${backend}`, async () => {
+        results.fleet.push(await fleetScenario(ctx, backend, plan.fleet));
+      });
+    }
+    if (values["cpu-prof"]) {
+      for (const backend of ["sqlite", "postgres"] as const) {
+        await step(`fleet/${backend} (profiled)`, async () => {
+          const dir = mkdtempSync(join(tmpdir(), "openshell-bench-prof-"));
+          try {
+            const r = await fleetScenario(ctx, backend, { ...plan.fleet, cpuProfDir: dir });
+            results.profiles.push({ backend, operations: r.operations, completedPerSec: r.completedPerSec, top: r.profile ?? [] });
+          } finally {
+            rmSync(dir, { recursive: true, force: true });
+          }
+        });
+      }
+    }
+  }
+  if (only.has("scale")) {
+    for (const sessions of plan.scale) {
+      await step(`scale/${sessions}`, async () => {
+        // Full runs fall back to a ramped start when the at-once start falls short, and report it.
+        const r = await scaleScenario(ctx, sessions, { idleMs: 10_000, ramp: full });
+        results.scale.push(r);
+        if (r.atOnceError) results.meta.notes.push(`Scale ${sessions}: the at-once bootstrap fell short (${r.atOnceReached} READY): ${r.atOnceError}.`);
+        if (r.error) throw new Error(`reached ${r.reached} of ${sessions} sessions: ${r.error}`);
+      });
+    }
+  }
+  if (only.has("recovery")) {
+    await step(`recovery/sqlite`, async () => {
+      results.recovery.push(await recoveryScenario(ctx, "sqlite", plan.recovery));
+    });
+  }
+  if (only.has("size")) {
+    await step("size", () => {
+      results.size = sizeScenario(ctx);
+    });
+  }
+  write();
+  say(`wrote bench/results/latest.md and latest.json${results.failures.length > 0 ? `; ${results.failures.length} FAILURE(S)` : ""}`);
+}
+
+// Interrupted: stop every stack (processes, databases) before leaving.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    say(`${signal}: stopping`);
+    void Promise.allSettled([...Stack.live].map((s) => s.stop())).then(() => process.exit(130));
+  });
+}
+
+// A bug in the harness itself still leaves the results so far on disk, and fails the run.
+process.on("uncaughtException", (err) => {
+  results.failures.push(`harness: ${err.stack ?? err.message}`);
+  write();
+  console.error(err);
+  process.exit(1);
+});
+
+main().then(
+  () => process.exit(results.failures.length > 0 ? 1 : 0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
