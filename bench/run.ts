@@ -96,8 +96,13 @@ const results: Results = {
 function write(): void {
   mkdirSync(resultsDir, { recursive: true });
   results.meta.durationS = Math.round((performance.now() - started) / 1000);
-  writeFileSync(join(resultsDir, "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(join(resultsDir, "latest.md"), renderMarkdown(results));
+  const json = `${JSON.stringify(results, null, 2)}\n`;
+  const md = renderMarkdown(results);
+  // latest.* is the last run of either kind; quick.* / full.* keep the last of each.
+  for (const name of ["latest", results.meta.mode]) {
+    writeFileSync(join(resultsDir, `${name}.json`), json);
+    writeFileSync(join(resultsDir, `${name}.md`), md);
+  }
 }
 
 async function step(name: string, fn: () => Promise<void> | void): Promise<void> {
@@ -159,7 +164,9 @@ async function main(): Promise<void> {
   }
   if (only.has("recovery")) {
     await step(`recovery/sqlite`, async () => {
-      results.recovery.push(await recoveryScenario(ctx, "sqlite", plan.recovery));
+      const r = await recoveryScenario(ctx, "sqlite", plan.recovery, full ? 600_000 : 120_000);
+      results.recovery.push(r);
+      if (r.error) throw new Error(`stuck: ${r.error}`);
     });
   }
   if (only.has("size")) {

@@ -48,6 +48,8 @@ export class Child {
   readonly process: ChildProcess;
   readonly spawnedAt = performance.now();
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Supervisor processes: how often a session's stream ended (and was reconnected), by reason. */
+  readonly reconnects = new Map<string, number>();
   private readonly stdoutLines: string[] = [];
   private readonly tail: string[] = [];
   private readonly watchers = new Set<{ from: "stdout" | "log"; match: (l: string) => boolean; resolve: (l: string) => void }>();
@@ -77,6 +79,10 @@ export class Child {
       stream.on("end", () => carry !== "" && onLine(carry));
     };
     const toLog = (line: string) => {
+      if (line.includes("supervisor stream ended")) {
+        const reason = /"reason":"([^"]*)"/.exec(line)?.[1] ?? "unknown";
+        this.reconnects.set(reason, (this.reconnects.get(reason) ?? 0) + 1);
+      }
       this.tail.push(line);
       if (this.tail.length > 40) this.tail.shift();
       if (!o.log.writableEnded) o.log.write(`[${this.name}] ${line}\n`);

@@ -183,6 +183,13 @@ export class Stack {
     return { results: await Promise.all(ws.map((w) => w.result)), goAt };
   }
 
+  /** Session streams that ended and were reconnected, by reason, over every supervisor process so far. */
+  supervisorReconnects(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const c of this.children) for (const [k, v] of c.reconnects) out[k] = (out[k] ?? 0) + v;
+    return out;
+  }
+
   /** The gateway's pending-operation gauge (from /metrics). */
   async pendingOperations(): Promise<number> {
     const text = await (await fetch(`${this.url}/metrics`)).text();

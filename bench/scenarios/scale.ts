@@ -22,6 +22,8 @@ export interface ScaleResult {
   /** Why the at-once bootstrap fell short, and how far it got. */
   readonly atOnceError?: string;
   readonly atOnceReached?: number;
+  /** Session streams that ended and were reconnected during the at-once start, by reason. */
+  readonly reconnects?: Record<string, number>;
   /** Ramped instead (one supervisor process at a time): spawn of the first → all READY. */
   readonly rampedMs?: number;
   readonly rssBeforeMb: number;
@@ -44,7 +46,7 @@ export async function scaleScenario(ctx: Context, sessions: number, o: { idleMs:
   const groups = groupsFor("s", sessions, PER_PROCESS);
   const stack = await Stack.start({ backend: "sqlite", groups, label: `scale-${sessions}` });
   const heartbeatMs = 15_000; // the gateway's default
-  const common = { sessions, supervisorProcesses: groups.length, heartbeatMs };
+  const common: Pick<ScaleResult, "sessions" | "supervisorProcesses" | "heartbeatMs" | "reconnects"> = { sessions, supervisorProcesses: groups.length, heartbeatMs };
   try {
     const createMs = Math.round(await createAll(stack, groups, 2, 48));
     if (o.ramp) await stack.snapshotDb();
@@ -60,6 +62,8 @@ export async function scaleScenario(ctx: Context, sessions: number, o: { idleMs:
       atOnce = { atOnceError: firstLine(err), atOnceReached: Number(/only (\d+) of/.exec(firstLine(err))?.[1] ?? NaN) };
       ctx.say(`scale/${sessions}: at once: ${atOnce.atOnceError}`);
     }
+    const reconnects = stack.supervisorReconnects();
+    if (Object.keys(reconnects).length > 0) Object.assign(common, { reconnects });
     if (atOnce) {
       const peak = stack.gatewaySample();
       if (!o.ramp) {
