@@ -53,6 +53,10 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
       ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),
     },
     ...(config.reconcileIntervalMs !== undefined ? { reconcileIntervalMs: config.reconcileIntervalMs } : {}),
+    limits: {
+      ...(config.maxMessageBytes !== undefined ? { maxMessageBytes: config.maxMessageBytes } : {}),
+      ...(config.maxWaitersPerCaller !== undefined ? { maxWaitersPerCaller: config.maxWaitersPerCaller } : {}),
+    },
   });
   await gateway.start();
   const server = await startServer({

@@ -2,6 +2,7 @@
 // configuration, or a usage error (exit code 2). Pure: no I/O, no process access.
 
 import { LOG_LEVELS, type LogLevel } from "./observability/logger.js";
+import { MAX_MESSAGE_BYTES_CEILING } from "./rpc/request-limits.js";
 
 export interface GatewayConfig {
   /** `sqlite:PATH`, `sqlite::memory:` or a `postgres://` / `postgresql://` URL. */
@@ -19,6 +20,9 @@ export interface GatewayConfig {
   readonly ackTimeoutMs: number | undefined;
   readonly heartbeatMs: number | undefined;
   readonly reconcileIntervalMs: number | undefined;
+  /** Request limits (undefined = the gateway's defaults: 4 MiB, 1000 waits). */
+  readonly maxMessageBytes: number | undefined;
+  readonly maxWaitersPerCaller: number | undefined;
 }
 
 /** What the command line asks for. */
@@ -47,6 +51,8 @@ Options:
   --ack-timeout D      re-send a configuration update a supervisor has not acknowledged (default 60s)
   --heartbeat D        supervisor heartbeat interval; a peer silent for 3 intervals is dropped (default 15s)
   --reconcile D        how often pending operations are checked for redelivery (default 1s)
+  --max-message-size S largest request message, e.g. 4MiB, 512KiB, 1000000 (default 4MiB, at most 16MiB)
+  --max-waiters N      concurrent server-side waits per caller: waited updates and watches (default 1000)
   -h, --help           show this help`;
 
 const DEFAULT_WAIT_MAX_MS = 3_600_000;
@@ -92,6 +98,10 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   const ackTimeoutMs = optionalDuration("ack-timeout");
   const heartbeatMs = optionalDuration("heartbeat");
   const reconcileIntervalMs = optionalDuration("reconcile");
+  const sizeText = flags.single("max-message-size");
+  const maxMessageBytes = sizeText === undefined ? undefined : parseSize("--max-message-size", sizeText);
+  const waitersText = flags.single("max-waiters");
+  const maxWaitersPerCaller = waitersText === undefined ? undefined : parseCount("--max-waiters", waitersText);
   flags.rejectUnknown();
 
   return {
@@ -107,11 +117,13 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       ackTimeoutMs,
       heartbeatMs,
       reconcileIntervalMs,
+      maxMessageBytes,
+      maxWaitersPerCaller,
     },
   };
 }
 
-const VALUE_FLAGS = new Set(["db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max", "ack-timeout", "heartbeat", "reconcile"]);
+const VALUE_FLAGS = new Set(["db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max", "ack-timeout", "heartbeat", "reconcile", "max-message-size", "max-waiters"]);
 const BOOL_FLAGS = new Set(["no-auth"]);
 const REPEATABLE = new Set(["cors-origin"]);
 
@@ -210,4 +222,24 @@ export function parseDuration(flag: string, text: string): number {
   const ms = m ? Number(m[1]) * UNIT_MS[m[2] ?? "s"]! : NaN;
   if (!Number.isFinite(ms) || ms <= 0) throw new UsageError(`${flag} ${JSON.stringify(text)}: expected a positive duration such as 3600s, 30m or 1h`);
   return Math.round(ms);
+}
+
+const UNIT_BYTES: Record<string, number> = { B: 1, KiB: 1024, MiB: 1024 * 1024 };
+
+/** `4MiB`, `512KiB`, `65536` (bytes); from 1 KiB up to the HTTP layer's 16 MiB read limit. */
+export function parseSize(flag: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(B|KiB|MiB)?$/.exec(text.trim());
+  const bytes = m ? Math.floor(Number(m[1]) * UNIT_BYTES[m[2] ?? "B"]!) : NaN;
+  if (!Number.isFinite(bytes) || bytes < 1024 || bytes > MAX_MESSAGE_BYTES_CEILING) {
+    throw new UsageError(`${flag} ${JSON.stringify(text)}: expected a size from 1KiB to 16MiB such as 4MiB, 512KiB or 65536`);
+  }
+  return bytes;
+}
+
+/** A positive integer count. */
+function parseCount(flag: string, text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
+    throw new UsageError(`${flag} ${JSON.stringify(text)}: expected a positive integer`);
+  }
+  return Number(text);
 }

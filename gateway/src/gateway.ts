@@ -23,6 +23,7 @@ import { getGatewayConfig, getSandboxConfig } from "./rpc/sandbox-config.js";
 import { createProvider, updateProvider } from "./rpc/providers.js";
 import { health } from "./rpc/health.js";
 import { createStoreErrorInterceptor } from "./rpc/store-errors.js";
+import { createRequestLimitsInterceptor, DEFAULT_REQUEST_LIMITS, type RequestLimits } from "./rpc/request-limits.js";
 import { connectSupervisor } from "./rpc/supervisor-session.js";
 import { createSessionRegistry, type SessionRegistry } from "./delivery/registry.js";
 import type { SessionOptions } from "./delivery/session.js";
@@ -44,6 +45,8 @@ export interface GatewayOptions {
   readonly session?: Partial<SessionOptions>;
   /** Reconciler period (default 1 s). */
   readonly reconcileIntervalMs?: number;
+  /** Request size and per-caller wait limits (default 4 MiB, 1000 waits). */
+  readonly limits?: Partial<RequestLimits>;
 }
 
 export interface Gateway {
@@ -79,6 +82,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     ...options.session,
   };
   metrics.setPendingSource(() => store.countPending());
+  metrics.setStoreStatsSource(() => options.store.writeStats());
   const deps: GatewayDeps = {
     store,
     bus,
@@ -123,6 +127,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     createRpcMetricsInterceptor(metrics),
     createStoreErrorInterceptor(),
     options.auth ? createAuthInterceptor(options.auth, { unauthenticatedMethods: ["Health"] }) : createNoAuthInterceptor(),
+    // After authentication: the wait limit is per principal.
+    createRequestLimitsInterceptor({ ...DEFAULT_REQUEST_LIMITS, ...options.limits }),
   ];
 
   return {

@@ -21,6 +21,12 @@ import { assertWorkspace, requireAdmin, requirePlatformAdmin, singleWorkspace } 
 import type { GatewayDeps } from "./deps.js";
 
 const MAX_KEY_BYTES = 256;
+/**
+ * Characters an idempotency key may not contain: controls, format characters (zero-width and
+ * bidi marks), surrogates, private-use and unassigned code points, line separators, and U+FFFD
+ * (what invalid UTF-8 decodes to). Two keys that print alike must be the same key.
+ */
+const KEY_FORBIDDEN = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\uFFFD]/u;
 /** request_id (§3.3): empty, or a non-nil UUID in its 36-character form. */
 const REQUEST_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -30,12 +36,17 @@ function invalid(message: string): ConnectError {
 
 /** Checks everything that needs no database, in upstream's order. */
 export function validateUpdate(req: UpdateConfigRequest): void {
-  if (!(req.waitMode in ConfigUpdateWaitMode)) throw invalid("unknown configuration update wait mode");
+  if (!(req.waitMode in ConfigUpdateWaitMode)) throw invalid(`wait_mode: unknown configuration update wait mode ${req.waitMode}`);
   const wt = req.waitTimeout;
   if (wt && (wt.seconds < 0n || wt.nanos < 0)) throw invalid("wait_timeout must be a nonnegative duration");
   if (Buffer.byteLength(req.idempotencyKey, "utf8") > MAX_KEY_BYTES) throw invalid("idempotency_key exceeds 256 bytes");
   if (req.idempotencyKey.trim() !== req.idempotencyKey) {
     throw invalid("idempotency_key must not have leading or trailing whitespace");
+  }
+  const bad = KEY_FORBIDDEN.exec(req.idempotencyKey);
+  if (bad) {
+    const code = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0");
+    throw invalid(`idempotency_key must contain only printable characters (U+${code} at index ${bad.index})`);
   }
   if (req.requestId !== "" && (!REQUEST_ID.test(req.requestId) || /^[0-]+$/.test(req.requestId))) {
     throw invalid("request_id must be a non-nil UUID");
@@ -53,7 +64,7 @@ export function validateUpdate(req: UpdateConfigRequest): void {
       throw invalid("sandbox and workspace must be omitted when global is true");
     }
     if (req.waitMode === ConfigUpdateWaitMode.WAIT_FOR_COMPLETION) {
-      throw invalid("WAIT_FOR_COMPLETION is only supported for sandbox-scoped updates");
+      throw invalid("wait_mode WAIT_FOR_COMPLETION is only supported for sandbox-scoped updates");
     }
     if (req.idempotencyKey !== "") throw invalid("idempotency_key is only supported for sandbox-scoped updates");
     if (Object.keys(req.annotations).length > 0) throw invalid("annotations are only supported for sandbox-scoped updates");
