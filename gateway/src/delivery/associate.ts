@@ -12,24 +12,34 @@ import {
   type SandboxConfigSnapshot,
 } from "openshell-config/raw";
 import type { GatewayDeps } from "../rpc/deps.js";
+import type { OperationRecord } from "../store/store.js";
+import { resolveLatestInTx } from "../operations/transitions.js";
 import { SUPERSEDED_ERROR } from "../operations/states.js";
 import { revisionBytes, sameRevision } from "./revisions.js";
 
 export async function associate(deps: GatewayDeps, sandboxId: string, snap: SandboxConfigSnapshot, revision: ConfigSnapshotRevision): Promise<boolean> {
-  const pending = await deps.store.transaction((tx) => tx.pendingOperations(sandboxId));
-  let waiting = false;
-  for (const op of pending) {
-    const current = op.dimension === "policy" ? BigInt(snap.version) : snap.settingsRevision;
-    if (op.desiredRevision > current) continue;
-    if (op.desiredRevision < current) {
-      await deps.transitions.resolve(op.id, { state: State.SUPERSEDED, outcome: Outcome.IGNORED_STALE, error: SUPERSEDED_ERROR });
-      continue;
+  const target = revisionBytes(revision);
+  // One transaction for every operation of the sandbox: reading and re-targeting them apart
+  // would cost a durable write per operation.
+  const { waiting, changed } = await deps.store.transaction(async (tx) => {
+    const changed: OperationRecord[] = [];
+    let waiting = false;
+    for (const op of await tx.pendingOperations(sandboxId)) {
+      const current = op.dimension === "policy" ? BigInt(snap.version) : snap.settingsRevision;
+      if (op.desiredRevision > current) continue;
+      if (op.desiredRevision < current) {
+        const superseded = await resolveLatestInTx(tx, op, { state: State.SUPERSEDED, outcome: Outcome.IGNORED_STALE, error: SUPERSEDED_ERROR });
+        if (superseded) changed.push(superseded);
+        continue;
+      }
+      waiting = true;
+      if (op.target && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), revision)) continue;
+      const updated = await tx.updateOperation(op.id, op.rowVersion, { target });
+      // A lost CAS means the operation moved on (resolved or re-associated) meanwhile: nothing to do.
+      if (updated) changed.push(updated);
     }
-    waiting = true;
-    if (op.target && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), revision)) continue;
-    const updated = await deps.store.transaction((tx) => tx.updateOperation(op.id, op.rowVersion, { target: revisionBytes(revision) }));
-    // A lost CAS means the operation moved on (resolved or re-associated) meanwhile: nothing to do.
-    if (updated) deps.transitions.announce([updated]);
-  }
+    return { waiting, changed };
+  });
+  deps.transitions.announce(changed);
   return waiting;
 }

@@ -17,6 +17,8 @@ import {
 import { fromBinary } from "@bufbuild/protobuf";
 import { ConfigSnapshotRevisionSchema, type ConfigSnapshotRevision } from "openshell-config/raw";
 import { stateForOutcome } from "../operations/states.js";
+import { resolveLatestInTx } from "../operations/transitions.js";
+import type { OperationRecord } from "../store/store.js";
 import type { GatewayDeps } from "../rpc/deps.js";
 import { sameRevision } from "./revisions.js";
 
@@ -87,19 +89,22 @@ export async function recordSandboxResult(
     (outcome === Outcome.RETAINED_LOCAL_OVERRIDE ? "an explicit local policy in the sandbox takes precedence" : "");
   const finalState = rejected && state === State.APPLIED ? State.FAILED : state;
 
-  const pending = await deps.store.transaction((tx) => tx.pendingOperations(sandboxId, undefined));
-  for (const op of pending) {
-    if (!op.target || !sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), delivered)) continue;
-    await deps.transitions.resolve(op.id, { state: finalState, outcome, error }, (current) =>
-      current.target !== undefined && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, current.target), delivered),
-    );
-  }
-
   const status =
     finalState === State.APPLIED ? PolicyStatus.LOADED : finalState === State.SUPERSEDED ? PolicyStatus.SUPERSEDED : PolicyStatus.FAILED;
   const owner = snapshot.policySource === PolicySource.GLOBAL ? "" : sandboxId;
   const version = snapshot.policySource === PolicySource.GLOBAL ? snapshot.globalPolicyVersion : snapshot.version;
-  await deps.store.transaction(async (tx) => {
+  const targets = (op: OperationRecord) => op.target !== undefined && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), delivered);
+  // Transitions, policy status and readiness commit together: one durable write per result.
+  const resolved = await deps.store.transaction(async (tx) => {
+    // The sandbox row first: commits lock it before touching operations, so the same order here
+    // cannot deadlock with them on PostgreSQL.
+    const sb = await tx.sandboxById(sandboxId);
+    const resolved: OperationRecord[] = [];
+    for (const op of await tx.pendingOperations(sandboxId, undefined)) {
+      if (!targets(op)) continue;
+      const next = await resolveLatestInTx(tx, op, { state: finalState, outcome, error }, targets);
+      if (next) resolved.push(next);
+    }
     const rev = await tx.policyRevision(owner, version);
     if (rev && rev.status === PolicyStatus.PENDING) {
       await tx.setPolicyStatus(owner, version, status, status === PolicyStatus.LOADED ? "" : error, status === PolicyStatus.LOADED ? new Date() : undefined);
@@ -107,12 +112,13 @@ export async function recordSandboxResult(
     // Readiness follows admission: the workload runs only on an accepted configuration. A
     // rejected bootstrap leaves the sandbox in ERROR with its session open, so a corrected
     // update can still be pushed and make it READY.
-    const sb = await tx.sandboxById(sandboxId);
     const waiting = sb && [SandboxPhase.PROVISIONING, SandboxPhase.STARTING, SandboxPhase.ERROR].includes(sb.phase);
     if (sb && waiting && admission?.state === Admission.ACCEPTED) {
       await tx.updateSandbox(sandboxId, { phase: SandboxPhase.READY });
     } else if (sb && waiting && admission?.state === Admission.REJECTED && sb.phase !== SandboxPhase.ERROR) {
       await tx.updateSandbox(sandboxId, { phase: SandboxPhase.ERROR });
     }
+    return resolved;
   });
+  deps.transitions.announce(resolved);
 }

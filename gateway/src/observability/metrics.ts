@@ -21,12 +21,15 @@ export interface GatewayMetrics {
   readonly rpcRequests: Counter<"method" | "code">;
   /** Sets where the pending gauge reads its value; until then it reports 0. */
   setPendingSource(source: PendingSource): void;
+  /** Sets where the store write counters are read at scrape time. */
+  setStoreStatsSource(source: () => { readonly transactions: number; readonly commits: number }): void;
 }
 
 /** A fresh registry with every gateway metric registered. */
 export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
   let pendingSource: PendingSource | undefined;
+  let storeStats: (() => { readonly transactions: number; readonly commits: number }) | undefined;
 
   const updateOperationsTerminal = new Counter({
     name: "openshell_config_update_operations_terminal_total",
@@ -61,6 +64,23 @@ export function createMetrics(): GatewayMetrics {
     labelNames: ["method", "code"] as const,
     registers: [registry],
   });
+  // Counters kept by the store itself; a gauge reads them at scrape time (they only grow).
+  new Gauge({
+    name: "openshell_gateway_store_transactions_total",
+    help: "Store write transactions committed since the gateway started.",
+    registers: [registry],
+    collect() {
+      this.set(storeStats?.().transactions ?? 0);
+    },
+  });
+  new Gauge({
+    name: "openshell_gateway_store_commits_total",
+    help: "Physical database COMMITs since the gateway started (SQLite groups concurrent transactions into one).",
+    registers: [registry],
+    collect() {
+      this.set(storeStats?.().commits ?? 0);
+    },
+  });
   collectDefaultMetrics({ register: registry });
 
   return {
@@ -72,6 +92,9 @@ export function createMetrics(): GatewayMetrics {
     rpcRequests,
     setPendingSource(source) {
       pendingSource = source;
+    },
+    setStoreStatsSource(source) {
+      storeStats = source;
     },
   };
 }

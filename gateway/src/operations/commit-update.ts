@@ -23,6 +23,7 @@ import type { Dimension, OperationRecord, SandboxRecord, StoreTx, Store } from "
 import { applyMergeOperations, checkStaticFields, policyHash, validatePolicy } from "../model/policy.js";
 import { initialState, SUPERSEDED_ERROR } from "./states.js";
 import { resolveInTx } from "./transitions.js";
+import { FIRST_CHECK_MS } from "./reconciler.js";
 
 export interface CommitResult {
   readonly response: UpdateConfigResponse;
@@ -118,7 +119,7 @@ export async function commitSandboxUpdate(
       updatedAt: now,
       completedAt: init.state === State.PENDING ? undefined : now,
       attemptCount: 0,
-      nextAttemptAt: now,
+      nextAttemptAt: new Date(now.getTime() + FIRST_CHECK_MS),
       rowVersion: 1,
     };
     await tx.insertOperation(operation);

@@ -1,5 +1,7 @@
 // The repair path: operations still PENDING when they fall due are delivered again, with backoff
-// (250 ms × 2^attempt, at most 30 s), in bounded batches. Runs at startup, so operations pending
+// (250 ms × 2^attempt, at most 30 s), in bounded batches. A new operation first falls due
+// FIRST_CHECK_MS after its commit: the push path normally completes it long before, and a
+// claim is a durable write the common case should not pay. Runs at startup, so operations pending
 // before a crash complete after it, and periodically, so a missed notification only delays.
 
 import type { Store } from "../store/store.js";
@@ -18,6 +20,9 @@ export interface Reconciler {
   stop(): void;
 }
 
+/** How long after its commit a pending operation is first checked for redelivery. */
+export const FIRST_CHECK_MS = 2_000;
+
 export function redeliveryDelayMs(attempt: number): number {
   return Math.min(250 * 2 ** Math.min(attempt, 8), 30_000);
 }
@@ -31,18 +36,20 @@ export function createReconciler(store: Store, registry: SessionRegistry, logger
   async function runOnce(): Promise<number> {
     const now = new Date();
     const due = await store.dueOperations(now, batchSize);
-    const sandboxes = new Set<string>();
-    for (const op of due) {
-      // The claim (next attempt time) commits before the delivery is queued.
-      const claimed = await store.transaction((tx) =>
-        tx.updateOperation(op.id, op.rowVersion, {
+    if (due.length === 0) return 0;
+    // The claims (next attempt times) commit, all in one transaction, before any delivery is queued.
+    const claimed = await store.transaction(async (tx) => {
+      const sandboxes = new Set<string>();
+      for (const op of due) {
+        const next = await tx.updateOperation(op.id, op.rowVersion, {
           attemptCount: op.attemptCount + 1,
           nextAttemptAt: new Date(now.getTime() + redeliveryDelayMs(op.attemptCount)),
-        }),
-      );
-      if (claimed) sandboxes.add(op.sandboxId);
-    }
-    for (const id of sandboxes) registry.publish(id);
+        });
+        if (next) sandboxes.add(op.sandboxId);
+      }
+      return sandboxes;
+    });
+    for (const id of claimed) registry.publish(id);
     return due.length;
   }
 

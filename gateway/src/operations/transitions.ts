@@ -38,6 +38,30 @@ export async function resolveInTx(tx: StoreTx, op: OperationRecord, r: Resolutio
   return tx.updateOperation(op.id, op.rowVersion, patchOf(r, new Date()));
 }
 
+/**
+ * Like `resolveInTx`, but when the row changed since `op` was read (a reconciler claim, a new
+ * target), reads it again and retries while it is still PENDING and `accept` agrees. For callers
+ * that batch several transitions into one transaction.
+ */
+export async function resolveLatestInTx(
+  tx: StoreTx,
+  op: OperationRecord,
+  r: Resolution,
+  accept: (op: OperationRecord) => boolean = () => true,
+): Promise<OperationRecord | undefined> {
+  let current: OperationRecord | undefined = op;
+  for (let attempt = 0; attempt < CAS_ATTEMPTS && current; attempt++) {
+    if (current.state !== State.PENDING || !accept(current)) return undefined;
+    const next = await tx.updateOperation(current.id, current.rowVersion, patchOf(r, new Date()));
+    if (next) return next;
+    current = await tx.operation(current.id);
+  }
+  if (current?.state === State.PENDING) {
+    throw new ConnectError("update operation changed concurrently; retry the operation query", Code.Aborted);
+  }
+  return undefined;
+}
+
 export interface Transitions {
   /**
    * Resolves operation `id` unless it already left PENDING or `accept` rejects the current row

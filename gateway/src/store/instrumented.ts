@@ -8,7 +8,9 @@ export function instrumentStore(store: Store, histogram: Histogram<"op">): Store
   return new Proxy(store, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
-      if (typeof value !== "function" || prop === "close") return value;
+      if (typeof value !== "function") return value;
+      // Synchronous or lifecycle calls are passed through untimed.
+      if (prop === "close" || prop === "writeStats") return (value as (...a: unknown[]) => unknown).bind(target);
       return async (...args: unknown[]) => {
         const end = histogram.startTimer({ op: String(prop) });
         try {

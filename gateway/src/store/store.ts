@@ -227,5 +227,11 @@ export interface Store {
   globalSettingsRevision(): Promise<bigint>;
   providerByName(workspace: string, name: string): Promise<ProviderRecord | undefined>;
 
+  /**
+   * Transactions committed and physical COMMITs issued since the store opened. SQLite groups
+   * concurrent transactions into one COMMIT, so its ratio shows how much batching happened.
+   */
+  writeStats(): { readonly transactions: number; readonly commits: number };
+
   close(): Promise<void>;
 }

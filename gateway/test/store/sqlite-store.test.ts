@@ -103,3 +103,73 @@ describe("SQLite store specifics", () => {
     await Promise.all([a.close(), b.close()]);
   });
 });
+
+describe("SQLite group commit", () => {
+  it("concurrent transactions share one COMMIT, and one that throws rolls back alone", async () => {
+    const store = openSqliteStore(freshPath());
+    try {
+      const before = store.writeStats();
+      const records = Array.from({ length: 20 }, () => sandbox());
+      const boom = new Error("boom");
+      const results = await Promise.allSettled(
+        records.map((r, i) =>
+          store.transaction(async (tx) => {
+            await tx.insertSandbox(r);
+            if (i === 7) throw boom;
+            return i;
+          }),
+        ),
+      );
+      expect(results.map((r) => (r.status === "fulfilled" ? r.value : r.reason))).toEqual(records.map((_, i) => (i === 7 ? boom : i)));
+      for (const [i, r] of records.entries()) expect(await store.sandboxById(r.id)).toEqual(i === 7 ? undefined : r);
+      const after = store.writeStats();
+      expect(after.transactions - before.transactions).toBe(19);
+      expect(after.commits - before.commits).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a read from outside waits for the open batch's COMMIT rather than seeing its uncommitted writes", async () => {
+    const store = openSqliteStore(freshPath());
+    try {
+      const s = sandbox();
+      let entered!: () => void;
+      const inside = new Promise<void>((r) => (entered = r));
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      const writing = store.transaction(async (tx) => {
+        await tx.insertSandbox(s);
+        entered();
+        await gate;
+      });
+      await inside;
+      let settled = false;
+      const read = store.sandboxById(s.id).finally(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(settled).toBe(false);
+      open();
+      await writing;
+      expect(await read).toEqual(s);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("transactions queued before close() still commit; later ones are refused", async () => {
+    const path = freshPath();
+    const store = openSqliteStore(path);
+    const records = Array.from({ length: 5 }, () => sandbox());
+    const writes = records.map((r) => store.transaction((tx) => tx.insertSandbox(r)));
+    const closing = store.close();
+    await expect(store.transaction(async () => 1)).rejects.toThrow(/closed/);
+    await Promise.all(writes);
+    await closing;
+    const again = openSqliteStore(path);
+    try {
+      for (const r of records) expect(await again.sandboxById(r.id)).toEqual(r);
+    } finally {
+      await again.close();
+    }
+  });
+});

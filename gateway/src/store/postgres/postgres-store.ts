@@ -97,6 +97,7 @@ class PostgresStore implements Store {
   private readonly context = new AsyncLocalStorage<PgTxContext>();
   private readonly queries: PgQueries;
   private closing: Promise<void> | undefined;
+  private commits = 0;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -156,6 +157,7 @@ class PostgresStore implements Store {
         const done = await run("COMMIT");
         // Defensive: the server answers ROLLBACK to COMMIT of an aborted transaction.
         if (done.command === "ROLLBACK") throw new StoreUnavailableError("PostgreSQL rolled the transaction back");
+        this.commits++;
         return result;
       } catch (err) {
         ctx.active = false;
@@ -176,6 +178,10 @@ class PostgresStore implements Store {
         client.release(broken);
       }
     }
+  }
+
+  writeStats() {
+    return { transactions: this.commits, commits: this.commits };
   }
 
   /** Reads outside a transaction use the pool; from inside fn they run on fn's own client. */

@@ -5,14 +5,18 @@
 // commits on power loss); fullfsync for macOS, where plain fsync does not reach the disk.
 //
 // Concurrency: better-sqlite3 is synchronous and the connection is shared, so one transaction
-// at a time runs on it: `transaction` takes an in-process FIFO mutex, issues BEGIN IMMEDIATE
-// (the write lock up front, so a second process on the same file waits in busy_timeout rather
-// than failing at its first write), awaits fn, then COMMITs (ROLLBACK on throw). While a
-// transaction's fn awaits, other work on the event loop would otherwise run statements inside
-// that open transaction, so reads outside transactions also queue on the mutex unless it is idle
-// (a synchronous read cannot interleave with anything then). Reads made from inside fn's own
-// async context run directly in the open transaction instead of queueing behind it (which would
-// deadlock). There are no serialization conflicts to retry: writers never overlap.
+// at a time runs on it, in arrival order. Reads made from inside a transaction's own async
+// context run directly in it; reads from elsewhere wait until no transaction is open, so they
+// never observe uncommitted (or not yet durable) writes. There are no serialization conflicts
+// to retry: writers never overlap.
+//
+// Group commit: the fsync of a COMMIT is the largest single cost of a write (and it blocks the
+// event loop), so transactions that queue up while one batch runs share the next COMMIT. Each
+// runs inside its own SAVEPOINT, so one that throws rolls back alone; none is acknowledged
+// (its promise settled with a result) before the COMMIT that made it durable. A batch starts in
+// the check phase of the event loop (setImmediate), after the loop has read every request that
+// was ready, so concurrent requests share a COMMIT while a lone one waits for nothing but that
+// turn of the loop.
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import Database from "better-sqlite3";
@@ -64,6 +68,15 @@ export function openSqliteStore(path: string | ":memory:"): Store {
   return new SqliteStore(db);
 }
 
+/** Most transactions sharing one COMMIT; bounds how long the batch holds reads off. */
+const MAX_BATCH = 256;
+
+interface Job {
+  readonly fn: (tx: StoreTx) => Promise<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (err: unknown) => void;
+}
+
 class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
   private readonly q: SqliteQueries;
@@ -72,6 +85,15 @@ class SqliteStore implements Store {
   private readonly begin: Database.Statement;
   private readonly commit: Database.Statement;
   private readonly rollback: Database.Statement;
+  private readonly savepoint: Database.Statement;
+  private readonly releaseSavepoint: Database.Statement;
+  private readonly rollbackToSavepoint: Database.Statement;
+  /** Transactions waiting for the next batch. */
+  private queue: Job[] = [];
+  /** A batch holds (or waits for) the mutex and will take the queue. */
+  private batchPending = false;
+  private transactions = 0;
+  private commits = 0;
   /** close() was called: refuse new work. */
   private closing: Promise<void> | undefined;
   /** The connection is closed: queued work that reaches it fails. */
@@ -82,40 +104,115 @@ class SqliteStore implements Store {
     this.begin = db.prepare("BEGIN IMMEDIATE");
     this.commit = db.prepare("COMMIT");
     this.rollback = db.prepare("ROLLBACK");
+    this.savepoint = db.prepare("SAVEPOINT tx");
+    this.releaseSavepoint = db.prepare("RELEASE tx");
+    this.rollbackToSavepoint = db.prepare("ROLLBACK TO tx");
   }
 
   private checkOpen(): void {
     if (this.closing || this.closed) throw new StoreUnavailableError("the store is closed");
   }
 
-  async transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    if (this.context.getStore()?.active) throw new Error(NESTED_TRANSACTION_MESSAGE);
-    this.checkOpen();
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    if (this.context.getStore()?.active) return Promise.reject(new Error(NESTED_TRANSACTION_MESSAGE));
+    try {
+      this.checkOpen();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.batchPending) {
+        this.batchPending = true;
+        void this.runBatch();
+      }
+    });
+  }
+
+  /**
+   * Takes the mutex (a FIFO place, so reads and close() queued earlier go first), then runs what
+   * has queued by then as one physical transaction. More work queued meanwhile gets a new batch.
+   */
+  private async runBatch(): Promise<void> {
     const release = await this.mutex.lock();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const batch = this.queue.splice(0, MAX_BATCH);
+    // Work queued from here on needs a batch of its own (this one's list is fixed).
+    this.batchPending = false;
     try {
       if (this.closed) throw new StoreUnavailableError("the store is closed");
-      guarded(() => this.begin.run());
-      const ctx: TxContext = { active: true };
-      try {
-        const result = await this.context.run(ctx, () => fn(sqliteTx(this.db, this.q, ctx)));
-        ctx.active = false;
-        guarded(() => this.commit.run());
-        return result;
-      } catch (err) {
-        ctx.active = false;
-        // Some errors (disk full, I/O) make SQLite roll back on its own; only roll back what is open.
-        if (this.db.inTransaction) {
-          try {
-            this.rollback.run();
-          } catch {
-            // The original error is the one worth reporting.
-          }
-        }
-        throw err;
-      }
+      await this.runJobs(batch);
+    } catch (err) {
+      this.rollbackQuietly();
+      for (const job of batch) job.reject(err);
     } finally {
       release();
+      if (this.queue.length > 0 && !this.batchPending) {
+        this.batchPending = true;
+        void this.runBatch();
+      }
     }
+  }
+
+  /** Runs `jobs` each in a savepoint of one transaction; settles each job once its fate is known. */
+  private async runJobs(jobs: Job[]): Promise<void> {
+    let done: { job: Job; result: unknown }[] = [];
+    guarded(() => this.begin.run());
+    for (let i = 0; i < jobs.length; i++) {
+      const job = jobs[i]!;
+      if (!this.db.inTransaction) guarded(() => this.begin.run());
+      guarded(() => this.savepoint.run());
+      const ctx: TxContext = { active: true };
+      try {
+        const result = await this.context.run(ctx, () => job.fn(sqliteTx(this.db, this.q, ctx)));
+        ctx.active = false;
+        guarded(() => this.releaseSavepoint.run());
+        done.push({ job, result });
+      } catch (err) {
+        ctx.active = false;
+        if (this.db.inTransaction) {
+          // Undo this job's writes only; the batch goes on.
+          try {
+            this.rollbackToSavepoint.run();
+            this.releaseSavepoint.run();
+          } catch {
+            this.rollbackQuietly();
+          }
+        }
+        if (!this.db.inTransaction) {
+          // SQLite rolled the whole transaction back (disk full, I/O error): the earlier jobs of
+          // this batch are gone too. None was acknowledged yet, so each learns it failed.
+          const lost = new StoreUnavailableError("SQLite rolled the transaction back after an error in another write of its batch", { cause: err });
+          for (const d of done) d.job.reject(lost);
+          done = [];
+        }
+        job.reject(err);
+      }
+    }
+    if (!this.db.inTransaction) return;
+    try {
+      guarded(() => this.commit.run());
+    } catch (err) {
+      this.rollbackQuietly();
+      for (const d of done) d.job.reject(err);
+      return;
+    }
+    this.commits++;
+    this.transactions += done.length;
+    for (const d of done) d.job.resolve(d.result);
+  }
+
+  private rollbackQuietly(): void {
+    if (!this.db.inTransaction) return;
+    try {
+      this.rollback.run();
+    } catch {
+      // The original error is the one worth reporting.
+    }
+  }
+
+  writeStats() {
+    return { transactions: this.transactions, commits: this.commits };
   }
 
   /** A read outside any transaction: never observes another request's open transaction. */
