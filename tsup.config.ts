@@ -1,10 +1,11 @@
 import { defineConfig, type Options } from "tsup";
 
 // Every public entry point. The keys become the paths under dist/ and must match the `exports`
-// map in package.json: dist/index.{js,cjs,d.ts,d.cts}, dist/raw.*, dist/transport/{node,web}.*
+// map in package.json: dist/index.{js,cjs,d.ts,d.cts}, dist/raw.*, dist/rollout.*, dist/transport/{node,web}.*
 const entry = {
   index: "src/index.ts",
   raw: "src/raw.ts",
+  rollout: "src/rollout.ts",
   "transport/node": "src/transport/node.ts",
   "transport/web": "src/transport/web.ts",
 };

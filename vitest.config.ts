@@ -8,6 +8,7 @@ export default defineConfig({
     // The gateway and supervisor import the SDK by its package name; in tests that is the source.
     alias: [
       { find: /^openshell-config\/raw$/, replacement: src("raw.ts") },
+      { find: /^openshell-config\/rollout$/, replacement: src("rollout.ts") },
       { find: /^openshell-config\/transport\/node$/, replacement: src("transport/node.ts") },
       { find: /^openshell-config\/transport\/web$/, replacement: src("transport/web.ts") },
       { find: /^openshell-config$/, replacement: src("index.ts") },

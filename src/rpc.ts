@@ -39,41 +39,51 @@ export type ConfigRpcService = GenService<{
   };
 }>;
 
-const methods: DescMethod[] = [];
-const byLocalName: Record<string, DescMethod> = {};
+type MethodSpec = readonly [name: string, kind: DescMethod["methodKind"], input: DescMethod["input"], output: DescMethod["output"]];
 
-const service = {
-  kind: "service",
-  typeName: "openshell.v1.OpenShell",
-  name: "OpenShell",
-  methods,
-  method: byLocalName,
-  deprecated: false,
-  toString: () => "service openshell.v1.OpenShell",
-} as unknown as DescService;
-
-function add(name: string, methodKind: DescMethod["methodKind"], input: DescMethod["input"], output: DescMethod["output"]) {
-  const localName = name[0]!.toLowerCase() + name.slice(1);
-  const m = {
-    kind: "rpc",
-    name,
-    localName,
-    parent: service,
-    methodKind,
-    input,
-    output,
-    idempotency: MethodOptions_IdempotencyLevel.IDEMPOTENCY_UNKNOWN,
+/**
+ * A service descriptor holding only `specs`, wire-identical to the same methods of
+ * `openshell.v1.OpenShell`. Also used by the rollout module for ListSandboxes, so that its
+ * descriptors load only with it.
+ */
+export function createServiceSubset(specs: readonly MethodSpec[]): DescService {
+  const methods: DescMethod[] = [];
+  const byLocalName: Record<string, DescMethod> = {};
+  const service = {
+    kind: "service",
+    typeName: "openshell.v1.OpenShell",
+    name: "OpenShell",
+    methods,
+    method: byLocalName,
     deprecated: false,
-    toString: () => `rpc openshell.v1.OpenShell.${name}`,
-  } as unknown as DescMethod;
-  methods.push(m);
-  byLocalName[localName] = m;
+    toString: () => "service openshell.v1.OpenShell",
+  } as unknown as DescService;
+  for (const [name, methodKind, input, output] of specs) {
+    const localName = name[0]!.toLowerCase() + name.slice(1);
+    const m = {
+      kind: "rpc",
+      name,
+      localName,
+      parent: service,
+      methodKind,
+      input,
+      output,
+      idempotency: MethodOptions_IdempotencyLevel.IDEMPOTENCY_UNKNOWN,
+      deprecated: false,
+      toString: () => `rpc openshell.v1.OpenShell.${name}`,
+    } as unknown as DescMethod;
+    methods.push(m);
+    byLocalName[localName] = m;
+  }
+  return service;
 }
 
-add("UpdateConfig", "unary", UpdateConfigRequestSchema, UpdateConfigResponseSchema);
-add("GetConfigUpdateOperation", "unary", GetConfigUpdateOperationRequestSchema, GetConfigUpdateOperationResponseSchema);
-add("GetSandboxPolicyStatus", "unary", GetSandboxPolicyStatusRequestSchema, GetSandboxPolicyStatusResponseSchema);
-add("WatchConfigUpdateOperations", "server_streaming", WatchConfigUpdateOperationsRequestSchema, WatchConfigUpdateOperationsResponseSchema);
+const service = createServiceSubset([
+  ["UpdateConfig", "unary", UpdateConfigRequestSchema, UpdateConfigResponseSchema],
+  ["GetConfigUpdateOperation", "unary", GetConfigUpdateOperationRequestSchema, GetConfigUpdateOperationResponseSchema],
+  ["GetSandboxPolicyStatus", "unary", GetSandboxPolicyStatusRequestSchema, GetSandboxPolicyStatusResponseSchema],
+  ["WatchConfigUpdateOperations", "server_streaming", WatchConfigUpdateOperationsRequestSchema, WatchConfigUpdateOperationsResponseSchema],
+]);
 
 /** The SDK's view of `openshell.v1.OpenShell`. */
 export const ConfigRpc = service as ConfigRpcService;

@@ -22,6 +22,7 @@ export function dashboardConfig(options: DashboardConfigOptions = {}): UserConfi
     clearScreen: false,
     resolve: {
       alias: [
+        { find: /^openshell-config\/rollout$/, replacement: here("../../src/rollout.ts") },
         { find: /^openshell-config\/raw$/, replacement: here("../../src/raw.ts") },
         { find: /^openshell-config$/, replacement: here("../../src/index.ts") },
       ],

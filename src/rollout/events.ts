@@ -1,0 +1,102 @@
+// A rollout's progress as events, for progress bars (`onProgress`) and for scripts that stream
+// results (`for await … of`). Every event is kept for the rollout's life, so an iterator started
+// late still sees the rollout from its first event (a few hundred bytes per sandbox).
+
+import type { OperationHandle } from "../refs.js";
+import type { RolloutResult, SandboxRolloutResult } from "./result.js";
+
+/** How far a rollout has got. */
+export interface RolloutProgress {
+  /** Sandboxes with a result (completed, pending, error or skipped). */
+  readonly done: number;
+  /** Every target sandbox. */
+  readonly total: number;
+  /** Results that count against `maxFailures`. */
+  readonly failures: number;
+}
+
+/** Something that happened during a rollout. Discriminated on `type`. */
+export type RolloutEvent =
+  | {
+      /** The targets are known; nothing is committed yet by this run. */
+      readonly type: "started";
+      /** The rollout id. */
+      readonly id: string;
+      /** The target sandboxes, in order. */
+      readonly sandboxes: readonly string[];
+      /** How many of them were committed by an earlier run (resumed from state). */
+      readonly alreadyCommitted: number;
+    }
+  | {
+      /** A sandbox's change is committed (or, sent again with its key, replayed) at the gateway. */
+      readonly type: "committed";
+      /** The sandbox name. */
+      readonly sandbox: string;
+      /** Resumes this sandbox's wait in any process. */
+      readonly handle: OperationHandle;
+    }
+  | {
+      /** A sandbox has its result. */
+      readonly type: "result";
+      /** The result. */
+      readonly result: SandboxRolloutResult;
+      /** Progress including this result. */
+      readonly progress: RolloutProgress;
+    }
+  | {
+      /** `failures` reached `maxFailures`: no further sandbox is committed. Commits already made are still awaited. */
+      readonly type: "halted";
+      /** Failures so far. */
+      readonly failures: number;
+      /** The limit that was reached. */
+      readonly maxFailures: number;
+    }
+  | {
+      /** The rollout is over; the same result the promise resolves to. */
+      readonly type: "finished";
+      /** The rollout's result. */
+      readonly result: RolloutResult;
+    };
+
+/** Records events, forwards them to a callback, and serves any number of async iterators. */
+export function createEventLog(onEvent: ((e: RolloutEvent) => void) | undefined) {
+  const events: RolloutEvent[] = [];
+  let closed = false;
+  let failure: { error: unknown } | undefined;
+  let wake: (() => void)[] = [];
+  const notify = () => {
+    const w = wake;
+    wake = [];
+    for (const f of w) f();
+  };
+  return {
+    push(e: RolloutEvent): void {
+      events.push(e);
+      notify();
+      // A throwing callback must not break the rollout it observes.
+      try {
+        onEvent?.(e);
+      } catch {
+        // ignored on purpose
+      }
+    },
+    close(error?: { error: unknown }): void {
+      closed = true;
+      failure = error;
+      notify();
+    },
+    async *iterate(): AsyncGenerator<RolloutEvent, void, undefined> {
+      for (let i = 0; ; ) {
+        if (i < events.length) {
+          yield events[i++]!;
+          continue;
+        }
+        if (closed) {
+          if (failure) throw failure.error;
+          return;
+        }
+        await new Promise<void>((resolve) => wake.push(resolve));
+      }
+    },
+  };
+}

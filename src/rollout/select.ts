@@ -1,0 +1,74 @@
+// Choosing a rollout's sandboxes: an explicit list of names, or every sandbox of a workspace whose
+// labels match a selector (ListSandboxes, every page). Only this module loads the ListSandboxes
+// descriptors, so a client that never rolls out does not carry them.
+
+import type { GenService } from "@bufbuild/protobuf/codegenv2";
+import type { ConfigClient } from "../client.js";
+import { createServiceSubset } from "../rpc.js";
+import { InvalidArgumentError, toSdkError } from "../errors.js";
+import { ListSandboxesRequestSchema, ListSandboxesResponseSchema } from "../gen/openshell/v1/sandboxes_pb.js";
+import { workspaceScope } from "../update.js";
+
+/** The one sandbox-lifecycle method a rollout calls; wire-identical to `OpenShell.ListSandboxes`. */
+export type ListSandboxesService = GenService<{
+  listSandboxes: { methodKind: "unary"; input: typeof ListSandboxesRequestSchema; output: typeof ListSandboxesResponseSchema };
+}>;
+
+/** `OpenShell` reduced to ListSandboxes. */
+export const ListSandboxesRpc = createServiceSubset([
+  ["ListSandboxes", "unary", ListSandboxesRequestSchema, ListSandboxesResponseSchema],
+]) as ListSandboxesService;
+
+const PAIR = /^\s*([^=\s]+)\s*=\s*([^=\s]*)\s*$/;
+// Sandbox names as the gateway accepts them (DNS labels).
+const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** Normalizes a selector (`k=v,k2=v2`); throws InvalidArgumentError naming `labelSelector`. */
+export function normalizeSelector(selector: string): string {
+  const parts = selector.split(",").map((part) => {
+    const m = PAIR.exec(part);
+    if (!m) throw new InvalidArgumentError(`labelSelector: "${part}" is not key=value`, { field: "labelSelector" });
+    return `${m[1]}=${m[2]}`;
+  });
+  return parts.join(",");
+}
+
+/** Checks an explicit list of names: non-empty, valid, no duplicates. */
+export function checkSandboxNames(names: readonly unknown[]): string[] {
+  if (names.length === 0) throw new InvalidArgumentError("sandboxes must not be empty", { field: "sandboxes" });
+  const seen = new Set<string>();
+  names.forEach((n, i) => {
+    if (typeof n !== "string" || !NAME.test(n)) {
+      throw new InvalidArgumentError(`sandboxes[${i}] is not a sandbox name`, { field: `sandboxes[${i}]` });
+    }
+    if (seen.has(n)) throw new InvalidArgumentError(`sandboxes[${i}] repeats "${n}"`, { field: `sandboxes[${i}]` });
+    seen.add(n);
+  });
+  return [...seen];
+}
+
+/** The names of every sandbox in `workspace` whose labels match `selector`, sorted. */
+export async function selectByLabels(
+  client: ConfigClient,
+  selector: string,
+  workspace: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<string[]> {
+  const rpc = client.raw(ListSandboxesRpc);
+  const names: string[] = [];
+  let pageToken = "";
+  try {
+    do {
+      const page = await rpc.listSandboxes(
+        { labelSelector: selector, pageSize: 1000, pageToken, workspaceScope: workspaceScope(workspace) },
+        signal ? { signal } : {},
+      );
+      for (const sb of page.sandboxes) if (sb.metadata?.name) names.push(sb.metadata.name);
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    throw toSdkError(err);
+  }
+  return names.sort();
+}
