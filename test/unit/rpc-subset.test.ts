@@ -2,14 +2,18 @@ import { describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
 import { OpenShell } from "../../src/gen/openshell/v1/openshell_pb.js";
 import { ConfigRpc } from "../../src/rpc.js";
+import { ListSandboxesRpc } from "../../src/rollout/select.js";
 import { createConfigClient } from "../../src/index.js";
 import { createFakeGateway } from "../support/fake-gateway.js";
 
 describe("the SDK's subset of the OpenShell service", () => {
-  it("describes each method exactly as the generated service does", () => {
-    expect(ConfigRpc.typeName).toBe(OpenShell.typeName);
-    expect(ConfigRpc.methods.length).toBeGreaterThan(0);
-    for (const m of ConfigRpc.methods) {
+  it.each([
+    ["the SDK's", ConfigRpc],
+    ["the rollout module's", ListSandboxesRpc],
+  ] as const)("describes each method of %s subset exactly as the generated service does", (_name, subset) => {
+    expect(subset.typeName).toBe(OpenShell.typeName);
+    expect(subset.methods.length).toBeGreaterThan(0);
+    for (const m of subset.methods) {
       const real = OpenShell.methods.find((r) => r.name === m.name);
       expect(real, `OpenShell has no method ${m.name}`).toBeDefined();
       expect(m.localName).toBe(real!.localName);
@@ -17,8 +21,8 @@ describe("the SDK's subset of the OpenShell service", () => {
       expect(m.input.typeName).toBe(real!.input.typeName);
       expect(m.output.typeName).toBe(real!.output.typeName);
       expect(m.idempotency).toBe(real!.idempotency);
-      expect(m.parent).toBe(ConfigRpc);
-      expect(ConfigRpc.method[m.localName as keyof typeof ConfigRpc.method]).toBe(m);
+      expect(m.parent).toBe(subset);
+      expect((subset.method as Record<string, unknown>)[m.localName]).toBe(m);
     }
   });
 
