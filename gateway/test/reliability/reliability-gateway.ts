@@ -51,8 +51,11 @@ export interface ReliabilityGateway {
   logs(): string;
   /** A raw OpenShell client for `who` over `protocol`. */
   client(who: Who, protocol?: Protocol): Client<typeof OpenShell>;
-  /** Every stored row of every table, sorted, as text; redelivery bookkeeping left out. */
-  dumpTables(): Promise<string>;
+  /**
+   * Every stored row of every table, sorted, as text; redelivery bookkeeping left out, and the
+   * operation columns named in `ignore` too (e.g. `target`, which any delivery may record).
+   */
+  dumpTables(options?: { ignore?: readonly string[] }): Promise<string>;
   /** The raw bytes of the database files (SQLite file, WAL and shared memory); empty for PostgreSQL. */
   databaseFileBytes(): Buffer;
   close(): Promise<void>;
@@ -68,8 +71,8 @@ function cell(v: unknown): unknown {
   return v;
 }
 
-function rowText(table: string, row: Record<string, unknown>): string {
-  const kept = Object.entries(row).filter(([k]) => !(table === "operations" && VOLATILE_COLUMNS.has(k)));
+function rowText(table: string, row: Record<string, unknown>, ignore: readonly string[]): string {
+  const kept = Object.entries(row).filter(([k]) => !(table === "operations" && (VOLATILE_COLUMNS.has(k) || ignore.includes(k))));
   return JSON.stringify(kept.map(([k, v]) => [k, cell(v)]));
 }
 
@@ -166,13 +169,13 @@ export async function startReliabilityGateway(backend: Backend = "sqlite", optio
     tokens,
     logs: () => logText,
     client: (who, protocol = "grpc") => createClient(OpenShell, transport(who, protocol)),
-    async dumpTables() {
+    async dumpTables({ ignore = [] } = {}) {
       const out: string[] = [];
       if (sqliteReader) {
         const tables = sqliteReader.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[];
         for (const { name } of tables) {
           const rows = sqliteReader.prepare(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[];
-          out.push(`## ${name}`, ...rows.map((r) => rowText(name, r)).sort());
+          out.push(`## ${name}`, ...rows.map((r) => rowText(name, r, ignore)).sort());
         }
       } else {
         const tables = await pgClient!.query<{ table_name: string }>(
@@ -180,7 +183,7 @@ export async function startReliabilityGateway(backend: Backend = "sqlite", optio
         );
         for (const { table_name: name } of tables.rows) {
           const rows = await pgClient!.query<Record<string, unknown>>(`SELECT * FROM "${name}"`);
-          out.push(`## ${name}`, ...rows.rows.map((r) => rowText(name, r)).sort());
+          out.push(`## ${name}`, ...rows.rows.map((r) => rowText(name, r, ignore)).sort());
         }
       }
       return out.join("\n");
