@@ -18,21 +18,21 @@ export interface RolloutProgress {
 /** Something that happened during a rollout. Discriminated on `type`. */
 export type RolloutEvent =
   | {
-      /** The targets are known; nothing is committed yet by this run. */
+      /** The targets are known; nothing is sent yet by this run. */
       readonly type: "started";
       /** The rollout id. */
       readonly id: string;
       /** The target sandboxes, in order. */
       readonly sandboxes: readonly string[];
-      /** How many of them were committed by an earlier run (resumed from state). */
+      /** How many of them an earlier run had sent (resumed from state): they are replayed whatever happens. */
       readonly alreadyCommitted: number;
     }
   | {
-      /** A sandbox's change is committed (or, sent again with its key, replayed) at the gateway. */
-      readonly type: "committed";
+      /** A sandbox's change is sent: committed (or, sent again with its key, replayed) and awaited in one request. */
+      readonly type: "sent";
       /** The sandbox name. */
       readonly sandbox: string;
-      /** Resumes this sandbox's wait in any process. */
+      /** Resumes this sandbox's wait in any process (`awaitCompletion`); re-sending it commits at most once. */
       readonly handle: OperationHandle;
     }
   | {
@@ -44,7 +44,7 @@ export type RolloutEvent =
       readonly progress: RolloutProgress;
     }
   | {
-      /** `failures` reached `maxFailures`: no further sandbox is committed. Commits already made are still awaited. */
+      /** `failures` reached `maxFailures`: no further sandbox is sent. Changes already sent are still awaited. */
       readonly type: "halted";
       /** Failures so far. */
       readonly failures: number;

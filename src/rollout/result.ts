@@ -17,7 +17,7 @@ export type SandboxRolloutResult =
       readonly completion: Completion;
       /** The commit's handle. */
       readonly handle: OperationHandle;
-      /** From this run's commit (or, for a resumed commit, the start of its wait) to the outcome. */
+      /** From sending the change (commit and wait in one request) to the outcome. */
       readonly durationMs: number;
     }
   | {
@@ -39,13 +39,13 @@ export type SandboxRolloutResult =
       readonly sandbox: string;
       /** The error, an `OpenShellConfigError` subclass. */
       readonly error: Error;
-      /** Present when the commit had succeeded. */
+      /** Present when an earlier run had sent the change (resuming re-sends it). */
       readonly handle: OperationHandle | undefined;
       /** From the start of this sandbox's turn to the error. */
       readonly durationMs: number;
     }
   | {
-      /** Not committed by this run: it halted after `maxFailures`, or was aborted first. */
+      /** Not sent by this run: it halted after `maxFailures`, or was aborted first. */
       readonly status: "skipped";
       /** The sandbox name. */
       readonly sandbox: string;

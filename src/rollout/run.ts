@@ -1,15 +1,15 @@
 // The rollout engine: one change to many sandboxes through the SDK's public client. A pool of
-// `concurrency` workers commits each sandbox's change with a key derived from the rollout id, then
+// `concurrency` workers commits each sandbox's change with a key derived from the rollout id and
 // waits for that exact revision's outcome. After `maxFailures` failed or cancelled sandboxes no
-// new sandbox is committed (canary behaviour); commits already made are still awaited. Resuming
+// new sandbox is committed (canary behaviour); changes already sent are still awaited. Resuming
 // (the same id, or the saved state) re-sends the same keys, so a committed sandbox replays its
 // original operation and never gets a second revision.
 
 import type { ConfigClient } from "../client.js";
 import { CompletionTimeoutError, InvalidArgumentError, toSdkError } from "../errors.js";
-import type { OperationHandle } from "../refs.js";
+import { createHandle, isOperationHandle, type OperationHandle } from "../refs.js";
 import type { PolicyMergeOperationInput, SandboxPolicyInput, SettingChange } from "../update.js";
-import { newIdempotencyKey } from "../update.js";
+import { buildRequest, newIdempotencyKey } from "../update.js";
 import {
   ROLLOUT_KIND,
   changeToRequestJson,
@@ -54,7 +54,7 @@ export interface RolloutOptions {
    * and commits. Then give no targets or change; `concurrency`, `maxFailures` and `waitTimeoutMs` override the saved ones.
    */
   readonly resume?: RolloutState;
-  /** Stops committing and ends the waits; committed sandboxes are reported `pending`, the rest `skipped`. */
+  /** Stops committing and ends the waits: sandboxes already sent are reported `pending`, the rest `skipped`. */
   readonly signal?: AbortSignal;
   /** Called with every event (a throwing callback is ignored). */
   readonly onProgress?: (event: RolloutEvent) => void;
@@ -212,29 +212,30 @@ async function runPool(
 
   const one = async (i: number) => {
     const sandbox = targets[i]!;
-    let handle = p.refs[sandbox];
-    if (handle === undefined && (halted || signal?.aborted)) {
+    const sentBefore = p.refs[sandbox] !== undefined;
+    if (!sentBefore && (halted || signal?.aborted)) {
       return finish(i, { status: "skipped", sandbox, reason: signal?.aborted ? "aborted" : "halted" });
     }
+    if (signal?.aborted) return finish(i, { status: "pending", sandbox, handle: p.refs[sandbox]!, reason: "aborted", durationMs: 0 });
+    // Recorded before sending: from here on a resume re-sends this sandbox's change (with the same
+    // key, so at most one revision) even after a halt, as this run meant to commit it.
+    const sent = p.refs[sandbox] ?? sentHandle(p, sandbox);
+    p.refs[sandbox] = sent;
+    emit({ type: "sent", sandbox, handle: sent });
     const t0 = Date.now();
-    if (handle === undefined) {
-      try {
-        handle = (await commit(client, p, sandbox, signal)).handle;
-      } catch (err) {
-        // An interrupted commit may or may not have reached the gateway; resuming re-sends the same key.
-        if (signal?.aborted) return finish(i, { status: "skipped", sandbox, reason: "aborted" });
-        return finish(i, { status: "error", sandbox, error: toSdkError(err), handle: undefined, durationMs: Date.now() - t0 });
-      }
-      p.refs[sandbox] = handle;
-    }
-    emit({ type: "committed", sandbox, handle });
     try {
-      const completion = await client.awaitCompletion(handle, { timeoutMs: p.waitTimeoutMs, signal });
+      const { completion, handle } = await commitAndWait(client, p, sandbox, signal);
+      p.refs[sandbox] = handle;
       finish(i, { status: "completed", sandbox, completion, handle, durationMs: Date.now() - t0 });
     } catch (err) {
       const durationMs = Date.now() - t0;
-      if (err instanceof CompletionTimeoutError) return finish(i, { status: "pending", sandbox, handle, reason: err.reason, durationMs });
-      finish(i, { status: "error", sandbox, error: toSdkError(err), handle, durationMs });
+      if (err instanceof CompletionTimeoutError) {
+        if (isOperationHandle(err.ref)) p.refs[sandbox] = err.ref;
+        return finish(i, { status: "pending", sandbox, handle: p.refs[sandbox]!, reason: err.reason, durationMs });
+      }
+      // Refused by the gateway (e.g. no such sandbox): nothing was committed by this send.
+      if (!sentBefore) delete p.refs[sandbox];
+      finish(i, { status: "error", sandbox, error: toSdkError(err), handle: p.refs[sandbox], durationMs });
     }
   };
 
@@ -245,15 +246,29 @@ async function runPool(
   return results;
 }
 
-function commit(client: ConfigClient, p: Plan, sandbox: string, signal: AbortSignal | undefined) {
+/** A handle for a change about to be sent: re-sending it replays (or makes) the one commit. */
+function sentHandle(p: Plan, sandbox: string): OperationHandle {
+  const request = buildRequest(
+    { sandbox, idempotencyKey: rolloutKey(p.id, sandbox), workspace: p.workspace, annotations: p.annotations },
+    p.change,
+  );
+  return createHandle(request, { operationId: undefined, workspace: p.workspace, policyVersion: undefined });
+}
+
+/**
+ * Commits one sandbox's change and waits for its outcome in one request (the gateway's own wait),
+ * or replays the commit made by an earlier run. One unary call per sandbox: no stream per
+ * sandbox, whose cancellation a server could count as a reset flood.
+ */
+function commitAndWait(client: ConfigClient, p: Plan, sandbox: string, signal: AbortSignal | undefined) {
   const common = {
     sandbox,
     idempotencyKey: rolloutKey(p.id, sandbox),
     ...(p.workspace !== undefined ? { workspace: p.workspace } : {}),
     ...(p.annotations !== undefined ? { annotations: p.annotations } : {}),
-    ...(signal ? { signal } : {}),
+    wait: { ...(p.waitTimeoutMs !== undefined ? { timeoutMs: p.waitTimeoutMs } : {}), ...(signal ? { signal } : {}) },
   };
   const c = p.change;
-  if ("key" in c && c.key !== undefined) return client.updateSettings({ ...common, ...c } as Parameters<ConfigClient["updateSettings"]>[0]);
-  return client.updatePolicy({ ...common, ...c } as Parameters<ConfigClient["updatePolicy"]>[0]);
+  if ("key" in c && c.key !== undefined) return client.updateSettings({ ...common, ...c } as Parameters<ConfigClient["updateSettings"]>[0] & { wait: object });
+  return client.updatePolicy({ ...common, ...c } as Parameters<ConfigClient["updatePolicy"]>[0] & { wait: object });
 }

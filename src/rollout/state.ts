@@ -39,7 +39,7 @@ export interface RolloutState {
   readonly waitTimeoutMs?: number;
   /** The target sandboxes, in order, fixed when the rollout started. */
   readonly sandboxes: readonly string[];
-  /** The handle of each sandbox committed so far, by sandbox name. */
+  /** The handle of each sandbox whose change was sent (committed, or possibly in flight), by sandbox name. */
   readonly refs: Readonly<Record<string, OperationHandle>>;
 }
 

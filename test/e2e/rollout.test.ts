@@ -68,7 +68,7 @@ describe("rollout against a real fleet", () => {
     for (const name of groupB) expect(after.get(name), name).toBe(before.get(name));
 
     expect(events[0]).toMatchObject({ type: "started", sandboxes: groupA, alreadyCommitted: 0 });
-    expect(events.filter((e) => e.type === "committed")).toHaveLength(200);
+    expect(events.filter((e) => e.type === "sent")).toHaveLength(200);
     const progress = events.flatMap((e) => (e.type === "result" ? [e.progress.done] : []));
     expect(progress).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
     expect(events.at(-1)).toMatchObject({ type: "finished", result: { id: result.id } });

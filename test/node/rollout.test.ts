@@ -110,7 +110,7 @@ describe("rollout against a fake gateway", () => {
     const types: string[] = [];
     for await (const e of run) types.push(e.type);
     expect(types[0]).toBe("started");
-    expect(types.filter((t) => t === "committed")).toHaveLength(6);
+    expect(types.filter((t) => t === "sent")).toHaveLength(6);
     expect(types.filter((t) => t === "result")).toHaveLength(6);
     expect(types.at(-1)).toBe("finished");
     expect((await run).complete).toBe(true);
