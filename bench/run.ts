@@ -4,6 +4,7 @@
 //
 //   node --import tsx bench/run.ts [--full] [--only latency,fleet,scale,recovery,size] [--cpu-prof]
 //                                  [--fleet-sandboxes N] [--fleet-ops N] [--scale N,N] [--recovery N]
+//                                  [--backend sqlite,postgres]
 
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -31,11 +32,14 @@ const { values } = parseArgs({
     "fleet-ops": { type: "string" },
     scale: { type: "string" },
     recovery: { type: "string" },
+    backend: { type: "string" },
   },
 });
 const full = values.full === true;
 const only = new Set((values.only ?? SCENARIOS.join(",")).split(",").map((s) => s.trim()));
 for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`--only: unknown scenario ${s} (${SCENARIOS.join(", ")})`);
+const backends = (values.backend ?? "sqlite,postgres").split(",").map((b) => b.trim()) as ("sqlite" | "postgres")[];
+for (const b of backends) if (b !== "sqlite" && b !== "postgres") throw new Error(`--backend: unknown backend ${b} (sqlite, postgres)`);
 const int = (v: string | undefined, d: number) => (v === undefined ? d : Number.parseInt(v, 10));
 
 const plan = {
@@ -127,25 +131,30 @@ async function main(): Promise<void> {
       results.latency.push(r.latency);
       if (r.polling) results.polling = r.polling;
     });
-    await step("latency/postgres", async () => {
-      results.latency.push((await latencyScenario(ctx, "postgres", plan.latency)).latency);
-    });
+    if (backends.includes("postgres")) {
+      await step("latency/postgres", async () => {
+        results.latency.push((await latencyScenario(ctx, "postgres", plan.latency)).latency);
+      });
+    }
   }
   if (only.has("fleet")) {
-    for (const backend of ["sqlite", "postgres"] as const) {
+    for (const backend of backends) {
       await step(`fleet/${backend}`, async () => {
         results.fleet.push(await fleetScenario(ctx, backend, plan.fleet));
       });
     }
     if (values["cpu-prof"]) {
-      for (const backend of ["sqlite", "postgres"] as const) {
+      for (const backend of backends) {
         await step(`fleet/${backend} (profiled)`, async () => {
-          const dir = mkdtempSync(join(tmpdir(), "openshell-bench-prof-"));
+          // OSC_BENCH_KEEP_PROF=DIR keeps the raw .cpuprofile files there for a closer look.
+          const keep = process.env.OSC_BENCH_KEEP_PROF;
+          const dir = keep ? join(keep, backend) : mkdtempSync(join(tmpdir(), "openshell-bench-prof-"));
+          mkdirSync(dir, { recursive: true });
           try {
             const r = await fleetScenario(ctx, backend, { ...plan.fleet, cpuProfDir: dir });
             results.profiles.push({ backend, operations: r.operations, completedPerSec: r.completedPerSec, top: r.profile ?? [] });
           } finally {
-            rmSync(dir, { recursive: true, force: true });
+            if (!keep) rmSync(dir, { recursive: true, force: true });
           }
         });
       }

@@ -17,23 +17,36 @@ import { resolveLatestInTx } from "../operations/transitions.js";
 import { SUPERSEDED_ERROR } from "../operations/states.js";
 import { revisionBytes, sameRevision } from "./revisions.js";
 
+/** What association would do to one pending operation. */
+function plan(op: OperationRecord, snap: SandboxConfigSnapshot, revision: ConfigSnapshotRevision): "later" | "supersede" | "target" | "targeted" {
+  const current = op.dimension === "policy" ? BigInt(snap.version) : snap.settingsRevision;
+  if (op.desiredRevision > current) return "later";
+  if (op.desiredRevision < current) return "supersede";
+  return op.target && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), revision) ? "targeted" : "target";
+}
+
 export async function associate(deps: GatewayDeps, sandboxId: string, snap: SandboxConfigSnapshot, revision: ConfigSnapshotRevision): Promise<boolean> {
+  // Usually every pending operation already targets this revision (or there is none): a plain
+  // read settles that without a write.
+  const seen = await deps.store.pendingOperations(sandboxId);
+  const plans = seen.map((op) => plan(op, snap, revision));
+  if (plans.every((p) => p === "later" || p === "targeted")) return plans.includes("targeted");
   const target = revisionBytes(revision);
-  // One transaction for every operation of the sandbox: reading and re-targeting them apart
-  // would cost a durable write per operation.
+  // One transaction for every operation of the sandbox: re-targeting them one by one would cost
+  // a durable write each.
   const { waiting, changed } = await deps.store.transaction(async (tx) => {
     const changed: OperationRecord[] = [];
     let waiting = false;
     for (const op of await tx.pendingOperations(sandboxId)) {
-      const current = op.dimension === "policy" ? BigInt(snap.version) : snap.settingsRevision;
-      if (op.desiredRevision > current) continue;
-      if (op.desiredRevision < current) {
+      const what = plan(op, snap, revision);
+      if (what === "later") continue;
+      if (what === "supersede") {
         const superseded = await resolveLatestInTx(tx, op, { state: State.SUPERSEDED, outcome: Outcome.IGNORED_STALE, error: SUPERSEDED_ERROR });
         if (superseded) changed.push(superseded);
         continue;
       }
       waiting = true;
-      if (op.target && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), revision)) continue;
+      if (what === "targeted") continue;
       const updated = await tx.updateOperation(op.id, op.rowVersion, { target });
       // A lost CAS means the operation moved on (resolved or re-associated) meanwhile: nothing to do.
       if (updated) changed.push(updated);

@@ -100,6 +100,12 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   let bootstrap: { sandbox: InFlight; provider: InFlight } | undefined;
   let running: Promise<void> = Promise.resolve();
   let again = false;
+  /**
+   * A delivery found a component's slot busy, so what it saw may not have gone out: the next
+   * result must look again. Otherwise a result needs no new delivery (the provider snapshot's
+   * answer would cost a full pass per update for nothing).
+   */
+  let deferred = false;
   let lastSeen = Date.now();
   const timers: ReturnType<typeof setTimeout>[] = [];
 
@@ -149,7 +155,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   async function failOversized(revision: ConfigSnapshotRevision, bytes: number) {
     const error = `the configuration snapshot is larger than ${options.maxMessageBytes} bytes and cannot be delivered`;
     log.error({ bytes }, error);
-    const pending = await deps.store.transaction((tx) => tx.pendingOperations(sandbox.id));
+    const pending = await deps.store.pendingOperations(sandbox.id);
     for (const op of pending) {
       if (op.target && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), revision)) {
         await deps.transitions.resolve(op.id, { state: State.FAILED, outcome: Outcome.UNSPECIFIED, error });
@@ -162,6 +168,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     const sb = await deps.store.sandboxById(sandbox.id);
     if (!sb) return close(new ConnectError("sandbox no longer exists", Code.NotFound));
     const { snap, provider } = await snapshots(sb);
+    deferred = slots.sandbox.inflight !== undefined || slots.provider.inflight !== undefined;
     if (!slots.sandbox.inflight) {
       const revision = sandboxRevision(snap);
       const needsAck = await associate(deps, sb.id, snap, revision);
@@ -227,8 +234,9 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
       slot.inflight = undefined;
     }
     slot.expired.clear();
-    remember(slot, f.fingerprint, valid.outcome, isStillPending(valid));
-    notify();
+    const stillPending = isStillPending(valid);
+    remember(slot, f.fingerprint, valid.outcome, stillPending);
+    if (deferred || stillPending) notify();
   }
 
   return {

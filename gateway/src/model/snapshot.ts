@@ -4,47 +4,82 @@
 // acknowledgement must match exactly.
 
 import { createHash } from "node:crypto";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import {
+  ConfigSnapshotRevisionSchema,
   PolicySource,
   SandboxConfigSnapshotSchema,
   SandboxPolicySchema,
   SettingScope,
   SettingValueSchema,
+  type ConfigSnapshotRevision,
   type SandboxConfigSnapshot,
   type SandboxPolicy,
   type EffectiveSetting,
 } from "openshell-config/raw";
-import type { SandboxRecord, StoreTx, Store } from "../store/store.js";
+import type { PolicyRevisionRecord, SandboxRecord, StoreTx, Store } from "../store/store.js";
 
-type Reader = Pick<Store | StoreTx, "settings" | "policyRevision"> & {
-  latestPolicyRevision?: StoreTx["latestPolicyRevision"];
-};
+type Reader = Pick<Store | StoreTx, "settings" | "policyRevision">;
+
+/** What a snapshot is made of, as stored: the policy revision in force and the effective settings. */
+interface Desired {
+  readonly global: PolicyRevisionRecord | undefined;
+  readonly policyRev: PolicyRevisionRecord | undefined;
+  /** Effective settings by key (global ones override the sandbox's), with their stored bytes. */
+  readonly settings: Map<string, { readonly scope: SettingScope; readonly value: Uint8Array }>;
+}
+
+async function readDesired(reader: Reader, sb: SandboxRecord, globalPolicyVersion: number): Promise<Desired> {
+  const global = globalPolicyVersion > 0 ? await reader.policyRevision("", globalPolicyVersion) : undefined;
+  const own = global === undefined && sb.policyVersion > 0 ? await reader.policyRevision(sb.id, sb.policyVersion) : undefined;
+  const settings = new Map<string, { scope: SettingScope; value: Uint8Array }>();
+  for (const s of await reader.settings(sb.id)) settings.set(s.key, { scope: SettingScope.SANDBOX, value: s.value });
+  for (const s of await reader.settings("")) settings.set(s.key, { scope: SettingScope.GLOBAL, value: s.value });
+  return { global, policyRev: global ?? own, settings };
+}
+
+/**
+ * The exact revision the snapshot of `sb` has right now, without building it (no policy
+ * decoding): what an operation committed now will be acknowledged against.
+ */
+export async function currentRevision(reader: Reader, sb: SandboxRecord, globalPolicyVersion: number): Promise<ConfigSnapshotRevision> {
+  const d = await readDesired(reader, sb, globalPolicyVersion);
+  return revisionOf(sb, d, globalPolicyVersion);
+}
+
+function revisionOf(sb: SandboxRecord, d: Desired, globalPolicyVersion: number): ConfigSnapshotRevision {
+  return create(ConfigSnapshotRevisionSchema, {
+    component: {
+      case: "sandboxConfig",
+      value: {
+        configRevision: configRevision(d.policyRev?.hash ?? "", d.settings),
+        policyVersion: sb.policyVersion,
+        policySource: d.global ? PolicySource.GLOBAL : PolicySource.SANDBOX,
+        globalPolicyVersion: d.global ? globalPolicyVersion : 0,
+        settingsRevision: sb.settingsRevision,
+      },
+    },
+  });
+}
 
 /** Builds the snapshot from the store; `reader` may be a transaction or the store. */
 export async function buildSnapshot(reader: Reader, sb: SandboxRecord, globalPolicyVersion: number): Promise<SandboxConfigSnapshot> {
-  const global = globalPolicyVersion > 0 ? await reader.policyRevision("", globalPolicyVersion) : undefined;
-  const own = sb.policyVersion > 0 ? await reader.policyRevision(sb.id, sb.policyVersion) : undefined;
-  const source = global ? PolicySource.GLOBAL : PolicySource.SANDBOX;
-  const policyRev = global ?? own;
+  const d = await readDesired(reader, sb, globalPolicyVersion);
   const settings: Record<string, EffectiveSetting> = {};
-  for (const s of await reader.settings(sb.id)) {
-    settings[s.key] = { $typeName: "openshell.sandbox.v1.EffectiveSetting", value: fromBinary(SettingValueSchema, s.value), scope: SettingScope.SANDBOX };
+  for (const [key, s] of d.settings) {
+    settings[key] = { $typeName: "openshell.sandbox.v1.EffectiveSetting", value: fromBinary(SettingValueSchema, s.value), scope: s.scope };
   }
-  for (const s of await reader.settings("")) {
-    settings[s.key] = { $typeName: "openshell.sandbox.v1.EffectiveSetting", value: fromBinary(SettingValueSchema, s.value), scope: SettingScope.GLOBAL };
-  }
-  const policyHash = policyRev?.hash ?? "";
-  const policy = policyRev ? fromBinary(SandboxPolicySchema, policyRev.policy) : create(SandboxPolicySchema);
+  const policyHash = d.policyRev?.hash ?? "";
+  const policy = d.policyRev ? fromBinary(SandboxPolicySchema, d.policyRev.policy) : create(SandboxPolicySchema);
   return create(SandboxConfigSnapshotSchema, {
     policy,
     supervisorMiddlewareServices: middlewareServices(policy),
     version: sb.policyVersion,
     policyHash,
     settings,
-    configRevision: configRevision(policyHash, settings),
-    policySource: source,
-    globalPolicyVersion: global ? globalPolicyVersion : 0,
+    configRevision: configRevision(policyHash, d.settings),
+    policySource: d.global ? PolicySource.GLOBAL : PolicySource.SANDBOX,
+    globalPolicyVersion: d.global ? globalPolicyVersion : 0,
     providerEnvRevision: sb.providerEnvRevision,
     workspace: sb.workspace,
     policyValidationFailureMode: "retain_last_valid",
@@ -52,13 +87,16 @@ export async function buildSnapshot(reader: Reader, sb: SandboxRecord, globalPol
   });
 }
 
-/** A 63-bit fingerprint of the effective policy and settings: equal configurations, equal revision. */
-export function configRevision(policyHash: string, settings: Record<string, EffectiveSetting>): bigint {
+/**
+ * A 63-bit fingerprint of the effective policy and settings: equal configurations, equal
+ * revision. Hashes the settings' stored encodings, so it needs no decoding.
+ */
+export function configRevision(policyHash: string, settings: ReadonlyMap<string, { readonly scope: SettingScope; readonly value: Uint8Array }>): bigint {
   const h = createHash("sha256").update(policyHash);
-  for (const key of Object.keys(settings).sort()) {
-    const s = settings[key]!;
+  for (const key of [...settings.keys()].sort()) {
+    const s = settings.get(key)!;
     h.update(`\0${key}\0${s.scope}\0`);
-    if (s.value) h.update(toBinary(SettingValueSchema, s.value));
+    h.update(s.value);
   }
   return h.digest().readBigUInt64BE(0) & 0x7fff_ffff_ffff_ffffn;
 }

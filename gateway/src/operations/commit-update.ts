@@ -22,6 +22,8 @@ import {
 import type { Dimension, OperationRecord, SandboxRecord, StoreTx, Store } from "../store/store.js";
 import { applyMergeOperations, checkStaticFields, policyHash, validatePolicy } from "../model/policy.js";
 import { initialState, SUPERSEDED_ERROR } from "./states.js";
+import { currentRevision } from "../model/snapshot.js";
+import { revisionBytes } from "../delivery/revisions.js";
 import { resolveInTx } from "./transitions.js";
 import { FIRST_CHECK_MS } from "./reconciler.js";
 
@@ -104,6 +106,12 @@ export async function commitSandboxUpdate(
 
     const now = new Date();
     const init = initialState(sb.phase);
+    // Associated with its exact snapshot revision right away: the delivery then finds nothing
+    // to re-target, which saves a durable write per update.
+    const target =
+      init.state === State.PENDING
+        ? revisionBytes(await currentRevision(tx, sb, (await tx.latestPolicyRevision(""))?.version ?? 0))
+        : undefined;
     const operation: OperationRecord = {
       id: randomUUID(),
       sandboxId: sb.id,
@@ -111,7 +119,7 @@ export async function commitSandboxUpdate(
       dimension,
       component: ConfigComponent.SANDBOX_CONFIG,
       desiredRevision,
-      target: undefined,
+      target,
       state: init.state,
       outcome: ConfigApplyOutcome.UNSPECIFIED,
       sanitizedError: init.error,

@@ -214,6 +214,8 @@ export interface Store {
     pageToken: string;
   }): Promise<Page<SandboxRecord>>;
   operation(id: string): Promise<OperationRecord | undefined>;
+  /** PENDING operations of one sandbox (optionally one dimension), oldest first. */
+  pendingOperations(sandboxId: string, dimension?: Dimension): Promise<OperationRecord[]>;
   /** Operations of one sandbox, newest first. */
   operationsOfSandbox(sandboxId: string, limit: number): Promise<OperationRecord[]>;
   /** PENDING operations whose `nextAttemptAt` ≤ `now`, oldest first, at most `limit`. */

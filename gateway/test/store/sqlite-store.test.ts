@@ -43,7 +43,7 @@ defineStoreSuite("SQLite :memory:", async () => {
 });
 
 describe("SQLite store specifics", () => {
-  it("a file store journals in WAL mode and records migration 1 exactly once across reopenings", async () => {
+  it("a file store journals in WAL mode and records each migration exactly once across reopenings", async () => {
     const path = freshPath();
     await openSqliteStore(path).close();
     const store = openSqliteStore(path);
@@ -52,7 +52,7 @@ describe("SQLite store specifics", () => {
     const raw = new Database(path, { readonly: true });
     try {
       expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(raw.prepare("SELECT version FROM schema_migrations").pluck().all()).toEqual([1]);
+      expect(raw.prepare("SELECT version FROM schema_migrations").pluck().all()).toEqual([1, 2]);
       expect(raw.prepare("SELECT count(*) FROM sandboxes").pluck().get()).toBe(1);
     } finally {
       raw.close();

@@ -105,4 +105,13 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: "index of pending operations by sandbox",
+    // Every delivery and every result reads a sandbox's PENDING operations; through the
+    // (sandbox_id, created_at) index that read walked the sandbox's whole history.
+    sql: `
+      CREATE INDEX operations_pending_by_sandbox ON operations (sandbox_id, created_at, id) WHERE state = 1;
+    `,
+  },
 ];

@@ -314,15 +314,13 @@ export class PgQueries {
   }
 
   async pendingOperations(sandboxId: string, dimension?: Dimension): Promise<OperationRecord[]> {
+    // The state is a literal so that the partial index of pending operations always applies.
     const rows =
       dimension === undefined
-        ? await this.all<OperationRow>("SELECT * FROM operations WHERE sandbox_id = $1 AND state = $2 ORDER BY created_at, id", [
-            sandboxId,
-            OPERATION_STATE_PENDING,
-          ])
+        ? await this.all<OperationRow>(`SELECT * FROM operations WHERE sandbox_id = $1 AND state = ${OPERATION_STATE_PENDING} ORDER BY created_at, id`, [sandboxId])
         : await this.all<OperationRow>(
-            "SELECT * FROM operations WHERE sandbox_id = $1 AND state = $2 AND dimension = $3 ORDER BY created_at, id",
-            [sandboxId, OPERATION_STATE_PENDING, dimension],
+            `SELECT * FROM operations WHERE sandbox_id = $1 AND state = ${OPERATION_STATE_PENDING} AND dimension = $2 ORDER BY created_at, id`,
+            [sandboxId, dimension],
           );
     return rows.map(operationFromRow);
   }

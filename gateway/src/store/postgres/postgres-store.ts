@@ -19,7 +19,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
 import { MigrationError, migratePostgres } from "../migrations/migrate.js";
-import { StoreConflictError, StoreUnavailableError, type Store, type StoreTx } from "../store.js";
+import { StoreConflictError, StoreUnavailableError, type Dimension, type Store, type StoreTx } from "../store.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run } from "./pg-queries.js";
 
@@ -202,6 +202,9 @@ class PostgresStore implements Store {
   }
   operation(id: string) {
     return this.read((q) => q.operation(id));
+  }
+  pendingOperations(sandboxId: string, dimension?: Dimension) {
+    return this.read((q) => q.pendingOperations(sandboxId, dimension));
   }
   operationsOfSandbox(sandboxId: string, limit: number) {
     return this.read((q) => q.operationsOfSandbox(sandboxId, limit));

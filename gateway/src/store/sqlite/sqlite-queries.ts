@@ -251,17 +251,14 @@ export class SqliteQueries {
   }
 
   pendingOperations(sandboxId: string, dimension?: Dimension): OperationRecord[] {
+    // The state is a literal, not a parameter: only then can SQLite use the partial index of
+    // pending operations (it matches index conditions at prepare time).
     const rows =
       dimension === undefined
-        ? this.all<OperationRow>(
-            "SELECT * FROM operations WHERE sandbox_id = ? AND state = ? ORDER BY created_at, id",
-            sandboxId,
-            OPERATION_STATE_PENDING,
-          )
+        ? this.all<OperationRow>(`SELECT * FROM operations WHERE sandbox_id = ? AND state = ${OPERATION_STATE_PENDING} ORDER BY created_at, id`, sandboxId)
         : this.all<OperationRow>(
-            "SELECT * FROM operations WHERE sandbox_id = ? AND state = ? AND dimension = ? ORDER BY created_at, id",
+            `SELECT * FROM operations WHERE sandbox_id = ? AND state = ${OPERATION_STATE_PENDING} AND dimension = ? ORDER BY created_at, id`,
             sandboxId,
-            OPERATION_STATE_PENDING,
             dimension,
           );
     return rows.map(operationFromRow);
