@@ -4,6 +4,10 @@
 
 import { parseArgs } from "node:util";
 import type { SettingInput } from "openshell-config";
+import { parseRolloutOptions, ROLLOUT_EXIT_HELP, ROLLOUT_USAGE, type RolloutCommand } from "./rollout-args.js";
+import { parseDuration, parseSelector, parseSettingValue } from "./values.js";
+
+export { parseDuration, parseSelector, parseSettingValue };
 
 export type Protocol = "grpc" | "connect" | "grpc-web";
 export type OutputFormat = "table" | "json";
@@ -39,6 +43,7 @@ interface UpdateFlags extends Scoped, WaitFlags {
 export type Command =
   | ({ readonly name: "policy set"; readonly file: string } & UpdateFlags)
   | ({ readonly name: "policy get"; readonly sandbox: string } & Scoped)
+  | RolloutCommand
   | ({ readonly name: "settings set"; readonly key: string; readonly value: SettingInput; readonly type: SettingType } & UpdateFlags)
   | ({ readonly name: "settings delete"; readonly key: string } & UpdateFlags)
   | ({ readonly name: "operation get"; readonly id: string } & Scoped)
@@ -93,6 +98,9 @@ const OPTIONS = {
   type: { type: "string" },
   selector: { type: "string", multiple: true, short: "l" },
   "all-workspaces": { type: "boolean" },
+  concurrency: { type: "string" },
+  "max-failures": { type: "string" },
+  resume: { type: "string" },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -106,6 +114,7 @@ const UPDATE_OPTIONS: readonly OptionName[] = ["sandbox", "wait", "timeout", "id
 const COMMANDS: Readonly<Record<CommandName, { readonly options: readonly OptionName[]; readonly positionals: readonly string[] }>> = {
   "policy set": { options: [...UPDATE_OPTIONS, "file"], positionals: [] },
   "policy get": { options: ["sandbox", "workspace"], positionals: [] },
+  "policy rollout": { options: ["selector", "file", "concurrency", "max-failures", "timeout", "resume", "workspace"], positionals: [] },
   "settings set": { options: [...UPDATE_OPTIONS, "key", "value", "type"], positionals: [] },
   "settings delete": { options: [...UPDATE_OPTIONS, "key"], positionals: [] },
   "operation get": { options: ["workspace"], positionals: ["ID"] },
@@ -143,6 +152,7 @@ Change an OpenShell sandbox's configuration and know what became of the change.
 Commands:
   policy set        --sandbox S --file FILE [--wait] [--timeout D] [--idempotency-key K]
   policy get        --sandbox S
+  policy rollout    --selector k=v --file FILE [--max-failures N] [--concurrency N] [--resume ID]
   settings set      --sandbox S --key K --value V [--type T] [--wait] [--timeout D]
   settings delete   --sandbox S --key K [--wait] [--timeout D]
   operation get     ID
@@ -164,6 +174,7 @@ Shows the sandbox's current policy, its version and whether the sandbox has load
 
   -s, --sandbox S         the sandbox name (required)
   --workspace W           the sandbox's workspace`,
+  "policy rollout": ROLLOUT_USAGE,
   "settings set": `Usage: openshell-config settings set --sandbox S --key K --value V [options]
 
 Sets one sandbox setting.
@@ -200,7 +211,7 @@ Lists sandboxes.
   --all-workspaces        list every workspace you can see`,
 };
 
-const WAITS: ReadonlySet<string> = new Set(["main", "policy set", "settings set", "settings delete", "operation wait"]);
+const WAITS: ReadonlySet<string> = new Set(["main", "policy set", "policy rollout", "settings set", "settings delete", "operation wait"]);
 
 /**
  * The help text of a command, or of the whole program. `full` (for --help) adds the connection
@@ -209,55 +220,8 @@ const WAITS: ReadonlySet<string> = new Set(["main", "policy set", "settings set"
 export function usageOf(command?: string, full = false): string {
   const key = command !== undefined && command in USAGE ? (command as CommandName) : "main";
   if (!full) return `${USAGE[key]}\n\nRun "openshell-config ${key === "main" ? "" : `${key} `}--help" for the connection options${WAITS.has(key) ? " and the exit statuses" : ""}.`;
-  return `${USAGE[key]}\n\n${CONNECTION_HELP}${WAITS.has(key) ? `\n\n${EXIT_HELP}` : ""}`;
-}
-
-/** Parses a duration: `500ms`, `30s`, `5m`, `1h` or a bare number of seconds. `0` means no limit. */
-export function parseDuration(text: string, flag = "--timeout"): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new Error(`${flag} must be a duration such as 500ms, 30s, 5m or 1h; got "${text}"`);
-  const n = Number(m[1]) * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"];
-  if (n === 0) return Infinity;
-  if (n < 1) throw new Error(`${flag} must be at least 1ms; got "${text}"`);
-  return Math.round(n);
-}
-
-/** Converts `--value` according to `--type`. Throws an Error with a message for the user. */
-export function parseSettingValue(value: string, type: SettingType): SettingInput {
-  switch (type) {
-    case "string":
-      return value;
-    case "bool":
-      if (value === "true") return true;
-      if (value === "false") return false;
-      throw new Error(`--value must be true or false for --type bool; got "${value}"`);
-    case "int": {
-      if (!/^-?\d+$/.test(value)) throw new Error(`--value must be an integer for --type int; got "${value}"`);
-      const n = BigInt(value);
-      if (n < -(2n ** 63n) || n > 2n ** 63n - 1n) throw new Error("--value does not fit in a signed 64-bit integer");
-      return n;
-    }
-    case "bytes-base64": {
-      const compact = value.replace(/\s+/g, "");
-      const bytes = Buffer.from(compact, "base64");
-      // Buffer.from skips invalid characters silently: accept only what round-trips.
-      if (bytes.toString("base64").replace(/=+$/, "") !== compact.replace(/=+$/, "")) {
-        throw new Error("--value is not valid base64 for --type bytes-base64");
-      }
-      return new Uint8Array(bytes);
-    }
-  }
-}
-
-/** Parses a label selector (`k=v`, repeatable, each possibly `k=v,k2=v2`) into the gateway's form. */
-export function parseSelector(parts: readonly string[]): string | undefined {
-  const pairs: string[] = [];
-  for (const part of parts.flatMap((p) => p.split(","))) {
-    const m = /^\s*([^=\s]+)\s*=\s*([^=\s]*)\s*$/.exec(part);
-    if (!m) throw new Error(`--selector must be key=value; got "${part}"`);
-    pairs.push(`${m[1]}=${m[2]}`);
-  }
-  return pairs.length === 0 ? undefined : pairs.join(",");
+  const exit = key === "policy rollout" ? ROLLOUT_EXIT_HELP : EXIT_HELP;
+  return `${USAGE[key]}\n\n${CONNECTION_HELP}${WAITS.has(key) ? `\n\n${exit}` : ""}`;
 }
 
 /** Parses `argv` (without `node` and the script). Throws UsageError for anything wrong. */
@@ -345,6 +309,14 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
       break;
     case "policy get":
       command = { name: commandName, sandbox: required("sandbox"), workspace };
+      break;
+    case "policy rollout":
+      command = attempt(() =>
+        parseRolloutOptions(
+          { ...values, selector: parseSelector(values.selector ?? []), timeoutMs: values.timeout === undefined ? undefined : timeoutMs },
+          workspace,
+        ),
+      );
       break;
     case "settings set": {
       const type = (values.type ?? "string") as SettingType;

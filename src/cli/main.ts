@@ -16,12 +16,14 @@ import { policyGet, policySet } from "./commands/policy.js";
 import { settingsDelete, settingsSet } from "./commands/settings.js";
 import { operationGet, operationWait } from "./commands/operation.js";
 import { sandboxList } from "./commands/sandbox.js";
+import { policyRollout } from "./commands/rollout.js";
 
 type Runner<N extends CommandName> = (ctx: CommandContext, cmd: Extract<Command, { name: N }>) => Promise<number>;
 
 const COMMANDS: { readonly [N in CommandName]: Runner<N> } = {
   "policy set": policySet,
   "policy get": policyGet,
+  "policy rollout": policyRollout,
   "settings set": settingsSet,
   "settings delete": settingsDelete,
   "operation get": operationGet,
@@ -37,15 +39,21 @@ function version(): string {
   return (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 }
 
-/** The resume command: the connection flags that were given (never the token) and the workspace. */
-function resumeCommand(global: GlobalOptions, config: ResolvedConfig, operationId: string, workspace: string | undefined): string {
-  const args = ["openshell-config", "operation", "wait", operationId];
-  if (workspace !== undefined) args.push("--workspace", workspace);
+/** The connection flags that were given, to repeat in a follow-up command (never the token). */
+function connectionArgs(global: GlobalOptions, config: ResolvedConfig): string[] {
+  const args: string[] = [];
   if (config.urlSource === "flag") args.push("--url", config.url);
   if (global.config !== undefined) args.push("--config", global.config);
   if (global.protocolGiven) args.push("--protocol", global.protocol);
   if (global.allowInsecureToken) args.push("--allow-insecure-token");
-  return args.map(shellQuote).join(" ");
+  return args;
+}
+
+/** The resume command: the connection flags that were given and the workspace. */
+function resumeCommand(global: GlobalOptions, config: ResolvedConfig, operationId: string, workspace: string | undefined): string {
+  const args = ["openshell-config", "operation", "wait", operationId];
+  if (workspace !== undefined) args.push("--workspace", workspace);
+  return [...args, ...connectionArgs(global, config)].map(shellQuote).join(" ");
 }
 
 async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -95,6 +103,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       signal: controller.signal,
       spinnerStream: process.stderr,
       resumeCommand: (id, workspace) => resumeCommand(global, resolved, id, workspace),
+      connectionArgs: connectionArgs(global, resolved),
     };
     const run = COMMANDS[command.name] as Runner<CommandName>;
     return await run(ctx, command as never);

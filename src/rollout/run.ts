@@ -148,6 +148,8 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
   });
 
   const result = (async (): Promise<RolloutResult> => {
+    // No event before rollout() has returned its run: a callback may use the run.
+    await Promise.resolve();
     const started = Date.now();
     if (p.names === undefined) targets = await selectByLabels(client, p.labelSelector!, p.workspace, options.signal);
     log.push({ type: "started", id: p.id, sandboxes: [...targets], alreadyCommitted: targets.filter((t) => p.refs[t]).length });

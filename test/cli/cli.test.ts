@@ -6,20 +6,16 @@
 // beforeAll runs `npm run build` (about half a minute, mostly declarations) unless dist/ is newer
 // than every source and build input, as after a previous run.
 
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, SandboxPhase } from "openshell-config/raw";
 import { startLocalStack, type LocalStack } from "../../examples/local-stack.js";
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const BIN = join(ROOT, "dist", "cli", "main.js");
+import { build, policyYaml, runBinary, type Run } from "./harness.js";
 
 const web = "cli-web";
 const rejected = "cli-rejected";
@@ -32,12 +28,6 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 /** What the reference supervisor says about an endpoint with protocol "ftp". */
 const FTP_REJECTED = 'protocol "ftp" is not supported';
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 let stack: LocalStack;
 let dir: string;
 let home: string;
@@ -45,66 +35,7 @@ let files: { readonly ok: string; readonly ftp: string; readonly json: string; r
 
 /** Runs the built binary. `env` replaces the default URL and token variables (undefined: unset). */
 function cli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<Run> {
-  const vars: Record<string, string | undefined> = {
-    PATH: process.env.PATH,
-    HOME: home,
-    OPENSHELL_GATEWAY_URL: stack.url,
-    OPENSHELL_TOKEN: stack.adminToken,
-    ...env,
-  };
-  const clean = Object.fromEntries(Object.entries(vars).filter((e): e is [string, string] => e[1] !== undefined));
-  return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: dir, env: clean, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-    child.once("error", rej);
-    child.once("close", (code) => res({ code, stdout, stderr }));
-  });
-}
-
-/** True when every build output is newer than every input (make's rule). */
-function distIsFresh(): boolean {
-  const mtime = (p: string) => statSync(p).mtimeMs;
-  const newest = (d: string): number =>
-    Math.max(0, ...readdirSync(d, { withFileTypes: true }).map((e) => (e.isDirectory() ? newest(join(d, e.name)) : mtime(join(d, e.name)))));
-  try {
-    const outputs = ["dist/cli/main.js", "dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/raw.js", "dist/transport/node.js"].map((p) => mtime(join(ROOT, p)));
-    const inputs = [newest(join(ROOT, "src")), ...["package.json", "tsup.config.ts", "tsconfig.json"].map((p) => mtime(join(ROOT, p)))];
-    return Math.min(...outputs) > Math.max(...inputs);
-  } catch {
-    return false; // an output is missing
-  }
-}
-
-function build(): Promise<void> {
-  if (distIsFresh()) return Promise.resolve();
-  return new Promise((res, rej) => {
-    const child = spawn("npm", ["run", "build"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => (output += c));
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (output += c));
-    child.once("error", rej);
-    child.once("close", (code) => (code === 0 ? res() : rej(new Error(`npm run build failed (${code}):\n${output}`))));
-  });
-}
-
-/**
- * A policy file: a fixed base with `rules` (name → host, optional protocol) as network policies,
- * and a middleware whose service the supervisor probes at `middleware` (unreachable: degraded).
- */
-function policyYaml(rules: Record<string, { host: string; protocol?: string }>, middleware?: string): string {
-  const lines = ["version: 1", "filesystem:", "  includeWorkdir: true", "  readOnly: [/usr]", "  readWrite: [/tmp, /workspace]", "networkPolicies:"];
-  for (const [name, r] of Object.entries(rules)) {
-    lines.push(`  ${name}:`, `    name: ${name}`, "    endpoints:", `      - host: ${r.host}`, "        ports: [443]");
-    if (r.protocol) lines.push(`        protocol: ${r.protocol}`);
-    lines.push("    binaries:", "      - path: /usr/bin/git");
-  }
-  if (middleware) {
-    lines.push("networkMiddlewares:", "  audit:", "    name: audit", "    middleware: audit-log", `    config: { grpc_endpoint: "${middleware}" }`, "    order: 1");
-  }
-  return `${lines.join("\n")}\n`;
+  return runBinary(args, dir, { PATH: process.env.PATH, HOME: home, OPENSHELL_GATEWAY_URL: stack.url, OPENSHELL_TOKEN: stack.adminToken, ...env });
 }
 
 const base = { github: { host: "api.github.com" } };

@@ -14,6 +14,8 @@ export interface CommandContext {
   readonly spinnerStream: SpinnerStream;
   /** The exact command that resumes waiting for an operation (never with the token). */
   resumeCommand(operationId: string, workspace: string | undefined): string;
+  /** The connection flags given on this command line (never the token), for follow-up commands. */
+  readonly connectionArgs: readonly string[];
 }
 
 /** The reason the signal is aborted with on SIGINT. */

@@ -1,0 +1,181 @@
+// `policy rollout`: one policy to every sandbox a label selector matches, through the SDK's
+// rollout(). Prints the rollout id first, keeps the state on disk while it runs (so that a crash
+// or Ctrl-C can be resumed with --resume ID), draws a progress bar on a terminal, and ends with a
+// summary: counts by state and outcome, the sandboxes that did not apply, the slowest ones.
+
+import { rollout, type RolloutOptions, type RolloutResult, type SandboxRolloutResult } from "openshell-config/rollout";
+import { usageOf, UsageError } from "../args.js";
+import type { RolloutCommand } from "../rollout-args.js";
+import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
+import { EXIT } from "../outcome.js";
+import { readPolicyFile } from "../policy-file.js";
+import { startProgressBar } from "../progress-bar.js";
+import { formatElapsed } from "../spinner.js";
+import { shellQuote, type CommandContext } from "./context.js";
+
+// Sandboxes listed one by one in the summary (those that did not apply); the JSON has them all.
+const LISTED = 20;
+// The state file is rewritten at most this often while sandboxes are being sent.
+const SAVE_EVERY_MS = 500;
+
+/** The options for rollout(): a saved state to continue, or a new (or re-run) rollout. */
+async function rolloutOptions(cmd: RolloutCommand, saved: RolloutOptions["resume"]): Promise<RolloutOptions> {
+  const limits = {
+    ...(cmd.concurrency !== undefined ? { concurrency: cmd.concurrency } : {}),
+    ...(cmd.maxFailures !== undefined ? { maxFailures: cmd.maxFailures } : {}),
+    ...(cmd.timeoutMs !== undefined ? { waitTimeoutMs: cmd.timeoutMs } : {}),
+  };
+  if (saved !== undefined) return { ...limits, resume: saved };
+  const policy = await readPolicyFile(cmd.file!);
+  return {
+    ...limits,
+    ...(cmd.resume !== undefined ? { id: cmd.resume } : {}),
+    labelSelector: cmd.selector!,
+    ...(cmd.workspace !== undefined ? { workspace: cmd.workspace } : {}),
+    policy,
+  };
+}
+
+export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): Promise<number> {
+  const { out } = ctx;
+  const store = createRolloutStore(rolloutStateDir());
+  const saved = cmd.resume === undefined ? undefined : store.load(cmd.resume);
+  if (saved !== undefined && cmd.file !== undefined) {
+    throw new UsageError(`rollout ${cmd.resume} has a saved state (${store.pathOf(cmd.resume!)}); resume it without --selector and --file`, usageOf("policy rollout"));
+  }
+  if (cmd.resume !== undefined && saved === undefined && cmd.file === undefined) {
+    throw new UsageError(`no saved state for rollout ${cmd.resume} in ${rolloutStateDir()}; give --selector and --file to run it again`, usageOf("policy rollout"));
+  }
+  if (saved !== undefined && cmd.workspace !== undefined && cmd.workspace !== saved.workspace) {
+    throw new UsageError(`rollout ${cmd.resume} runs in workspace ${saved.workspace ?? "(default)"}; --workspace cannot change it`, usageOf("policy rollout"));
+  }
+  const options = await rolloutOptions(cmd, saved);
+
+  const bar = startProgressBar(ctx.spinnerStream, "rolling out");
+  let lastSave = 0;
+  let selector = cmd.selector ?? saved?.labelSelector;
+  const run = rollout(ctx.client, {
+    ...options,
+    signal: ctx.signal,
+    onProgress: (e) => {
+      if (e.type === "started") {
+        store.save(run.state());
+        lastSave = Date.now();
+        bar.update(0, e.sandboxes.length, "");
+        out.note(`rollout ${e.id}: ${e.sandboxes.length} sandboxes${selector ? ` (${selector})` : ""}${e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : ""}`);
+      } else if (e.type === "sent" && Date.now() - lastSave >= SAVE_EVERY_MS) {
+        store.save(run.state());
+        lastSave = Date.now();
+      } else if (e.type === "result") {
+        const { done, total, failures } = e.progress;
+        bar.update(done, total, failures > 0 ? `(${failures} failed)` : "");
+      } else if (e.type === "halted") {
+        bar.stop();
+        out.warn(`${e.failures} sandboxes failed (--max-failures ${e.maxFailures}): no further sandbox is sent; waiting for those already sent`);
+      }
+    },
+  });
+  let result: RolloutResult;
+  try {
+    result = await run;
+  } finally {
+    bar.stop();
+  }
+  const stateFile = store.save(result.state);
+  selector ??= result.state.labelSelector;
+  const resume = ["openshell-config", "policy", "rollout", "--resume", result.id, ...ctx.connectionArgs].map(shellQuote).join(" ");
+  printSummary(ctx, result, selector);
+  if (!result.complete) {
+    out.line();
+    out.line(`resume with: ${resume}`);
+  }
+  out.json({
+    id: result.id,
+    selector: selector ?? null,
+    stateFile,
+    resume: result.complete ? null : resume,
+    total: result.counts.total,
+    counts: result.counts,
+    failures: result.failures,
+    halted: result.halted,
+    aborted: result.aborted,
+    complete: result.complete,
+    durationMs: result.durationMs,
+    slowest: result.slowest,
+    sandboxes: result.sandboxes.map(sandboxJson),
+  });
+  return exitCodeOf(result);
+}
+
+/** 130 interrupted; 1 a failure, supersession, error or halt; 124 a wait timed out; else 0. */
+export function exitCodeOf(r: RolloutResult): number {
+  if (r.aborted) return EXIT.interrupted;
+  const bad = r.sandboxes.some((s) => s.status === "error" || (s.status === "completed" && !["applied", "inactive"].includes(s.completion.state)));
+  if (bad || r.halted) return EXIT.failed;
+  if (r.counts.byStatus.pending > 0) return EXIT.timeout;
+  return EXIT.ok;
+}
+
+/** State (or status) and the detail a person needs, for one sandbox. */
+function describe(s: SandboxRolloutResult): { state: string; outcome: string; detail: string } {
+  switch (s.status) {
+    case "completed":
+      return { state: s.completion.state, outcome: s.completion.outcome, detail: s.completion.error ?? "" };
+    case "pending":
+      return { state: "pending", outcome: s.reason, detail: s.handle.operationId ? `operation ${s.handle.operationId}` : "" };
+    case "error":
+      return { state: "error", outcome: (s.error as { code?: string }).code ?? "error", detail: s.error.message };
+    case "skipped":
+      return { state: "skipped", outcome: s.reason, detail: "" };
+  }
+}
+
+function printSummary(ctx: CommandContext, r: RolloutResult, selector: string | undefined): void {
+  const { out } = ctx;
+  const groups = new Map<string, number>();
+  for (const s of r.sandboxes) {
+    const d = describe(s);
+    const key = `${d.state}\u0000${d.outcome}`;
+    groups.set(key, (groups.get(key) ?? 0) + 1);
+  }
+  const verdict = r.aborted ? "interrupted" : r.halted ? "halted" : r.complete ? "done" : "incomplete";
+  out.line(`rollout ${r.id}: ${verdict}, ${r.counts.total} sandboxes${selector ? ` (${selector})` : ""} in ${formatElapsed(r.durationMs)}`);
+  out.line();
+  out.table(
+    ["STATE", "OUTCOME", "SANDBOXES"],
+    [...groups].sort((a, b) => b[1] - a[1]).map(([key, n]) => [...(key.split("\u0000") as [string, string]), String(n)]),
+  );
+  if (r.halted) {
+    out.line();
+    out.line(`halted: ${r.failures} sandboxes failed; ${r.counts.byStatus.skipped} were not sent`);
+  }
+  const notApplied = r.sandboxes.filter((s) => !(s.status === "completed" && (s.completion.state === "applied" || s.completion.state === "inactive")) && s.status !== "skipped");
+  if (notApplied.length > 0) {
+    out.line();
+    out.table(
+      ["SANDBOX", "STATE", "OUTCOME", "DETAIL"],
+      notApplied.slice(0, LISTED).map((s) => {
+        const d = describe(s);
+        return [s.sandbox, d.state, d.outcome, d.detail];
+      }),
+    );
+    if (notApplied.length > LISTED) out.line(`… and ${notApplied.length - LISTED} more (--output json lists every sandbox)`);
+  }
+  if (r.slowest.length > 0) {
+    out.line();
+    out.line(`slowest: ${r.slowest.map((s) => `${s.sandbox} ${formatElapsed(s.durationMs)}`).join(", ")}`);
+  }
+}
+
+function sandboxJson(s: SandboxRolloutResult) {
+  const d = describe(s);
+  return {
+    sandbox: s.sandbox,
+    status: s.status,
+    state: d.state,
+    outcome: d.outcome,
+    error: d.detail || null,
+    operationId: (s.status === "completed" ? s.completion.operationId : s.status === "skipped" ? undefined : s.handle?.operationId) || null,
+    durationMs: s.status === "skipped" ? null : s.durationMs,
+  };
+}

@@ -1,0 +1,79 @@
+// Shared by the tests of the built `openshell-config` binary: building dist/ once when it is
+// stale, running the binary as a user would (throwaway HOME, URL and token in the environment),
+// and writing policy files.
+
+import { spawn } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const BIN = join(ROOT, "dist", "cli", "main.js");
+
+export interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the built binary in `cwd` with exactly `env` (undefined values unset); `interruptAfterMs` sends SIGINT then. */
+export function runBinary(args: readonly string[], cwd: string, env: Record<string, string | undefined>, options: { interruptAfterMs?: number } = {}): Promise<Run> {
+  const clean = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: clean, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    const timer = options.interruptAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGINT"), options.interruptAfterMs);
+    child.once("error", rej);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+/** True when every build output is newer than every input (make's rule). */
+function distIsFresh(): boolean {
+  const mtime = (p: string) => statSync(p).mtimeMs;
+  const newest = (d: string): number =>
+    Math.max(0, ...readdirSync(d, { withFileTypes: true }).map((e) => (e.isDirectory() ? newest(join(d, e.name)) : mtime(join(d, e.name)))));
+  try {
+    const outputs = ["dist/cli/main.js", "dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/raw.js", "dist/rollout.js", "dist/transport/node.js"].map((p) => mtime(join(ROOT, p)));
+    const inputs = [newest(join(ROOT, "src")), ...["package.json", "tsup.config.ts", "tsconfig.json"].map((p) => mtime(join(ROOT, p)))];
+    return Math.min(...outputs) > Math.max(...inputs);
+  } catch {
+    return false; // an output is missing
+  }
+}
+
+/** `npm run build`, unless dist/ is newer than every source and build input. */
+export function build(): Promise<void> {
+  if (distIsFresh()) return Promise.resolve();
+  return new Promise((res, rej) => {
+    const child = spawn("npm", ["run", "build"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (output += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (output += c));
+    child.once("error", rej);
+    child.once("close", (code) => (code === 0 ? res() : rej(new Error(`npm run build failed (${code}):\n${output}`))));
+  });
+}
+
+/**
+ * A policy file: a fixed base with `rules` (name → host, optional protocol) as network policies,
+ * and a middleware whose service the supervisor probes at `middleware` (unreachable: degraded).
+ */
+export function policyYaml(rules: Record<string, { host: string; protocol?: string }>, middleware?: string): string {
+  const lines = ["version: 1", "filesystem:", "  includeWorkdir: true", "  readOnly: [/usr]", "  readWrite: [/tmp, /workspace]", "networkPolicies:"];
+  for (const [name, r] of Object.entries(rules)) {
+    lines.push(`  ${name}:`, `    name: ${name}`, "    endpoints:", `      - host: ${r.host}`, "        ports: [443]");
+    if (r.protocol) lines.push(`        protocol: ${r.protocol}`);
+    lines.push("    binaries:", "      - path: /usr/bin/git");
+  }
+  if (middleware) {
+    lines.push("networkMiddlewares:", "  audit:", "    name: audit", "    middleware: audit-log", `    config: { grpc_endpoint: "${middleware}" }`, "    order: 1");
+  }
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,133 @@
+// `openshell-config policy rollout` as a built binary against real processes: a gateway on
+// SQLite and two supervisor processes (a fast fleet of 30 sandboxes, a slow one of 12 taking 600 ms per apply). Checks
+// exit statuses, the summary, the saved state and that an interrupted rollout resumed in a new
+// process gives no sandbox a second revision.
+
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createConfigClient } from "openshell-config";
+import { createNodeTransport } from "openshell-config/transport/node";
+import { OpenShell, SandboxPhase } from "openshell-config/raw";
+import { fleetNames, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
+import { build, policyYaml, runBinary, type Run } from "./harness.js";
+
+const fast = fleetNames("cr-", 30);
+const slow = fleetNames("cs-", 12);
+const base = { github: { host: "api.github.com" } };
+
+let stack: LocalStack;
+let dir: string;
+let stateHome: string;
+
+function cli(args: readonly string[], options: { interruptAfterMs?: number } = {}): Promise<Run> {
+  const env = { PATH: process.env.PATH, HOME: join(dir, "home"), XDG_STATE_HOME: stateHome, OPENSHELL_GATEWAY_URL: stack.url, OPENSHELL_TOKEN: stack.adminToken };
+  return runBinary(args, dir, env, options);
+}
+
+function admin() {
+  return createConfigClient({ transport: createNodeTransport({ baseUrl: stack.url }), token: stack.adminToken }).raw(OpenShell);
+}
+
+async function versions(selector: string): Promise<Map<string, number>> {
+  const res = await admin().listSandboxes({ labelSelector: selector, pageSize: 1000 });
+  return new Map(res.sandboxes.map((sb) => [sb.metadata!.name, sb.status!.currentPolicyVersion]));
+}
+
+function file(name: string, rules: Record<string, { host: string; protocol?: string }>): string {
+  const path = join(dir, name);
+  writeFileSync(path, policyYaml({ ...base, ...rules }));
+  return path;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "openshell-cli-rollout-"));
+  stateHome = join(dir, "state");
+  mkdirSync(join(dir, "home"));
+  const [started] = await Promise.all([startLocalStack({ sandboxes: [...fast, ...slow] }), build()]);
+  stack = started;
+  const raw = admin();
+  // The filesystem part of a policy is fixed at creation: the same as policyYaml's.
+  const policy = { version: 1, filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] }, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] } } };
+  for (const name of fast) await raw.createSandbox({ name, labels: { env: "prod", speed: "fast" }, spec: { policy } });
+  for (const name of slow) await raw.createSandbox({ name, labels: { env: "prod", speed: "slow" }, spec: { policy } });
+  stack.startSupervisor({ fleet: { prefix: "cr-", count: fast.length } });
+  stack.startSupervisor({ fleet: { prefix: "cs-", count: slow.length }, args: ["--apply-delay-ms", "600"] });
+  for (let i = 0; ; i++) {
+    const res = await raw.listSandboxes({ labelSelector: "env=prod", pageSize: 1000 });
+    if (res.sandboxes.every((sb) => sb.status?.phase === SandboxPhase.READY) && res.sandboxes.length === fast.length + slow.length) break;
+    if (i > 600) throw new Error(`the fleet did not become READY; see ${stack.logFile}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}, 240_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("openshell-config policy rollout", () => {
+  it("applies a policy file to every sandbox the selector matches, exits 0 and prints a summary table", async () => {
+    const before = await versions("speed=fast");
+    const r = await cli(["policy", "rollout", "--selector", "speed=fast", "--file", file("npm.yaml", { npm: { host: "registry.npmjs.org" } }), "--concurrency", "8"]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^rollout [0-9a-f-]{36}: 30 sandboxes \(speed=fast\)/m);
+    // No progress bar: stderr is not a terminal.
+    expect(r.stderr).not.toContain("\r");
+    expect(r.stdout).toMatch(/rollout [0-9a-f-]{36}: done, 30 sandboxes \(speed=fast\)/);
+    expect(r.stdout).toMatch(/^STATE\s+OUTCOME\s+SANDBOXES$/m);
+    expect(r.stdout).toMatch(/^applied\s+applied\s+30$/m);
+    expect(r.stdout).toMatch(/^slowest: cr-\d{4} /m);
+    expect(r.stdout).not.toContain("resume with");
+    const after = await versions("speed=fast");
+    for (const name of fast) expect(after.get(name), name).toBe(before.get(name)! + 1);
+  }, 60_000);
+
+  it("halts after --max-failures rejected sandboxes, lists them and exits 1", async () => {
+    const before = await versions("speed=fast");
+    const r = await cli(["policy", "rollout", "-l", "speed=fast", "-f", file("ftp.yaml", { files: { host: "files.example.com", protocol: "ftp" } }), "--max-failures", "2", "--concurrency", "1", "-o", "json"]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/warning: 2 sandboxes failed \(--max-failures 2\): no further sandbox is sent/);
+    const doc = JSON.parse(r.stdout) as { halted: boolean; failures: number; counts: { byStatus: Record<string, number> }; sandboxes: { sandbox: string; state: string; error: string | null }[]; resume: string };
+    expect(doc).toMatchObject({ halted: true, failures: 2, counts: { byStatus: { completed: 2, skipped: 28 } } });
+    expect(doc.sandboxes.filter((s) => s.state === "failed").map((s) => s.error)).toEqual([
+      expect.stringContaining('protocol "ftp" is not supported'),
+      expect.stringContaining('protocol "ftp" is not supported'),
+    ]);
+    expect(doc.resume).toMatch(/^openshell-config policy rollout --resume [0-9a-f-]{36}$/);
+    const after = await versions("speed=fast");
+    const changed = fast.filter((n) => after.get(n) !== before.get(n));
+    expect(changed).toHaveLength(2);
+  }, 60_000);
+
+  it("resumes an interrupted rollout in a new process with --resume, without a second revision for any sandbox", async () => {
+    const before = await versions("speed=slow");
+    const policyFile = file("pypi.yaml", { pypi: { host: "pypi.org" } });
+    const first = await cli(["policy", "rollout", "--selector", "speed=slow", "--file", policyFile, "--concurrency", "2"], { interruptAfterMs: 2_000 });
+    expect(first.code, first.stderr).toBe(130);
+    const id = /rollout ([0-9a-f-]{36}): interrupted/.exec(first.stdout)?.[1];
+    expect(id, first.stdout).toBeDefined();
+    expect(first.stdout).toContain(`resume with: openshell-config policy rollout --resume ${id}`);
+    const state = JSON.parse(readFileSync(join(stateHome, "openshell-config", "rollouts", `${id}.json`), "utf8")) as { sandboxes: string[]; refs: Record<string, unknown> };
+    expect(state.sandboxes).toEqual(slow);
+    expect(Object.keys(state.refs).length).toBeGreaterThan(0);
+    expect(Object.keys(state.refs).length).toBeLessThan(slow.length);
+
+    const second = await cli(["policy", "rollout", "--resume", id!]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toMatch(new RegExp(`rollout ${id}: 12 sandboxes \\(speed=slow\\), \\d+ sent before`));
+    expect(second.stdout).toMatch(/^applied\s+applied\s+12$/m);
+    const after = await versions("speed=slow");
+    for (const name of slow) expect(after.get(name), name).toBe(before.get(name)! + 1);
+  }, 60_000);
+
+  it("refuses --resume of an unknown rollout without a policy file, and a rollout without --selector, as usage errors (exit 2)", async () => {
+    const unknown = await cli(["policy", "rollout", "--resume", "no-such-rollout"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/error: no saved state for rollout no-such-rollout/);
+    const missing = await cli(["policy", "rollout", "--file", "x.yaml"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/error: policy rollout needs --selector/);
+  }, 30_000);
+});
