@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { MigrationError } from "../../src/store/migrations/migrate.js";
 import { openStore } from "../../src/store/open-store.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
@@ -170,6 +170,59 @@ describe("SQLite group commit", () => {
       for (const r of records) expect(await again.sandboxById(r.id)).toEqual(r);
     } finally {
       await again.close();
+    }
+  });
+});
+
+describe("SQLite WAL sync", () => {
+  it("a transaction is acknowledged only after its WAL sync, and reads wait for the sync too", async () => {
+    let release!: () => void;
+    const syncs: number[] = [];
+    const store = openSqliteStore(freshPath(), {
+      syncWal: (fd) => {
+        syncs.push(fd);
+        return new Promise<void>((r) => (release = r));
+      },
+    });
+    try {
+      const s = sandbox();
+      let acknowledged = false;
+      const write = store.transaction((tx) => tx.insertSandbox(s)).then(() => (acknowledged = true));
+      await vi.waitFor(() => expect(syncs).toHaveLength(1));
+      let read: unknown = "pending";
+      const reading = store.sandboxById(s.id).then((r) => (read = r));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(acknowledged).toBe(false);
+      expect(read).toBe("pending");
+      release();
+      await Promise.all([write, reading]);
+      expect(acknowledged).toBe(true);
+      expect(read).toEqual(s);
+    } finally {
+      release?.();
+      await store.close();
+    }
+  });
+
+  it("a transaction whose WAL sync fails is not acknowledged, and a read-only one needs no sync", async () => {
+    let fail = true;
+    let syncs = 0;
+    const store = openSqliteStore(freshPath(), {
+      syncWal: async () => {
+        syncs++;
+        if (fail) throw new Error("EIO: i/o error");
+      },
+    });
+    try {
+      await expect(store.transaction((tx) => tx.insertSandbox(sandbox()))).rejects.toThrow(/syncing the write-ahead log failed: EIO/);
+      fail = false;
+      const before = syncs;
+      await store.transaction((tx) => tx.sandboxById("nobody"));
+      expect(syncs).toBe(before);
+      await store.transaction((tx) => tx.insertSandbox(sandbox()));
+      expect(syncs).toBe(before + 1);
+    } finally {
+      await store.close();
     }
   });
 });

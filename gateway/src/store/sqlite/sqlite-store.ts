@@ -51,7 +51,12 @@ function guarded<T>(f: () => T): T {
 }
 
 /** Opens (creating if needed) and migrates a SQLite store. Synchronous: there is no I/O to wait on. */
-export function openSqliteStore(path: string | ":memory:"): Store {
+export interface SqliteStoreOptions {
+  /** Replaces the WAL fsync (tests inject slow or failing syncs). */
+  readonly syncWal?: (fd: number) => Promise<void>;
+}
+
+export function openSqliteStore(path: string | ":memory:", options: SqliteStoreOptions = {}): Store {
   let db: Database.Database | undefined;
   try {
     db = new Database(path);
@@ -70,7 +75,7 @@ export function openSqliteStore(path: string | ":memory:"): Store {
     db?.close();
     throw toStoreError(err);
   }
-  return new SqliteStore(db, walSync(path) ? `${db.name}-wal` : undefined);
+  return new SqliteStore(db, walSync(path) ? `${db.name}-wal` : undefined, options.syncWal ?? fsyncAsync);
 }
 
 /** Whether this store fsyncs the WAL itself (see the durability note above). */
@@ -121,6 +126,7 @@ class SqliteStore implements Store {
   constructor(
     private readonly db: Database.Database,
     private readonly walPath: string | undefined,
+    private readonly syncWal: (fd: number) => Promise<void>,
   ) {
     this.q = new SqliteQueries(db);
     this.begin = db.prepare("BEGIN IMMEDIATE");
@@ -225,7 +231,7 @@ class SqliteStore implements Store {
     if (this.walPath !== undefined && this.changes() !== changesBefore) {
       try {
         this.walFd ??= openSync(this.walPath, "r");
-        await fsyncAsync(this.walFd);
+        await this.syncWal(this.walFd);
       } catch (err) {
         // Committed, but not known to be on disk: not acknowledged. A retry by idempotency key
         // finds the commit if it survived.
