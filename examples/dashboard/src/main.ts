@@ -1,5 +1,6 @@
 // The dashboard: sign in with a bearer token, list sandboxes, watch one sandbox's operations live,
-// edit and send its policy, and resume a wait by operation id. Everything goes through the SDK:
+// edit and send its policy (to one sandbox, or rolled out to all with a label: rollout-view.ts),
+// and resume a wait by operation id. Everything goes through the SDK:
 // the curated client for updates and waits, `client.raw(OpenShell)` for the rest.
 //
 // The token lives in sessionStorage only (gone when the tab closes) and is never logged or shown.
@@ -20,6 +21,7 @@ import { OpenShell, type GetSandboxConfigResponse, type Sandbox } from "openshel
 import { byId, h } from "./dom.js";
 import { formatPolicy, parsePolicy, type ParsedPolicy, type PolicyFormat } from "./policy.js";
 import { badge, badgeStateOf, describe, fromStatus, fromWire, phaseBadge, timeText, type BadgeState, type OperationView } from "./status.js";
+import { createRolloutView } from "./rollout-view.js";
 
 const TOKEN_KEY = "openshell-dashboard.token";
 const GATEWAY_KEY = "openshell-dashboard.gateway";
@@ -177,6 +179,17 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
   const resumeBtn = h("button", { type: "submit", id: "resume" }, "Wait for outcome");
   const resumeOut = h("div", { class: "outcome-slot", "data-testid": "resume-outcome" });
 
+  const rolloutView = createRolloutView({
+    client,
+    policy: () => {
+      clearTimeout(typing);
+      const parsed = validate();
+      return parsed.ok ? parsed : { ok: false, message: `the policy in the editor is invalid: ${parsed.message}` };
+    },
+    explain: (err) => explain(err, gateway),
+    onFinished: () => void refreshList(),
+  });
+
   const table = (head: string[], body: HTMLElement) => h("table", {}, h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))), body);
 
   app.replaceChildren(
@@ -207,6 +220,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
           h("form", { class: "inline-form", onsubmit: (ev: Event) => (ev.preventDefault(), void resume()) }, resumeInput, resumeBtn),
           resumeOut,
         ),
+        rolloutView.element,
       ),
       h(
         "div",
@@ -569,6 +583,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
 
   function signOut(reason?: string): void {
     stopped.abort();
+    rolloutView.stop();
     watchCtl?.abort();
     clearInterval(timer);
     sessionStorage.removeItem(TOKEN_KEY);

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, SandboxPhase } from "openshell-config/raw";
-import { startLocalStack, type LocalStack } from "../../local-stack.js";
+import { fleetNames, startLocalStack, type LocalStack } from "../../local-stack.js";
 import { dashboardConfig } from "../vite.config.js";
 
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
@@ -86,17 +86,23 @@ async function startVite(): Promise<ViteDevServer> {
   return server;
 }
 
+/** The fleet the rollout view is tested with: one supervisor process, labelled app=web. */
+const WEB = fleetNames("web-", 6);
+
 async function startStack(corsOrigin: string): Promise<LocalStack> {
-  const s = await startLocalStack({ sandboxes: ["dev", "staging", "prod"], corsOrigins: [corsOrigin] });
+  const s = await startLocalStack({ sandboxes: ["dev", "staging", "prod", ...WEB], corsOrigins: [corsOrigin] });
   stack = s;
   const raw = createConfigClient({ transport: createNodeTransport({ baseUrl: s.url }), token: s.adminToken }).raw(OpenShell);
   for (const name of ["dev", "staging", "prod"]) await raw.createSandbox({ name, labels: { env: name }, spec: { policy: POLICY_V1 } });
+  for (const name of WEB) await raw.createSandbox({ name, labels: { app: "web" }, spec: { policy: POLICY_V1 } });
+  // Slow enough that the rollout view visibly shows sandboxes being sent before their outcome.
+  s.startSupervisor({ fleet: { prefix: "web-", count: WEB.length }, args: ["--apply-delay-ms", "400"] });
   // dev applies after a delay, so that its operations are visibly pending first. prod has no
   // supervisor: it stays provisioning.
   s.startSupervisor({ sandbox: "dev", args: ["--apply-delay-ms", "1000"] });
   s.startSupervisor({ sandbox: "staging" });
   const end = Date.now() + WAIT;
-  for (const name of ["dev", "staging"]) {
+  for (const name of ["dev", "staging", ...WEB]) {
     while ((await raw.getSandbox({ name })).sandbox?.status?.phase !== SandboxPhase.READY) {
       if (Date.now() > end) throw new Error(`sandbox ${name} did not become ready; see ${s.logFile}`);
       await new Promise((r) => setTimeout(r, 100));
@@ -244,5 +250,45 @@ describe("dashboard in Chromium", () => {
     expect(pageErrors).toEqual([]);
     expect(consoleLines.filter((l) => l.includes(stack!.adminToken))).toEqual([]);
     mark("resumed");
+  }, 30_000);
+  it("rolls the editor's policy out to every sandbox with a label, showing each one's progress live", async () => {
+    await page.locator("#policy-text").fill(policyYaml("rest"));
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    await page.locator("#rollout-selector").fill("app=web");
+    await page.locator("#rollout-concurrency").fill("2");
+    await page.locator("#rollout-start").click();
+
+    // Live: every sandbox is listed at once, and some are being sent while others are still queued.
+    for (const name of WEB) await page.locator(`[data-testid="rollout-rows"] tr[data-sandbox="${name}"]`).waitFor();
+    await page.locator('[data-testid="rollout-rows"] tr[data-state="committing"]').first().waitFor();
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="queued"]').count()).toBeGreaterThan(0);
+
+    await page.locator('[data-testid="rollout-progress"][data-verdict="done"]').waitFor();
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(WEB.length);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}, [\d.]+ s\)\.$/);
+    expect(await page.locator('[data-testid="rollout-bar"]').evaluate((el) => (el as HTMLProgressElement).value)).toBe(WEB.length);
+    expect(await page.locator("#rollout-resume").isHidden()).toBe(true);
+    mark("rolled out");
+  }, 30_000);
+
+  it("halts a rollout the sandboxes reject after the failure limit, and keeps it resumable", async () => {
+    await page.locator("#policy-text").fill(policyYaml("ftp"));
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    await page.locator("#rollout-concurrency").fill("1");
+    await page.locator("#rollout-max-failures").fill("1");
+    await page.locator("#rollout-start").click();
+
+    await page.locator('[data-testid="rollout-progress"][data-verdict="halted"]').waitFor();
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="failed"]').count()).toBe(1);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="skipped"]').count()).toBe(WEB.length - 1);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="failed"]').innerText()).toContain('protocol "ftp" is not supported');
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toContain("1 failed, 5 not sent");
+    expect(await page.locator("#rollout-resume").isVisible()).toBe(true);
+    // The saved state holds no token.
+    const saved = await page.evaluate(() => localStorage.getItem("openshell-dashboard.rollout") ?? "");
+    expect(saved).toContain('"kind":"openshell-config/rollout@1"');
+    expect(saved).not.toContain(stack!.adminToken);
+    expect(pageErrors).toEqual([]);
+    mark("rollout halted");
   }, 30_000);
 });
