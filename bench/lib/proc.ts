@@ -56,7 +56,9 @@ export class Child {
 
   constructor(o: ChildOptions) {
     this.name = o.name;
-    this.process = spawn(process.execPath, [...(o.nodeArgs ?? []), "--import", "tsx", join(ROOT, o.script), ...o.args], {
+    // OSC_BENCH_PROF_ALL=DIR profiles every process of the run (gateway, supervisors, clients).
+    const profAll = process.env.OSC_BENCH_PROF_ALL ? ["--cpu-prof", "--cpu-prof-dir", process.env.OSC_BENCH_PROF_ALL] : [];
+    this.process = spawn(process.execPath, [...(o.nodeArgs ?? profAll), "--import", "tsx", join(ROOT, o.script), ...o.args], {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],
     });
