@@ -108,6 +108,30 @@ export interface ProviderRecord {
   readonly createdAt: Date;
 }
 
+/**
+ * Which gateway replica holds a sandbox's supervisor session. Several replicas on one database
+ * use it to know who delivers to a sandbox and to tell an old owner it lost the session.
+ */
+export interface SessionOwnerRecord {
+  readonly sandboxId: string;
+  readonly replicaId: string;
+  readonly sessionId: string;
+  /** The owner renews before this; afterwards the row only records who held the session last. */
+  readonly leaseUntil: Date;
+  readonly acquiredAt: Date;
+}
+
+/** Callbacks of a `Store.listen` subscription. */
+export interface StoreListenHandlers {
+  onMessage(message: string): void;
+  /** Messages may have been lost (the listening connection was re-established): re-read state. */
+  onGap(): void;
+}
+
+export interface StoreSubscription {
+  close(): Promise<void>;
+}
+
 /** Fields of an operation a transition may set (state leaves PENDING only through this). */
 export interface OperationPatch {
   readonly state?: number;
@@ -218,8 +242,13 @@ export interface Store {
   pendingOperations(sandboxId: string, dimension?: Dimension): Promise<OperationRecord[]>;
   /** Operations of one sandbox, newest first. */
   operationsOfSandbox(sandboxId: string, limit: number): Promise<OperationRecord[]>;
-  /** PENDING operations whose `nextAttemptAt` ≤ `now`, oldest first, at most `limit`. */
-  dueOperations(now: Date, limit: number): Promise<OperationRecord[]>;
+  /**
+   * PENDING operations whose `nextAttemptAt` ≤ `now`, oldest first, at most `limit`. With
+   * `ownedBy`, only those of sandboxes whose session that replica owns with a lease beyond `now`.
+   */
+  dueOperations(now: Date, limit: number, ownedBy?: string): Promise<OperationRecord[]>;
+  /** The operations with these ids that exist, in no particular order. */
+  operationsById(ids: readonly string[]): Promise<OperationRecord[]>;
   /** Number of PENDING operations. */
   countPending(): Promise<number>;
   policyRevision(sandboxId: string, version: number): Promise<PolicyRevisionRecord | undefined>;
@@ -228,6 +257,28 @@ export interface Store {
   settings(sandboxId: string): Promise<SettingRecord[]>;
   globalSettingsRevision(): Promise<bigint>;
   providerByName(workspace: string, name: string): Promise<ProviderRecord | undefined>;
+
+  // Session ownership (several gateway replicas on one database). Each call is atomic on its own.
+
+  /** Makes `owner` the sandbox's session owner whoever held it; returns the record it replaced. */
+  claimSession(owner: SessionOwnerRecord): Promise<SessionOwnerRecord | undefined>;
+  /**
+   * Extends to `leaseUntil` the leases of those of `sessionIds` that `replicaId` still owns, and
+   * returns their ids: a session missing from the answer was taken over.
+   */
+  renewSessions(replicaId: string, sessionIds: readonly string[], leaseUntil: Date): Promise<string[]>;
+  /** Forgets the sandbox's owner if it is still session `sessionId`; returns whether it was. */
+  releaseSession(sandboxId: string, sessionId: string): Promise<boolean>;
+  sessionOwner(sandboxId: string): Promise<SessionOwnerRecord | undefined>;
+
+  // Notifications between processes sharing the database: best effort, never durable, no
+  // payload of record (a listener re-reads what changed). PostgreSQL uses LISTEN/NOTIFY; SQLite,
+  // which serves one process, delivers to listeners of the same store object.
+
+  /** Sends each message to every listener of `channel`, the sender's own included. */
+  notify(channel: string, messages: readonly string[]): Promise<void>;
+  /** Listens on `channel` (letters, digits and _ only) until the subscription is closed. */
+  listen(channel: string, handlers: StoreListenHandlers): Promise<StoreSubscription>;
 
   /**
    * Transactions committed and physical COMMITs issued since the store opened. SQLite groups

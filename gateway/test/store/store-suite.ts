@@ -8,6 +8,7 @@ import { InvalidPageTokenError } from "../../src/store/codec.js";
 import { StoreConflictError, type SandboxRecord, type Store, type StoreTx } from "../../src/store/store.js";
 import { APPLIED, MAX_INT64, PENDING, SUPERSEDED, at, bytes, idempotency, operation, policyRevision, provider, sandbox, setting } from "./store-fixtures.js";
 import { defineTransactionTests } from "./store-suite-tx.js";
+import { defineClusterTests } from "./store-suite-cluster.js";
 
 export interface StoreHarness {
   readonly store: Store;
@@ -393,5 +394,6 @@ export function defineStoreSuite(name: string, open: () => Promise<StoreHarness>
     });
 
     defineTransactionTests(() => harness);
+    defineClusterTests(() => harness);
   });
 }

@@ -114,4 +114,21 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX operations_pending_by_sandbox ON operations (sandbox_id, created_at, id) WHERE state = 1;
     `,
   },
+  {
+    version: 3,
+    name: "supervisor session owners",
+    // Several gateway replicas on one database: which replica holds each sandbox's supervisor
+    // session, under a lease it renews. No foreign key, as elsewhere: a row may outlive its sandbox.
+    sql: `
+      CREATE TABLE session_owners (
+        sandbox_id text PRIMARY KEY,
+        replica_id text NOT NULL,
+        session_id text NOT NULL,
+        lease_until timestamptz NOT NULL,
+        acquired_at timestamptz NOT NULL
+      );
+      -- Lease renewal and the owner's reconciliation look rows up by replica.
+      CREATE INDEX session_owners_by_replica ON session_owners (replica_id, lease_until);
+    `,
+  },
 ];

@@ -19,7 +19,17 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
 import { MigrationError, migratePostgres } from "../migrations/migrate.js";
-import { StoreConflictError, StoreUnavailableError, type Dimension, type Store, type StoreTx } from "../store.js";
+import {
+  StoreConflictError,
+  StoreUnavailableError,
+  type Dimension,
+  type SessionOwnerRecord,
+  type Store,
+  type StoreListenHandlers,
+  type StoreTx,
+} from "../store.js";
+import * as cluster from "./pg-cluster.js";
+import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run } from "./pg-queries.js";
 
@@ -89,7 +99,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end().catch(() => undefined);
     throw err instanceof MigrationError ? err : toStoreError(err);
   }
-  return new PostgresStore(pool, forceSynchronousCommit);
+  return new PostgresStore(pool, forceSynchronousCommit, url, schema);
 }
 
 class PostgresStore implements Store {
@@ -98,12 +108,18 @@ class PostgresStore implements Store {
   private readonly queries: PgQueries;
   private closing: Promise<void> | undefined;
   private commits = 0;
+  /** Statements on the pool, outside any transaction. */
+  private readonly run: Run;
+  private readonly subscriptions = new Set<{ close(): Promise<void> }>();
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly forceSynchronousCommit: boolean,
+    /** For listening connections, which live outside the pool. */
+    private readonly url: string,
+    private readonly schema: string | undefined,
   ) {
-    const run: Run = async (text, values) => {
+    this.run = async (text, values) => {
       this.checkOpen();
       try {
         return await pool.query(text, values);
@@ -111,7 +127,7 @@ class PostgresStore implements Store {
         throw toStoreError(err);
       }
     };
-    this.queries = new PgQueries(run, false);
+    this.queries = new PgQueries(this.run, false);
   }
 
   private checkOpen(): void {
@@ -209,8 +225,44 @@ class PostgresStore implements Store {
   operationsOfSandbox(sandboxId: string, limit: number) {
     return this.read((q) => q.operationsOfSandbox(sandboxId, limit));
   }
-  dueOperations(now: Date, limit: number) {
+  dueOperations(now: Date, limit: number, ownedBy?: string) {
+    if (ownedBy !== undefined) return cluster.dueOwnedOperations(this.run, now, limit, ownedBy);
     return this.read((q) => q.dueOperations(now, limit));
+  }
+  operationsById(ids: readonly string[]) {
+    return cluster.operationsById(this.run, ids);
+  }
+  claimSession(owner: SessionOwnerRecord) {
+    return cluster.claimSession(this.run, owner);
+  }
+  renewSessions(replicaId: string, sessionIds: readonly string[], leaseUntil: Date) {
+    return cluster.renewSessions(this.run, replicaId, sessionIds, leaseUntil);
+  }
+  releaseSession(sandboxId: string, sessionId: string) {
+    return cluster.releaseSession(this.run, sandboxId, sessionId);
+  }
+  sessionOwner(sandboxId: string) {
+    return cluster.sessionOwner(this.run, sandboxId);
+  }
+  notify(channel: string, messages: readonly string[]) {
+    return notifyAll(this.run, channelName(channel, this.schema), messages);
+  }
+  async listen(channel: string, handlers: StoreListenHandlers) {
+    this.checkOpen();
+    const name = channelName(channel, this.schema);
+    let sub: { close(): Promise<void> };
+    try {
+      sub = await listenOn(this.url, name, handlers);
+    } catch (err) {
+      throw toStoreError(err);
+    }
+    this.subscriptions.add(sub);
+    return {
+      close: async () => {
+        this.subscriptions.delete(sub);
+        await sub.close();
+      },
+    };
   }
   countPending() {
     return this.read((q) => q.countPending());
@@ -233,7 +285,11 @@ class PostgresStore implements Store {
 
   /** Ends the pool once checked-out clients are released. Idempotent. */
   close(): Promise<void> {
-    this.closing ??= this.pool.end().catch(() => undefined);
+    this.closing ??= (async () => {
+      await Promise.all([...this.subscriptions].map((s) => s.close()));
+      this.subscriptions.clear();
+      await this.pool.end().catch(() => undefined);
+    })();
     return this.closing;
   }
 }

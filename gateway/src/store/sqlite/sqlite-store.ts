@@ -27,7 +27,9 @@ import { closeSync, fsync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
 import { migrateSqlite } from "../migrations/migrate.js";
-import { StoreConflictError, StoreUnavailableError, type Dimension, type Store, type StoreTx } from "../store.js";
+import { StoreConflictError, StoreUnavailableError, type Dimension, type SessionOwnerRecord, type Store, type StoreListenHandlers, type StoreTx } from "../store.js";
+import { createInProcessChannels } from "../in-process-channels.js";
+import * as cluster from "./sqlite-cluster.js";
 import { sqliteMigrations } from "./migrations.js";
 import { SqliteQueries } from "./sqlite-queries.js";
 
@@ -108,6 +110,7 @@ class SqliteStore implements Store {
   private readonly releaseSavepoint: Database.Statement;
   private readonly rollbackToSavepoint: Database.Statement;
   private readonly totalChanges: Database.Statement;
+  private readonly channels = createInProcessChannels();
   /** Transactions waiting for the next batch. */
   private queue: Job[] = [];
   /** A batch holds (or waits for) the mutex and will take the queue. */
@@ -293,8 +296,31 @@ class SqliteStore implements Store {
   operationsOfSandbox(sandboxId: string, limit: number) {
     return this.read((q) => q.operationsOfSandbox(sandboxId, limit));
   }
-  dueOperations(now: Date, limit: number) {
+  dueOperations(now: Date, limit: number, ownedBy?: string) {
+    if (ownedBy !== undefined) return this.read(() => cluster.dueOwnedOperations(this.db, now, limit, ownedBy));
     return this.read((q) => q.dueOperations(now, limit));
+  }
+  operationsById(ids: readonly string[]) {
+    return this.read(() => cluster.operationsById(this.db, ids));
+  }
+  // Ownership writes ride the group commit like any transaction (fn uses the shared connection).
+  claimSession(owner: SessionOwnerRecord) {
+    return this.transaction(async () => guarded(() => cluster.claimSession(this.db, owner)));
+  }
+  renewSessions(replicaId: string, sessionIds: readonly string[], leaseUntil: Date) {
+    return this.transaction(async () => guarded(() => cluster.renewSessions(this.db, replicaId, sessionIds, leaseUntil)));
+  }
+  releaseSession(sandboxId: string, sessionId: string) {
+    return this.transaction(async () => guarded(() => cluster.releaseSession(this.db, sandboxId, sessionId)));
+  }
+  sessionOwner(sandboxId: string) {
+    return this.read(() => cluster.sessionOwner(this.db, sandboxId));
+  }
+  notify(channel: string, messages: readonly string[]) {
+    return this.channels.notify(channel, messages);
+  }
+  listen(channel: string, handlers: StoreListenHandlers) {
+    return this.channels.listen(channel, handlers);
   }
   countPending() {
     return this.read((q) => q.countPending());
