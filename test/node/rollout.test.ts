@@ -103,6 +103,18 @@ describe("rollout against a fake gateway", () => {
     expect(gw.commits).toHaveLength(2);
   });
 
+  it("reports every sandbox of a rollout id re-run with a different change as an idempotency conflict, committing nothing", async () => {
+    const names = fleet(3);
+    const { client, gw } = fleetHarness(names);
+    await rollout(client, { id: "r2", sandboxes: names, settings: { key: "k", value: "one" } });
+    const again = await rollout(client, { id: "r2", sandboxes: names, settings: { key: "k", value: "two" }, maxFailures: 1, concurrency: 1 });
+    expect(again.sandboxes[0]).toMatchObject({ status: "error", error: { code: "idempotency-conflict" } });
+    expect(again.halted).toBe(true);
+    expect(again.counts.byStatus).toEqual({ completed: 0, pending: 0, error: 1, skipped: 2 });
+    expect(again.state.refs).toEqual({});
+    expect(gw.commits).toHaveLength(3);
+  });
+
   it("streams events to an async iterator that ends with the result", async () => {
     const names = fleet(6);
     const { client } = fleetHarness(names);
