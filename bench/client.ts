@@ -4,10 +4,10 @@
 //   node --import tsx bench/client.ts   (the orchestrator, bench/lib/stack.ts, starts these)
 
 import { createInterface } from "node:readline";
-import { create } from "@bufbuild/protobuf";
-import { CompletionTimeoutError, createConfigClient, type ConfigClient, type SandboxPolicyInput } from "openshell-config";
+import { CompletionTimeoutError, createConfigClient, type ConfigClient } from "openshell-config";
+import { policyFor } from "./lib/policies.js";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, PolicyStatus, SandboxPhase, SandboxPolicySchema } from "openshell-config/raw";
+import { OpenShell, PolicyStatus, SandboxPhase } from "openshell-config/raw";
 
 interface Common {
   readonly url: string;
@@ -61,18 +61,6 @@ export type WorkerResult<T extends Task> = T extends CreateTask
           : T extends CheckTask
             ? CheckResult
             : { readonly readyAt: number; readonly polls: number; readonly lastPollMs: number };
-
-/** A valid policy whose content depends on `tag`; `protocol: "ftp"` makes the supervisor reject it. */
-export function policyFor(tag: string, protocol = ""): SandboxPolicyInput {
-  return create(SandboxPolicySchema, {
-    version: 1,
-    filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] },
-    networkPolicies: {
-      github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] },
-      bench: { name: "bench", endpoints: [{ host: `${tag}.example.com`, ports: [443], protocol }], binaries: [{ path: "/usr/bin/curl" }] },
-    },
-  });
-}
 
 const bump = (m: Record<string, number>, k: string, by = 1) => void (m[k] = (m[k] ?? 0) + by);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
