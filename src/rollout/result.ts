@@ -85,7 +85,7 @@ export interface RolloutResult {
   readonly counts: RolloutCounts;
   /** Sandboxes that counted against `maxFailures`: failed or cancelled completions and errors. */
   readonly failures: number;
-  /** True when new commits stopped because `failures` reached `maxFailures`. */
+  /** True when `failures` reached `maxFailures`, after which no new sandbox was sent. */
   readonly halted: boolean;
   /** True when the signal ended the rollout early. */
   readonly aborted: boolean;

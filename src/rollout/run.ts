@@ -153,7 +153,7 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
     const started = Date.now();
     if (p.names === undefined) targets = await selectByLabels(client, p.labelSelector!, p.workspace, options.signal);
     log.push({ type: "started", id: p.id, sandboxes: [...targets], alreadyCommitted: targets.filter((t) => p.refs[t]).length });
-    const results = await runPool(client, p, targets, options.signal, log.push);
+    const { results, halted } = await runPool(client, p, targets, options.signal, log.push);
     const failures = results.filter(isFailure).length;
     const counts = countResults(results, targets.length);
     const out: RolloutResult = {
@@ -161,7 +161,7 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
       sandboxes: results,
       counts,
       failures,
-      halted: p.maxFailures !== undefined && results.some((r) => r.status === "skipped" && r.reason === "halted"),
+      halted,
       aborted: options.signal?.aborted === true,
       complete: counts.byStatus.completed === targets.length,
       slowest: slowestOf(results),
@@ -187,14 +187,14 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
   };
 }
 
-/** Commits and awaits every target with at most `p.concurrency` in flight; returns results in target order. */
+/** Commits and awaits every target with at most `p.concurrency` in flight; results in target order. */
 async function runPool(
   client: ConfigClient,
   p: Plan,
   targets: readonly string[],
   signal: AbortSignal | undefined,
   emit: (e: RolloutEvent) => void,
-): Promise<SandboxRolloutResult[]> {
+): Promise<{ results: SandboxRolloutResult[]; halted: boolean }> {
   const results: SandboxRolloutResult[] = new Array(targets.length);
   let next = 0;
   let done = 0;
@@ -245,7 +245,7 @@ async function runPool(
     while (next < targets.length) await one(next++);
   };
   await Promise.all(Array.from({ length: Math.min(p.concurrency, targets.length) }, worker));
-  return results;
+  return { results, halted };
 }
 
 /** A handle for a change about to be sent: re-sending it replays (or makes) the one commit. */

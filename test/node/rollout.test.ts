@@ -90,6 +90,12 @@ describe("rollout against a fake gateway", () => {
     expect(events.filter((e) => e.type === "halted")).toEqual([{ type: "halted", failures: 3, maxFailures: 3 }]);
   });
 
+  it("says it halted when the failure limit was reached even if every sandbox had already been sent", async () => {
+    const { client } = fleetHarness(["a", "b"], () => State.FAILED);
+    const result = await rollout(client, { sandboxes: ["a", "b"], policy: samplePolicy(), concurrency: 2, maxFailures: 1 });
+    expect(result).toMatchObject({ halted: true, failures: 2, counts: { byState: { failed: 2 }, byStatus: { skipped: 0 } } });
+  });
+
   it("reports a sandbox whose wait ran out as pending, and finishes it when resumed from the state", async () => {
     const { client, gw } = setup();
     gw.addSandbox("slow");
