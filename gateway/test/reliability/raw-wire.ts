@@ -98,7 +98,7 @@ export async function sendRaw(call: RawCall): Promise<RawAnswer> {
   if (call.token) headers.authorization = `Bearer ${call.token}`;
   let res: Response;
   try {
-    res = await fetch(`${call.url}/${call.path}`, { method: "POST", headers, body: call.body, signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(`${call.url}/${call.path}`, { method: "POST", headers, body: new Uint8Array(call.body), signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
     if ((err as Error).name === "TimeoutError") return { code: undefined, message: "still open" };
     throw err;

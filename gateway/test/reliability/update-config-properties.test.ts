@@ -37,14 +37,20 @@ const workspaceScope = fc.option(
 const host = fc.oneof(fc.constantFrom("api.github.com", "registry.npmjs.org", ""), nasty);
 const port = fc.oneof(fc.constantFrom(0, 443, 80, 65_535, 65_536), fc.nat({ max: 0xffffffff }));
 const rules = fc.dictionary(fc.oneof(fc.constantFrom("github", "npm", ""), nasty), fc.tuple(host, fc.array(port, { maxLength: 3 })), { maxKeys: 3 });
-const sandboxPolicy = fc.oneof(
+type PolicyInit = ReturnType<typeof policy>;
+/** A static field that differs from the sandbox's creation-time policy. */
+const rootProcess: PolicyInit = (() => {
+  const p = policy();
+  p.process = { runAsUser: "root" };
+  return p;
+})();
+const sandboxPolicy: fc.Arbitrary<PolicyInit> = fc.oneof(
   rules.map((r) => {
     const p = policy();
     p.networkPolicies = Object.fromEntries(Object.entries(r).map(([n, [h, ports]]) => [n, { name: n, endpoints: [{ host: h, ports }] }]));
     return p;
   }),
-  // A static field that differs from the sandbox's creation-time policy.
-  fc.constant({ ...policy(), process: { runAsUser: "root" } }),
+  fc.constant(rootProcess),
   fc.constant(policy()),
 );
 const settingValue = fc.oneof(
@@ -105,7 +111,7 @@ const request: fc.Arbitrary<Request> = fc
 /** A request that should commit, except for what its annotations or key may carry. */
 const plausible: fc.Arbitrary<Request> = fc
   .record({
-    target: fc.constantFrom(["dev", undefined], ["other", "default"], ["alpha", "team-a"]),
+    target: fc.constantFrom<[string, string | undefined]>(["dev", undefined], ["other", "default"], ["alpha", "team-a"]),
     change: fc.oneof(
       fc.dictionary(fc.constantFrom("github", "npm", "pypi"), fc.constantFrom("api.github.com", "registry.npmjs.org", "pypi.org"), { minKeys: 1, maxKeys: 3 }).map((r) => ({ policy: policy(r) })),
       fc.tuple(fc.constantFrom("log_level", "max_connections"), settingValue).map(([settingKey, settingValue]) => ({ settingKey, settingValue })),
