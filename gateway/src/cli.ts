@@ -10,6 +10,7 @@ import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics } from "./observability/metrics.js";
 import { startServer } from "./server.js";
 import { openStore } from "./store/open-store.js";
+import { defaultReplicaId } from "./cluster/replica-id.js";
 
 /** How long in-flight calls get to finish on SIGINT/SIGTERM. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -40,7 +41,7 @@ async function main(): Promise<number> {
 async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
   const auth = await loadAuth(config, logger);
   const metrics = createMetrics();
-  const store = await openStore(config.db);
+  const store = await openStore(config.db, config.dbPoolSize !== undefined ? { poolSize: config.dbPoolSize } : {});
   const gateway = createGateway({
     store,
     logger,
@@ -57,6 +58,11 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
       ...(config.maxMessageBytes !== undefined ? { maxMessageBytes: config.maxMessageBytes } : {}),
       ...(config.maxWaitersPerCaller !== undefined ? { maxWaitersPerCaller: config.maxWaitersPerCaller } : {}),
     },
+    // On PostgreSQL the gateway always runs as a replica: alone it owns every session, and a
+    // second replica started on the same database needs nothing more.
+    ...(config.replica
+      ? { cluster: { replicaId: config.replica.id ?? defaultReplicaId(), leaseMs: config.replica.leaseMs, notify: config.replica.notify } }
+      : {}),
   });
   await gateway.start();
   const server = await startServer({

@@ -3,6 +3,7 @@
 
 import { LOG_LEVELS, type LogLevel } from "./observability/logger.js";
 import { MAX_MESSAGE_BYTES_CEILING } from "./rpc/request-limits.js";
+import { REPLICA_ID_PATTERN } from "./cluster/replica-id.js";
 
 export interface GatewayConfig {
   /** `sqlite:PATH`, `sqlite::memory:` or a `postgres://` / `postgresql://` URL. */
@@ -23,6 +24,13 @@ export interface GatewayConfig {
   /** Request limits (undefined = the gateway's defaults: 4 MiB, 1000 waits). */
   readonly maxMessageBytes: number | undefined;
   readonly maxWaitersPerCaller: number | undefined;
+  /** PostgreSQL pool size (undefined = the store's default, 10). */
+  readonly dbPoolSize: number | undefined;
+  /**
+   * Replica settings (PostgreSQL only; undefined for SQLite): this replica's name (undefined =
+   * generated per start), the session lease, and whether replicas notify each other.
+   */
+  readonly replica: { readonly id: string | undefined; readonly leaseMs: number; readonly notify: boolean } | undefined;
 }
 
 /** What the command line asks for. */
@@ -53,6 +61,12 @@ Options:
   --reconcile D        how often pending operations are checked for redelivery (default 1s)
   --max-message-size S largest request message, e.g. 4MiB, 512KiB, 1000000 (default 4MiB, at most 16MiB)
   --max-waiters N      concurrent server-side waits per caller: waited updates and watches (default 1000)
+
+Several replicas on one PostgreSQL (see docs/operations.md):
+  --replica-id ID      this replica's name, e.g. a pod name (default: host-pid-random)
+  --lease D            supervisor session lease, renewed every third of it (default 15s)
+  --notify on|off      LISTEN/NOTIFY between replicas; off leaves only the periodic repair (default on)
+  --db-pool N          PostgreSQL connections of this replica (default 10)
   -h, --help           show this help`;
 
 const DEFAULT_WAIT_MAX_MS = 3_600_000;
@@ -102,6 +116,7 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   const maxMessageBytes = sizeText === undefined ? undefined : parseSize("--max-message-size", sizeText);
   const waitersText = flags.single("max-waiters");
   const maxWaitersPerCaller = waitersText === undefined ? undefined : parseCount("--max-waiters", waitersText);
+  const { replica, dbPoolSize } = replicaSettings(flags, db);
   flags.rejectUnknown();
 
   return {
@@ -119,11 +134,46 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       reconcileIntervalMs,
       maxMessageBytes,
       maxWaitersPerCaller,
+      dbPoolSize,
+      replica,
     },
   };
 }
 
-const VALUE_FLAGS = new Set(["db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max", "ack-timeout", "heartbeat", "reconcile", "max-message-size", "max-waiters"]);
+const DEFAULT_LEASE_MS = 15_000;
+
+/** The replica flags; they only make sense on PostgreSQL (a SQLite file serves one process). */
+function replicaSettings(flags: ReturnType<typeof readFlags>, db: string): Pick<GatewayConfig, "replica" | "dbPoolSize"> {
+  const id = flags.single("replica-id");
+  const leaseText = flags.single("lease");
+  const notifyText = flags.single("notify");
+  const poolText = flags.single("db-pool");
+  const postgres = /^postgres(ql)?:\/\//.test(db);
+  if (!postgres) {
+    const given = [["replica-id", id], ["lease", leaseText], ["notify", notifyText], ["db-pool", poolText]].find(([, v]) => v !== undefined);
+    if (given) throw new UsageError(`--${given[0]} needs a postgres:// --db: a SQLite database serves one gateway process`);
+    return { replica: undefined, dbPoolSize: undefined };
+  }
+  if (id !== undefined && !REPLICA_ID_PATTERN.test(id)) {
+    throw new UsageError(`--replica-id ${JSON.stringify(id)}: use 1 to 100 letters, digits, '.', '_' or '-'`);
+  }
+  if (notifyText !== undefined && notifyText !== "on" && notifyText !== "off") {
+    throw new UsageError(`--notify ${JSON.stringify(notifyText)}: expected on or off`);
+  }
+  return {
+    replica: {
+      id,
+      leaseMs: leaseText === undefined ? DEFAULT_LEASE_MS : parseDuration("--lease", leaseText),
+      notify: notifyText !== "off",
+    },
+    dbPoolSize: poolText === undefined ? undefined : parseCount("--db-pool", poolText),
+  };
+}
+
+const VALUE_FLAGS = new Set([
+  "db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max", "ack-timeout", "heartbeat", "reconcile",
+  "max-message-size", "max-waiters", "replica-id", "lease", "notify", "db-pool",
+]);
 const BOOL_FLAGS = new Set(["no-auth"]);
 const REPEATABLE = new Set(["cors-origin"]);
 

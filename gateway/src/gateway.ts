@@ -29,6 +29,7 @@ import { createSessionRegistry, type SessionRegistry } from "./delivery/registry
 import type { SessionOptions } from "./delivery/session.js";
 import { createReconciler, type Reconciler } from "./operations/reconciler.js";
 import type { GatewayDeps } from "./rpc/deps.js";
+import { createCluster, type Cluster, type ClusterOptions } from "./cluster/cluster.js";
 
 export interface GatewayOptions {
   readonly store: Store;
@@ -47,6 +48,12 @@ export interface GatewayOptions {
   readonly reconcileIntervalMs?: number;
   /** Request size and per-caller wait limits (default 4 MiB, 1000 waits). */
   readonly limits?: Partial<RequestLimits>;
+  /**
+   * Run as one of several replicas on one database (PostgreSQL): session ownership with leases,
+   * notifications between replicas, reconciliation of owned sandboxes. Absent: the gateway
+   * assumes it is alone on its database.
+   */
+  readonly cluster?: ClusterOptions;
 }
 
 export interface Gateway {
@@ -63,17 +70,24 @@ export interface Gateway {
   readonly sessions: SessionRegistry;
   readonly reconciler: Reconciler;
   readonly deps: GatewayDeps;
+  /** Present when running as one of several replicas. */
+  readonly cluster: Cluster | undefined;
 }
 
 export function createGateway(options: GatewayOptions): Gateway {
   const { logger, metrics } = options;
   const store = instrumentStore(options.store, metrics.storeOperationSeconds);
-  const bus = createOperationBus();
+  const reconcileIntervalMs = options.reconcileIntervalMs ?? 1_000;
+  const cluster = options.cluster
+    ? createCluster(store, { ...options.cluster, sweepIntervalMs: reconcileIntervalMs, logger })
+    : undefined;
+  const bus = createOperationBus(cluster?.relayOperation);
   const transitions = createTransitions(store, bus, (op) => {
     metrics.updateOperationsTerminal.inc({ state: State[op.state] ?? String(op.state) });
   });
   const waiters = createWaiters(store, bus);
-  const registry = createSessionRegistry();
+  const registry = createSessionRegistry(cluster?.ownership);
+  cluster?.attach(bus, registry);
   const sessionOptions: SessionOptions = {
     ackTimeoutMs: 60_000,
     heartbeatMs: 15_000,
@@ -92,9 +106,15 @@ export function createGateway(options: GatewayOptions): Gateway {
     observeWait: (s) => metrics.operationWaitSeconds.observe(s),
     waitMaxMs: options.waitMaxMs ?? 3_600_000,
     waitDefaultMs: options.waitDefaultMs ?? 60_000,
-    publish: (sandboxId) => registry.publish(sandboxId),
+    publish: (sandboxId) => {
+      registry.publish(sandboxId);
+      cluster?.publish(sandboxId);
+    },
   };
-  const reconciler = createReconciler(store, registry, logger, { intervalMs: options.reconcileIntervalMs ?? 1_000 });
+  const reconciler = createReconciler(store, registry, logger, {
+    intervalMs: reconcileIntervalMs,
+    ...(cluster ? { ownedBy: cluster.replicaId } : {}),
+  });
   const unimplemented = (what: string) => () => {
     throw new ConnectError(`${what} is not supported by this gateway`, Code.Unimplemented);
   };
@@ -138,13 +158,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     deps,
     sessions: registry,
     reconciler,
+    cluster,
     async start() {
       const pending = await store.countPending();
-      logger.info({ pending, store: store.kind }, "gateway started; pending operations resume");
+      await cluster?.start();
+      logger.info({ pending, store: store.kind, replicaId: cluster?.replicaId }, "gateway started; pending operations resume");
       reconciler.start();
     },
     async shutdown() {
       reconciler.stop();
+      await cluster?.stop();
       waiters.shutdown();
       registry.closeAll(new ConnectError("gateway is shutting down", Code.Unavailable));
     },

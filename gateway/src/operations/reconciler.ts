@@ -3,6 +3,11 @@
 // FIRST_CHECK_MS after its commit: the push path normally completes it long before, and a
 // claim is a durable write the common case should not pay. Runs at startup, so operations pending
 // before a crash complete after it, and periodically, so a missed notification only delays.
+//
+// With several replicas each one reconciles the sandboxes whose supervisor sessions it owns
+// (`ownedBy`), wherever the operation was committed: a notification lost between replicas then
+// delays completion by at most FIRST_CHECK_MS plus one interval. A sandbox no replica owns has
+// nobody to deliver to; its operations wait for the session's bootstrap, wherever it connects.
 
 import type { Store } from "../store/store.js";
 import type { SessionRegistry } from "../delivery/registry.js";
@@ -11,6 +16,8 @@ import type { Logger } from "pino";
 export interface ReconcilerOptions {
   readonly intervalMs?: number;
   readonly batchSize?: number;
+  /** Replica id: reconcile only sandboxes whose sessions this replica owns (several replicas). */
+  readonly ownedBy?: string;
 }
 
 export interface Reconciler {
@@ -35,7 +42,7 @@ export function createReconciler(store: Store, registry: SessionRegistry, logger
 
   async function runOnce(): Promise<number> {
     const now = new Date();
-    const due = await store.dueOperations(now, batchSize);
+    const due = await store.dueOperations(now, batchSize, options.ownedBy);
     if (due.length === 0) return 0;
     // The claims (next attempt times) commit, all in one transaction, before any delivery is queued.
     const claimed = await store.transaction(async (tx) => {

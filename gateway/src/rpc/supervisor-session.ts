@@ -1,7 +1,9 @@
 // ConnectSupervisor: the supervisor's own stream. The first message must be a hello from the
 // sandbox the token speaks for, advertising streamed config apply (there is no polling fallback);
 // the bootstrap rides in SessionAccepted; afterwards the session pushes live updates and reads
-// results until either side ends the stream.
+// results until either side ends the stream. The session is registered (and, with several
+// replicas, its ownership claimed) before the bootstrap is built, so a commit on any replica from
+// then on reaches it.
 
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { GatewayMessage, SupervisorMessage } from "openshell-config/raw";
@@ -39,7 +41,13 @@ export async function* connectSupervisor(
   }
 
   const session = createSession(deps, sb, options);
-  registry.add(session);
+  try {
+    // With several replicas this stores the claim, so the previous owner closes its session.
+    await registry.add(session);
+  } catch (err) {
+    registry.remove(session);
+    throw ConnectError.from(err, Code.Unavailable);
+  }
   const log = deps.logger.child({ sandbox: sb.name, session: session.id, instance: hello.instanceId, epoch: String(hello.connectionEpoch) });
   log.info("supervisor connected");
   const onAbort = () => session.close();

@@ -23,7 +23,7 @@ function recordingRegistry(): SessionRegistry & { published: string[] } {
   const published: string[] = [];
   return {
     published,
-    add: () => undefined,
+    add: async () => undefined,
     remove: () => undefined,
     get: () => undefined,
     publish: (id?: string) => void published.push(id ?? "*"),
