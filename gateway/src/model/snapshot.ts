@@ -40,19 +40,28 @@ async function readDesired(reader: Reader, sb: SandboxRecord, globalPolicyVersio
 
 /**
  * The exact revision the snapshot of `sb` has right now, without building it (no policy
- * decoding): what an operation committed now will be acknowledged against.
+ * decoding, and no read of the sandbox's own policy: its hash is on the sandbox row): what an
+ * operation committed now will be acknowledged against.
  */
 export async function currentRevision(reader: Reader, sb: SandboxRecord, globalPolicyVersion: number): Promise<ConfigSnapshotRevision> {
-  const d = await readDesired(reader, sb, globalPolicyVersion);
-  return revisionOf(sb, d, globalPolicyVersion);
+  const global = globalPolicyVersion > 0 ? await reader.policyRevision("", globalPolicyVersion) : undefined;
+  const settings = new Map<string, { scope: SettingScope; value: Uint8Array }>();
+  for (const s of await reader.settings(sb.id)) settings.set(s.key, { scope: SettingScope.SANDBOX, value: s.value });
+  for (const s of await reader.settings("")) settings.set(s.key, { scope: SettingScope.GLOBAL, value: s.value });
+  const policyHash = global?.hash ?? (sb.policyVersion > 0 ? sb.policyHash : "");
+  return revisionOf(sb, { global, policyHash, settings }, globalPolicyVersion);
 }
 
-function revisionOf(sb: SandboxRecord, d: Desired, globalPolicyVersion: number): ConfigSnapshotRevision {
+function revisionOf(
+  sb: SandboxRecord,
+  d: Pick<Desired, "global" | "settings"> & { readonly policyHash: string },
+  globalPolicyVersion: number,
+): ConfigSnapshotRevision {
   return create(ConfigSnapshotRevisionSchema, {
     component: {
       case: "sandboxConfig",
       value: {
-        configRevision: configRevision(d.policyRev?.hash ?? "", d.settings),
+        configRevision: configRevision(d.policyHash, d.settings),
         policyVersion: sb.policyVersion,
         policySource: d.global ? PolicySource.GLOBAL : PolicySource.SANDBOX,
         globalPolicyVersion: d.global ? globalPolicyVersion : 0,

@@ -23,6 +23,7 @@ import type { Dimension, OperationRecord, SandboxRecord, StoreTx, Store } from "
 import { applyMergeOperations, checkStaticFields, policyHash, validatePolicy } from "../model/policy.js";
 import { initialState, SUPERSEDED_ERROR } from "./states.js";
 import { currentRevision } from "../model/snapshot.js";
+import { globalPolicyVersion } from "../rpc/sandbox-config.js";
 import { revisionBytes } from "../delivery/revisions.js";
 import { resolveInTx } from "./transitions.js";
 import { FIRST_CHECK_MS } from "./reconciler.js";
@@ -107,11 +108,10 @@ export async function commitSandboxUpdate(
     const now = new Date();
     const init = initialState(sb.phase);
     // Associated with its exact snapshot revision right away: the delivery then finds nothing
-    // to re-target, which saves a durable write per update.
+    // to re-target, which saves a durable write per update. Plain reads (no global lock): a
+    // global change committed meanwhile only means the delivery re-targets it.
     const target =
-      init.state === State.PENDING
-        ? revisionBytes(await currentRevision(tx, sb, (await tx.latestPolicyRevision(""))?.version ?? 0))
-        : undefined;
+      init.state === State.PENDING ? revisionBytes(await currentRevision(store, sb, await globalPolicyVersion({ store }))) : undefined;
     const operation: OperationRecord = {
       id: randomUUID(),
       sandboxId: sb.id,
