@@ -37,8 +37,8 @@ sandboxes already sent are awaited again (never given a second revision), the re
   --workspace W           the sandboxes' workspace (default: the gateway's default workspace)`;
 
 export const ROLLOUT_EXIT_HELP = `Exit status: 0 every sandbox applied (also degraded) or inactive; 1 a sandbox failed, was
-superseded or cancelled, an error, or the rollout halted; 2 usage error; 124 a sandbox's wait
-timed out (resume with --resume ROLLOUT_ID); 130 interrupted (resume likewise).`;
+superseded or cancelled, an error, the rollout halted, or no sandbox matched; 2 usage error; 124 a
+sandbox's wait timed out (resume with --resume ROLLOUT_ID); 130 interrupted (resume likewise).`;
 
 /** The command line's values for `policy rollout`, selector and timeout already parsed. */
 export interface RolloutValues {

@@ -122,6 +122,12 @@ describe("openshell-config policy rollout", () => {
     for (const name of slow) expect(after.get(name), name).toBe(before.get(name)! + 1);
   }, 60_000);
 
+  it("exits 1 when the selector matches no sandbox, sending nothing", async () => {
+    const r = await cli(["policy", "rollout", "--selector", "team=nobody", "--file", file("none.yaml", {})]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("error: no sandboxes match team=nobody: nothing was sent");
+  }, 30_000);
+
   it("refuses --resume of an unknown rollout without a policy file, and a rollout without --selector, as usage errors (exit 2)", async () => {
     const unknown = await cli(["policy", "rollout", "--resume", "no-such-rollout"]);
     expect(unknown.code).toBe(2);

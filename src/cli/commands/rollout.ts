@@ -83,6 +83,12 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
   }
   const stateFile = store.save(result.state);
   selector ??= result.state.labelSelector;
+  if (result.counts.total === 0) {
+    // Most likely a mistyped selector: a deploy script should not read this as success.
+    out.error(`no sandboxes match ${selector}: nothing was sent`);
+    out.json({ id: result.id, selector: selector ?? null, total: 0 });
+    return EXIT.failed;
+  }
   const resume = ["openshell-config", "policy", "rollout", "--resume", result.id, ...ctx.connectionArgs].map(shellQuote).join(" ");
   printSummary(ctx, result, selector);
   if (!result.complete) {
