@@ -20,8 +20,11 @@ export const ListSandboxesRpc = createServiceSubset([
 ]) as ListSandboxesService;
 
 const PAIR = /^\s*([^=\s]+)\s*=\s*([^=\s]*)\s*$/;
-// Sandbox names as the gateway accepts them (DNS labels).
-const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+// Any name a gateway may use, as long as the idempotency key derived from it stays within the
+// gateway's 256 bytes (`rollout/<id ≤ 128>/<name>`); the gateway itself judges the rest.
+const NAME = /^[^\s\p{Cc}]+$/u;
+const MAX_NAME_BYTES = 120;
+const encoder = new TextEncoder();
 
 /** Normalizes a selector (`k=v,k2=v2`); throws InvalidArgumentError naming `labelSelector`. */
 export function normalizeSelector(selector: string): string {
@@ -38,7 +41,7 @@ export function checkSandboxNames(names: readonly unknown[]): string[] {
   if (names.length === 0) throw new InvalidArgumentError("sandboxes must not be empty", { field: "sandboxes" });
   const seen = new Set<string>();
   names.forEach((n, i) => {
-    if (typeof n !== "string" || !NAME.test(n)) {
+    if (typeof n !== "string" || !NAME.test(n) || encoder.encode(n).length > MAX_NAME_BYTES) {
       throw new InvalidArgumentError(`sandboxes[${i}] is not a sandbox name`, { field: `sandboxes[${i}]` });
     }
     if (seen.has(n)) throw new InvalidArgumentError(`sandboxes[${i}] repeats "${n}"`, { field: `sandboxes[${i}]` });
