@@ -1,0 +1,81 @@
+// Three gateway processes on one PostgreSQL database. A sandbox's supervisor holds its session on
+// replica B; updates committed through replica A complete and wake waiters on replica C, at once
+// with notifications and within the reconcile bound without them. Every revision is applied once.
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FIRST_CHECK_MS } from "../../src/operations/reconciler.js";
+import { appliedRevisions, createCluster, ownerOf, policyWith, postgresReachable, startThree, type Cluster } from "./cluster-harness.js";
+
+const RECONCILE_MS = 250;
+
+const reachable = await postgresReachable();
+if (!reachable && process.env.OSC_REQUIRE_POSTGRES === "1") throw new Error("PostgreSQL unreachable for the cluster tests");
+
+describe.skipIf(!reachable)("three replicas on one database, notifications on", () => {
+  let cluster: Cluster;
+  let three: Awaited<ReturnType<typeof startThree>>;
+  beforeAll(async () => {
+    cluster = await createCluster(["sb-fast"]);
+    three = await startThree(cluster, "sb-fast");
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("the replica the supervisor connected to owns the sandbox's session in the database", async () => {
+    expect(await ownerOf(cluster, "sb-fast")).toBe("B");
+  });
+
+  it("an update committed through A for a sandbox owned by B, waited on through C, completes without waiting for the repair path", async () => {
+    const { viaA, viaC, supervisor } = three;
+    const started = Date.now();
+    const committed = await viaA.updatePolicy({ sandbox: "sb-fast", policy: policyWith("a.example.com") });
+    const completion = await viaC.awaitCompletion(committed.handle, { timeoutMs: 10_000 });
+    const elapsed = Date.now() - started;
+    expect(completion.state).toBe("applied");
+    // The reconciler would first look at the operation FIRST_CHECK_MS after its commit.
+    expect(elapsed).toBeLessThan(FIRST_CHECK_MS);
+    expect(appliedRevisions(supervisor)).toContain(`policy ${committed.policyVersion} settings 0`);
+  });
+
+  it("waited updates committed and waited through C complete in sequence, each revision applied exactly once", async () => {
+    const { viaC, supervisor } = three;
+    for (let i = 0; i < 5; i++) {
+      const r = await viaC.updatePolicy({ sandbox: "sb-fast", policy: policyWith(`c${i}.example.com`), wait: { timeoutMs: 10_000 } });
+      expect(r.completion.state).toBe("applied");
+    }
+    const settings = await viaC.updateSettings({ sandbox: "sb-fast", key: "log_level", value: "debug", wait: { timeoutMs: 10_000 } });
+    expect(settings.completion.state).toBe("applied");
+    const applied = appliedRevisions(supervisor);
+    expect(new Set(applied).size).toBe(applied.length);
+  });
+});
+
+describe.skipIf(!reachable)("three replicas on one database, notifications off", () => {
+  let cluster: Cluster;
+  let three: Awaited<ReturnType<typeof startThree>>;
+  beforeAll(async () => {
+    cluster = await createCluster(["sb-slow"]);
+    three = await startThree(cluster, "sb-slow", ["--notify", "off"]);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it("an update through A for a sandbox owned by B, waited on through C, still completes, within the reconcile bound", async () => {
+    const { viaA, viaC, supervisor } = three;
+    expect(await ownerOf(cluster, "sb-slow")).toBe("B");
+    const started = Date.now();
+    const committed = await viaA.updatePolicy({ sandbox: "sb-slow", policy: policyWith("slow.example.com") });
+    const completion = await viaC.awaitCompletion(committed.handle, { timeoutMs: 15_000 });
+    const elapsed = Date.now() - started;
+    expect(completion.state).toBe("applied");
+    // Nothing told B: it found the operation when it fell due, and C's sweep found the outcome.
+    expect(elapsed).toBeGreaterThanOrEqual(FIRST_CHECK_MS - 100);
+    // Bound: first check + one reconcile interval + one sweep interval, plus process scheduling slack.
+    expect(elapsed).toBeLessThan(FIRST_CHECK_MS + 2 * RECONCILE_MS + 1_500);
+    const applied = appliedRevisions(supervisor);
+    expect(new Set(applied).size).toBe(applied.length);
+  });
+});
+
