@@ -119,6 +119,8 @@ describe("supervisors that do not acknowledge", () => {
     await until(() => processed(hearing, mute).length > 0, "the new supervisor's log");
     expect(processed(hearing, mute)).toEqual([{ version: 2, outcome: "APPLIED" }]);
     await stack.waitPhase(mute, SandboxPhase.READY);
+    // The gateway logs asynchronously: its line may land just after READY is readable.
+    await until(() => gatewayLines(mute, "supervisor bootstrapped").length > 0, "the gateway's bootstrap log line");
     expect(gatewayLines(mute, "supervisor bootstrapped")).toHaveLength(1);
   });
 
