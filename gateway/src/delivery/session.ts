@@ -306,6 +306,9 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
           }
           slots.sandbox.inflight = undefined;
           slots.provider.inflight = undefined;
+          // The bootstrap's snapshots are not needed again; with thousands of sessions, keeping
+          // each one's decoded policy alive would be most of the session's memory.
+          bootstrap = undefined;
           bootstrapped = true;
           log.info({ outcome: Outcome[sandboxResult.outcome] }, "supervisor bootstrapped");
           notify();
