@@ -89,6 +89,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   h2.on("sessionError", (err) => logger.debug({ err }, "http/2 session error"));
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     connections.addHttp1Request(req, res);
+    // A request answered before its body was read (refused as too large) leaves the rest of
+    // the body on the connection, where the next request would wait behind it forever: such an
+    // answer says "Connection: close", and node:http closes the connection after it.
+    const writeHead = res.writeHead.bind(res);
+    res.writeHead = ((...args: Parameters<typeof res.writeHead>) => {
+      if (!req.complete) res.shouldKeepAlive = false;
+      return writeHead(...args);
+    }) as typeof res.writeHead;
     handle(req, res);
   });
   h1.on("clientError", (err, socket) => {

@@ -151,7 +151,8 @@ export async function startReliabilityGateway(backend: Backend = "sqlite", optio
           ];
     switch (protocol) {
       case "grpc":
-        return createGrpcTransport({ baseUrl: url, interceptors });
+        // A client sending 17 MiB must not trip its own HTTP/2 session memory cap (10 MB).
+        return createGrpcTransport({ baseUrl: url, interceptors, nodeOptions: { maxSessionMemory: 64 } });
       case "grpc-web":
         return createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1", interceptors });
       case "connect-proto":
