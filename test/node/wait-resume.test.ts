@@ -12,12 +12,15 @@ import { rejectionOf, samplePolicy, setup } from "./helpers.js";
 
 const SLICE = { serverWaitSliceMs: 50 } as const;
 
-/** Commits an update whose wait ends locally after a server wait timed out; returns the error. */
+/**
+ * Commits an update whose wait ends locally after a server wait timed out; returns the error.
+ * The local bound leaves the 50 ms server slice ample room to answer even on a loaded machine.
+ */
 async function timedOut(idempotencyKey = "deploy-42") {
   const h = setup({}, SLICE);
   const policy = samplePolicy();
   const err = await rejectionOf(
-    h.client.updatePolicy({ sandbox: "dev", policy, idempotencyKey, wait: { timeoutMs: 150 } }),
+    h.client.updatePolicy({ sandbox: "dev", policy, idempotencyKey, wait: { timeoutMs: 500 } }),
   );
   return { ...h, err, policy, idempotencyKey };
 }
