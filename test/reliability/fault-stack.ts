@@ -143,6 +143,8 @@ export class FaultStack {
   client!: ConfigClient;
   raw!: Client<typeof OpenShell>;
   gateway!: Proc;
+  /** The command the next gateway runs under (from the options; tests may change it between starts). */
+  gatewayWrapper: readonly string[];
   private port = 0;
   private pgDatabase: string | undefined;
   private readonly tokens = new Map<string, string>();
@@ -155,6 +157,7 @@ export class FaultStack {
     this.logFile = join(this.dir, "stack.log");
     this.log = createWriteStream(this.logFile, { flags: "a" });
     this.sandboxes = fleetNames(o.fleet.prefix, o.fleet.count);
+    this.gatewayWrapper = o.gatewayWrapper ?? [];
     for (const n of this.sandboxes) this.tokens.set(n, `sup-${randomBytes(12).toString("hex")}`);
   }
 
@@ -207,7 +210,7 @@ export class FaultStack {
   spawnGateway(): Proc {
     const args = ["serve", "--db", this.dbUrl, "--port", String(this.port), "--auth-file", join(this.dir, "auth.json"), ...(this.o.gatewayArgs ?? [])];
     const node = [process.execPath, "--import", "tsx", join(ROOT, "gateway/src/cli.ts"), ...args];
-    const [command, ...rest] = [...(this.o.gatewayWrapper ?? []), ...node];
+    const [command, ...rest] = [...this.gatewayWrapper, ...node];
     const p = new Proc(`gateway#${this.processes.filter((x) => x.name.startsWith("gateway")).length + 1}`, command!, rest, this.log);
     this.processes.push(p);
     this.gateway = p;
