@@ -97,7 +97,7 @@ function writeReport(rows: { concurrency: number; run: number; result: RolloutRe
     "",
     `${new Date().toISOString()} · ${cpus().length} cores (${cpus()[0]?.model ?? "?"}) · ${Math.round(totalmem() / 2 ** 30)} GB · Node ${process.version} · commit ${commit} · 1-min load average ${loadAtStart.toFixed(1)} at the start, ${loadavg()[0]!.toFixed(1)} at the end`,
     "",
-    `\`node --import tsx bench/rollout.ts\`: one policy change to ${rows[0]?.result.counts.total ?? 0} sandboxes chosen by label, with \`rollout()\` from \`openshell-config/rollout\` (gRPC over HTTP/2 cleartext). One gateway (SQLite, WAL, synchronous=FULL) and one supervisor process hosting every sandbox, on this machine over loopback. Time = from the call to the result, including ListSandboxes; every sandbox must end \`applied\`. Other work on the machine skews these figures (a load average above the core count means other processes competed for the CPU).`,
+    `\`node --import tsx bench/rollout.ts\`: one policy change to ${rows[0]?.result.counts.total ?? 0} sandboxes chosen by label, with \`rollout()\` from \`openshell-config/rollout\` (gRPC over HTTP/2 cleartext). One gateway (SQLite file) and one supervisor process hosting every sandbox, on this machine over loopback. Time = from the call to the result, including ListSandboxes; every sandbox must end \`applied\`. Other work on the machine skews these figures (a load average above the core count means other processes competed for the CPU).`,
     "",
     `**Fastest: ${rows[0]?.result.counts.total ?? 0} sandboxes in ${(best / 1000).toFixed(1)} s.**`,
     "",
