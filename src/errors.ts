@@ -4,6 +4,7 @@
 // answers `instanceof` from that brand: an error thrown by one copy of this package is still
 // recognised by another copy (a bundled dashboard next to a CLI, two versions in node_modules).
 
+import { isNetworkFailure } from "./retry.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 const BRAND = Symbol.for("openshell-config.error");
@@ -231,7 +232,8 @@ export function toSdkError(err: unknown, ref?: import("./refs.js").CompletionRef
         ? new IdempotencyConflictError(message, options)
         : new InvalidArgumentError(message, { ...options, field: fieldNamedIn(message) });
     case Code.Aborted:
-      return new ConflictError(message, options);
+      // connect-node's ABORTED for a connection reset under the call is not a conflict.
+      return isNetworkFailure(ce.cause) ? new UnavailableError(message, options) : new ConflictError(message, options);
     case Code.FailedPrecondition:
       return new FailedPreconditionError(message, options);
     case Code.NotFound:

@@ -15,14 +15,29 @@ export interface RetryOptions {
   readonly maxDelayMs?: number;
 }
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ERR_HTTP2_GOAWAY_SESSION", "ERR_HTTP2_STREAM_CANCEL", "ERR_HTTP2_INVALID_SESSION"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ERR_HTTP2_GOAWAY_SESSION",
+  "ERR_HTTP2_STREAM_CANCEL",
+  "ERR_HTTP2_INVALID_SESSION",
+  // An HTTP/2 session or stream torn down by the peer (a gateway crashing or restarting).
+  "ERR_HTTP2_SESSION_ERROR",
+  "ERR_HTTP2_STREAM_ERROR",
+]);
 
 /** True for failures that say nothing about the request: worth the same request again. */
 export function isTransient(err: unknown, extra: readonly Code[] = []): boolean {
   if (err instanceof ConnectError || isConnectErrorLike(err)) {
     const ce = err as ConnectError;
     if (ce.code === Code.Unavailable || extra.includes(ce.code)) return true;
-    if (ce.code === Code.Unknown || ce.code === Code.Internal) return isNetworkFailure(ce.cause);
+    // connect-node reports a connection reset under a call as ABORTED (and others as UNKNOWN or
+    // INTERNAL); only the cause tells a broken connection from the gateway's own answer.
+    if (ce.code === Code.Unknown || ce.code === Code.Internal || ce.code === Code.Aborted) return isNetworkFailure(ce.cause);
     // A connection that dies under an open call (the gateway crashed or restarted) resets its
     // HTTP/2 streams with CANCEL, which connect-node reports as CANCELED although nobody
     // cancelled. The caller's own cancellations never get here: every caller checks its signal first.
@@ -39,7 +54,8 @@ function isConnectErrorLike(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { name?: unknown }).name === "ConnectError";
 }
 
-function isNetworkFailure(err: unknown): boolean {
+/** True when `err` or one of its causes is a failed or broken connection. */
+export function isNetworkFailure(err: unknown): boolean {
   for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
