@@ -145,7 +145,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   if (!options.auth) logger.warn("authentication is DISABLED: every caller is treated as an admin of every workspace");
   const interceptors = [
     createRpcMetricsInterceptor(metrics),
-    createStoreErrorInterceptor(),
+    createStoreErrorInterceptor(logger),
     options.auth ? createAuthInterceptor(options.auth, { unauthenticatedMethods: ["Health"] }) : createNoAuthInterceptor(),
     // After authentication: the wait limit is per principal.
     createRequestLimitsInterceptor({ ...DEFAULT_REQUEST_LIMITS, ...options.limits }),

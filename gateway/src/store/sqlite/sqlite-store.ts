@@ -39,7 +39,9 @@ function toStoreError(err: unknown): unknown {
     if (err.code === "SQLITE_CONSTRAINT_UNIQUE" || err.code === "SQLITE_CONSTRAINT_PRIMARYKEY") {
       return new StoreConflictError(`SQLite: ${err.message}`, { cause: err });
     }
-    return new StoreUnavailableError(`SQLite: ${err.message}`, { cause: err });
+    // The extended code (SQLITE_FULL, SQLITE_IOERR_WRITE, SQLITE_READONLY…) is what tells an
+    // operator a full disk from a lost file.
+    return new StoreUnavailableError(`SQLite ${err.code}: ${err.message}`, { cause: err });
   }
   return err;
 }
