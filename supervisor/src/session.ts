@@ -10,6 +10,9 @@ import { DEFAULT_ACCEPT_TIMEOUT_MS, NO_FAULTS, runConnection, type ConnectionEnd
 import type { Logger } from "./log.js";
 import type { SimulatedSandbox } from "./sandbox.js";
 
+/** The backoff attempt an accepted-but-cut session resumes from (at most ~1 s with the defaults). */
+const ACCEPTED_ATTEMPT = 2;
+
 export interface SessionOptions {
   readonly sandbox: SimulatedSandbox;
   /** Sent as `hello.sandbox_id`: the sandbox name or id, as configured. */
@@ -91,7 +94,11 @@ export class SupervisorSession {
         return { kind: "fatal", reason: `gateway ${url} rejected sandbox ${o.sandboxId}: ${end.reason}` };
       }
       // A session that got as far as applying its bootstrap was healthy: start the backoff over.
+      // One the gateway accepted reached a live gateway, so the wait stays short (a network that
+      // keeps cutting connections must not push every session to the 30 s ceiling); one that
+      // was never accepted backs off in full.
       if (end.kind === "closed" && end.bootstrapped) attempt = 0;
+      else if (end.kind === "closed" && end.accepted) attempt = Math.min(attempt, ACCEPTED_ATTEMPT);
       index += 1;
       const delayMs = backoffDelay(attempt, o.backoff, o.random);
       attempt += 1;
