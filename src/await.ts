@@ -253,18 +253,27 @@ async function watch(w: Waiting): Promise<Completion | undefined> {
     const stop = () => call.abort(w.signal.reason);
     if (w.signal.aborted) stop();
     else w.signal.addEventListener("abort", stop, { once: true });
+    let handedOff = false;
     try {
       const stream = ctx.rpc.watchConfigUpdateOperations(
         { operationIds: [id], workspaceScope: workspaceScope(target.workspace) },
         await ctx.callOptions(call.signal),
       );
-      for await (const msg of stream) {
+      const messages = stream[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await messages.next();
+        if (next.done) break;
+        const msg = next.value;
         ctx.watch = "supported";
         failures = 0;
         if (msg.operation === undefined || msg.operation.operationId !== id) continue;
         const status = fromOperation(msg.operation);
         w.emit({ type: "state", status });
-        if (isTerminal(status)) return status;
+        if (isTerminal(status)) {
+          handedOff = true;
+          drainWatch(messages, call);
+          return status;
+        }
       }
       // The gateway closed the stream (shutting down, rebalancing): watch again.
     } catch (err) {
@@ -279,10 +288,38 @@ async function watch(w: Waiting): Promise<Completion | undefined> {
       w.emit({ type: "retry", attempt: failures, error: err });
     } finally {
       w.signal.removeEventListener("abort", stop);
-      call.abort();
+      if (!handedOff) call.abort();
     }
     await sleep(backoff(failures, ctx.retry.minDelayMs ?? 100, ctx.retry.maxDelayMs ?? 5_000), w.signal);
   }
+}
+
+// How long a finished watch may take to end by itself before it is cancelled.
+const WATCH_DRAIN_MS = 500;
+
+/**
+ * Reads what is left of a watch whose operation is terminal, in the background, so that the call
+ * ends with the gateway's end of stream (it ends a watch once every watched operation is terminal)
+ * rather than with a cancellation. An HTTP/2 server counts cancelled streams (RST_STREAM) and
+ * closes the whole connection after a burst of about a thousand, failing every call on it: many
+ * waits in a row (a rollout) would otherwise trip it. A gateway that keeps the stream open is
+ * cancelled after WATCH_DRAIN_MS.
+ */
+function drainWatch(messages: AsyncIterator<unknown>, call: AbortController): void {
+  const timer = setTimeout(() => call.abort(), WATCH_DRAIN_MS);
+  (timer as { unref?: () => void }).unref?.();
+  void (async () => {
+    try {
+      while (!(await messages.next()).done) {
+        // nothing to do with messages after the outcome
+      }
+    } catch {
+      // cancelled, or the connection went away: the outcome is already known
+    } finally {
+      clearTimeout(timer);
+      call.abort();
+    }
+  })();
 }
 
 /** Last resort for an id-only ref on a gateway without the watch: poll with capped backoff. */
