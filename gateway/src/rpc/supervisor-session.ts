@@ -52,6 +52,8 @@ export async function* connectSupervisor(
   log.info("supervisor connected");
   const onAbort = () => session.close();
   ctx.signal.addEventListener("abort", onAbort, { once: true });
+  // The claim above awaited the database: the caller may have gone meanwhile.
+  if (ctx.signal.aborted) onAbort();
   // Read the supervisor's messages beside the outbound stream; either side ending ends both.
   const reader = (async () => {
     try {

@@ -33,8 +33,9 @@ function collect(store: Store, channel: string, count: number, ms = 3_000) {
     },
     onGap: () => undefined,
   });
-  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`only ${got.length} of ${count} messages`)), ms));
-  return { got, subscription, arrived: Promise.race([arrived, timeout]) };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`only ${got.length} of ${count} messages`)), ms)));
+  return { got, subscription, arrived: Promise.race([arrived, timeout]).finally(() => clearTimeout(timer)) };
 }
 
 export function defineClusterTests(harness: () => StoreHarness): void {
