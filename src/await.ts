@@ -20,6 +20,7 @@ import { handleRequest, isOperationHandle, type CompletionRef } from "./refs.js"
 import { buildRequest, workspaceScope } from "./update.js";
 import { deadlineSignal, isTransient, sleep, withRetry } from "./retry.js";
 import { policyStatusOnce } from "./policy-status.js";
+import { drainWatch } from "./watch-drain.js";
 import { toDuration } from "./convert/timestamp.js";
 import type { ClientContext } from "./context.js";
 
@@ -292,34 +293,6 @@ async function watch(w: Waiting): Promise<Completion | undefined> {
     }
     await sleep(backoff(failures, ctx.retry.minDelayMs ?? 100, ctx.retry.maxDelayMs ?? 5_000), w.signal);
   }
-}
-
-// How long a finished watch may take to end by itself before it is cancelled.
-const WATCH_DRAIN_MS = 500;
-
-/**
- * Reads what is left of a watch whose operation is terminal, in the background, so that the call
- * ends with the gateway's end of stream (it ends a watch once every watched operation is terminal)
- * rather than with a cancellation. An HTTP/2 server counts cancelled streams (RST_STREAM) and
- * closes the whole connection after a burst of about a thousand, failing every call on it: many
- * waits in a row (a rollout) would otherwise trip it. A gateway that keeps the stream open is
- * cancelled after WATCH_DRAIN_MS.
- */
-function drainWatch(messages: AsyncIterator<unknown>, call: AbortController): void {
-  const timer = setTimeout(() => call.abort(), WATCH_DRAIN_MS);
-  (timer as { unref?: () => void }).unref?.();
-  void (async () => {
-    try {
-      while (!(await messages.next()).done) {
-        // nothing to do with messages after the outcome
-      }
-    } catch {
-      // cancelled, or the connection went away: the outcome is already known
-    } finally {
-      clearTimeout(timer);
-      call.abort();
-    }
-  })();
 }
 
 /** Last resort for an id-only ref on a gateway without the watch: poll with capped backoff. */
