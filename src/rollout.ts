@@ -4,7 +4,7 @@
  * `rollout(client, options)` commits the same policy or settings change to every target sandbox
  * (named, or chosen by label), at most `concurrency` at a time, waits for each one's outcome and
  * reports them together. It lives in its own entry point so that `createConfigClient` alone stays
- * within its browser bundle budget: the engine and the ListSandboxes descriptors add about 3.7 kB
+ * within its browser bundle budget: the engine and the ListSandboxes descriptors add about 4 kB
  * (brotli) and load only with `openshell-config/rollout`.
  *
  * @module
