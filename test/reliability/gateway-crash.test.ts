@@ -72,6 +72,6 @@ describe.each<Backend>(["sqlite", "postgres"])("gateway killed with SIGKILL unde
         throw s.keepFor(err);
       }
     },
-    LONG ? 900_000 : 90_000,
+    LONG ? 900_000 : 180_000,
   );
 });

@@ -86,6 +86,6 @@ describe("supervisor connections through a proxy that delays, drops and cuts", (
         throw s.keepFor(err);
       }
     },
-    LONG ? 600_000 : 90_000,
+    LONG ? 600_000 : 180_000,
   );
 });

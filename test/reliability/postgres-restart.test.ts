@@ -112,6 +112,6 @@ describe("a private PostgreSQL cluster restarted under load", () => {
         throw s.keepFor(err);
       }
     },
-    LONG ? 600_000 : 90_000,
+    LONG ? 600_000 : 180_000,
   );
 });
