@@ -28,3 +28,18 @@ export { ROLLOUT_KIND, restoreRolloutState, rolloutKey } from "./rollout/state.j
 export function rollout(client: ConfigClient, options: RolloutOptions): RolloutRun {
   return startRollout(client, options);
 }
+
+/** A ConfigClient that also rolls out: `client.rollout(options)`. */
+export interface RolloutClient extends ConfigClient {
+  /** Same as `rollout(client, options)`. */
+  rollout(options: RolloutOptions): RolloutRun;
+}
+
+/**
+ * Adds `rollout` to a client, for code that wants `client.rollout({...})`:
+ * `const client = withRollout(createConfigClient({ baseUrl }))`. The client's own methods are
+ * unchanged; only this entry point carries the rollout engine.
+ */
+export function withRollout(client: ConfigClient): RolloutClient {
+  return { ...client, rollout: (options: RolloutOptions) => startRollout(client, options) };
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigApplyOutcome as Outcome, ConfigUpdateOperationState as State } from "../../src/gen/openshell/v1/config_pb.js";
 import { InvalidArgumentError } from "../../src/index.js";
-import { restoreRolloutState, rollout, rolloutKey, type RolloutEvent, type RolloutOptions } from "../../src/rollout.js";
+import { restoreRolloutState, rollout, rolloutKey, withRollout, type RolloutEvent, type RolloutOptions } from "../../src/rollout.js";
 import { samplePolicy, setup } from "./helpers.js";
 
 const fleet = (n: number) => Array.from({ length: n }, (_, i) => `sb-${String(i).padStart(3, "0")}`);
@@ -75,6 +75,16 @@ describe("rollout against a fake gateway", () => {
     expect(inFlight.max).toBeGreaterThan(1);
     expect(gw.commits).toHaveLength(40);
     expect(new Set(gw.requests.map((r) => r.idempotencyKey))).toEqual(new Set(names.map((n) => rolloutKey("r1", n))));
+  });
+
+  it("withRollout gives a client a rollout method that runs the same rollout, its other methods untouched", async () => {
+    const names = fleet(6);
+    const { client, gw } = fleetHarness(names, () => State.APPLIED, 5);
+    const withIt = withRollout(client);
+    expect(withIt.updatePolicy).toBe(client.updatePolicy);
+    const result = await withIt.rollout({ id: "m1", sandboxes: names, policy: samplePolicy() });
+    expect(result.counts.byState).toEqual({ applied: 6 });
+    expect(new Set(gw.requests.map((r) => r.idempotencyKey))).toEqual(new Set(names.map((n) => rolloutKey("m1", n))));
   });
 
   it("halts new commits once maxFailures sandboxes failed, still awaiting the commits in flight", async () => {
