@@ -84,7 +84,7 @@ const results: Results = {
     commit: gitCommit(),
     notes: [
       "Every process runs on this machine over loopback: the gateway (one Node process, started from source with tsx), supervisor processes hosting many sandboxes each, and SDK client processes (gRPC over HTTP/2 cleartext). They share the cores listed above.",
-      "SQLite: a file on local disk (WAL, synchronous=FULL). PostgreSQL 15 on 127.0.0.1, a fresh database per run. Supervisor state directories are on tmpfs (/dev/shm) when available.",
+      "SQLite: a file on local disk (WAL; every acknowledged write is on disk first: concurrent transactions share one COMMIT and one fsync). PostgreSQL 15 on 127.0.0.1, a fresh database per run. Supervisor state directories are on tmpfs (/dev/shm) when available.",
       "Latencies are wall-clock times of SDK calls measured in the client process; percentiles are nearest-rank.",
     ],
     load: [],
