@@ -3,6 +3,7 @@
 // this sweep, which re-reads every operation someone here waits on by id, in one query per
 // interval, and hands the terminal ones to the bus. Idle when nobody waits.
 
+import { createPeriodic } from "../operations/periodic.js";
 import type { Logger } from "pino";
 import type { OperationBus } from "../operations/bus.js";
 import { isTerminalState } from "../operations/states.js";
@@ -18,8 +19,6 @@ export interface OperationSweep {
 }
 
 export function createOperationSweep(store: Store, bus: OperationBus, intervalMs: number, logger: Logger): OperationSweep {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopped = true;
 
   async function runOnce(): Promise<number> {
     const ids = bus.watchedOperations();
@@ -34,27 +33,13 @@ export function createOperationSweep(store: Store, bus: OperationBus, intervalMs
     return woken;
   }
 
-  const loop = async () => {
-    if (stopped) return;
-    try {
-      const n = await runOnce();
-      if (n > 0) logger.debug({ woken: n }, "operation sweep woke waiters");
-    } catch (err) {
-      logger.warn({ err: (err as Error).message }, "operation sweep failed");
-    }
-    if (!stopped) timer = setTimeout(loop, intervalMs);
-  };
+  const periodic = createPeriodic(runOnce, {
+    intervalMs,
+    logger,
+    done: "operation sweep woke waiters",
+    failed: "operation sweep failed",
+    immediately: false,
+  });
 
-  return {
-    runOnce,
-    start() {
-      if (!stopped) return;
-      stopped = false;
-      timer = setTimeout(loop, intervalMs);
-    },
-    stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-    },
-  };
+  return { runOnce, start: periodic.start, stop: periodic.stop };
 }

@@ -11,6 +11,7 @@
 
 import type { Store } from "../store/store.js";
 import type { SessionRegistry } from "../delivery/registry.js";
+import { createPeriodic } from "./periodic.js";
 import type { Logger } from "pino";
 
 export interface ReconcilerOptions {
@@ -37,8 +38,6 @@ export function redeliveryDelayMs(attempt: number): number {
 export function createReconciler(store: Store, registry: SessionRegistry, logger: Logger, options: ReconcilerOptions = {}): Reconciler {
   const intervalMs = options.intervalMs ?? 1_000;
   const batchSize = options.batchSize ?? 250;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let stopped = true;
 
   async function runOnce(): Promise<number> {
     const now = new Date();
@@ -60,27 +59,13 @@ export function createReconciler(store: Store, registry: SessionRegistry, logger
     return due.length;
   }
 
-  const loop = async () => {
-    if (stopped) return;
-    try {
-      const n = await runOnce();
-      if (n > 0) logger.debug({ due: n }, "reconciled pending operations");
-    } catch (err) {
-      logger.warn({ err: (err as Error).message }, "reconciliation pass failed");
-    }
-    if (!stopped) timer = setTimeout(loop, intervalMs);
-  };
+  const periodic = createPeriodic(runOnce, {
+    intervalMs,
+    logger,
+    done: "reconciled pending operations",
+    failed: "reconciliation pass failed",
+    immediately: true,
+  });
 
-  return {
-    runOnce,
-    start() {
-      if (!stopped) return;
-      stopped = false;
-      void loop();
-    },
-    stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-    },
-  };
+  return { runOnce, start: periodic.start, stop: periodic.stop };
 }

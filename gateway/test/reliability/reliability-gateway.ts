@@ -3,6 +3,7 @@
 // of every kind (each with a distinct random token, so scans can look for it), captured logs at
 // trace level, clients on every protocol, and a dump of every stored row.
 
+import { freshDatabase } from "../rpc/harness.js";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -76,22 +77,7 @@ function rowText(table: string, row: Record<string, unknown>, ignore: readonly s
   return JSON.stringify(kept.map(([k, v]) => [k, cell(v)]));
 }
 
-async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `osc_rel_${process.pid}_${randomBytes(3).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/postgres" });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  return {
-    url: `postgres://postgres@127.0.0.1:5432/${name}`,
-    drop: async () => {
-      const c = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/postgres" });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
+const freshPostgres = () => freshDatabase("osc_rel");
 
 export async function startReliabilityGateway(backend: Backend = "sqlite", options: Partial<GatewayOptions> = {}): Promise<ReliabilityGateway> {
   const tokens = Object.fromEntries(

@@ -54,8 +54,9 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-async function freshDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `osc_rpc_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+/** A new PostgreSQL database on the shared server, and how to drop it; `prefix` names whose it is. */
+export async function freshDatabase(prefix = "osc_rpc"): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/postgres" });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
