@@ -4,6 +4,7 @@
 // content at most once, and every acknowledged revision with its hash; and the supervisor never
 // ran two different configurations under one policy version.
 
+import { expect } from "vitest";
 import type { ConfigClient } from "openshell-config";
 import { configRevision } from "../../gateway/src/model/snapshot.js";
 import type { FaultStack, Proc } from "./fault-stack.js";
@@ -147,4 +148,14 @@ export async function checkLedger(stack: FaultStack, load: UpdateLoad, superviso
     supervisorConflicts: [...new Set(supervisorConflicts)],
     states,
   };
+}
+
+/** The promise every fault test ends with: nothing acknowledged lost, unfinished, answered differently or applied twice. */
+export function expectLedgerClean(report: LedgerReport): void {
+  expect(report.lost).toEqual([]);
+  expect(report.missingRevisions).toEqual([]);
+  expect(report.notTerminal).toEqual([]);
+  expect(report.retryMismatches).toEqual([]);
+  expect(report.duplicateRevisions).toEqual([]);
+  expect(report.supervisorConflicts).toEqual([]);
 }
