@@ -18,7 +18,8 @@ import { fromOperation, isTerminal, type Completion, type OperationStatus } from
 import { CompletionTimeoutError, CompletionUnavailableError, InvalidArgumentError, operationIdOf, toSdkError } from "./errors.js";
 import { handleRequest, isOperationHandle, type CompletionRef } from "./refs.js";
 import { buildRequest, workspaceScope } from "./update.js";
-import { deadlineSignal, isTransient, sleep, withRetry } from "./retry.js";
+import { deadlineSignal, isTransient, withRetry } from "./retry.js";
+import { afterSlice, checkDeadline, LocalDeadline, pauseFor, type Pace } from "./wait-pace.js";
 import { policyStatusOnce } from "./policy-status.js";
 import { drainWatch } from "./watch-drain.js";
 import { toDuration } from "./convert/timestamp.js";
@@ -60,13 +61,14 @@ export interface WaitTarget {
   readonly policyVersion: number | undefined;
 }
 
+// Every slice of the wait (a server-side wait, a watch stream, a poll) ends through the pacing
+// in wait-pace.ts: a pause after an early end, a yield, the deadline check.
 interface Waiting {
   readonly ctx: ClientContext;
   readonly target: WaitTarget;
-  readonly signal: AbortSignal;
   readonly emit: (event: ProgressEvent) => void;
-  /** When the whole wait ends (epoch ms; may be Infinity). */
-  readonly deadline: number;
+  /** The pacing shared by all slices, with the wait's signal and deadline. */
+  readonly pace: Pace;
   /** The latest committed response seen on a replay. */
   response?: UpdateConfigResponse;
 }
@@ -136,8 +138,7 @@ export async function waitForTarget(
   const w: Waiting = {
     ctx,
     target,
-    signal: ds.signal,
-    deadline,
+    pace: { signal: ds.signal, deadline, earlyEnds: 0 },
     emit: (event) => {
       if (event.type === "state") {
         const s = event.status;
@@ -152,8 +153,10 @@ export async function waitForTarget(
     const completion = await waitAny(w);
     return { completion, response: w.response };
   } catch (err) {
-    if (ds.expired() || options.signal?.aborted) {
-      const aborted = !ds.expired();
+    // The deadline timer may not have run yet when a slice saw the deadline pass.
+    const expired = ds.expired() || err instanceof LocalDeadline;
+    if (expired || options.signal?.aborted) {
+      const aborted = !expired;
       // Before the gateway confirmed anything, the commit itself may not have happened: the ref
       // still resumes correctly (re-sending with the same key commits at most once).
       const known = target.operationId !== undefined || w.response !== undefined;
@@ -188,32 +191,35 @@ async function waitAny(w: Waiting): Promise<Completion> {
 
 /** The server-side wait: re-send the committed request with WAIT_FOR_COMPLETION, in bounded slices. */
 async function waitByRequest(w: Waiting): Promise<Completion> {
-  const { ctx, target } = w;
+  const { ctx, target, pace } = w;
   for (;;) {
-    w.signal.throwIfAborted();
+    checkDeadline(pace);
     const req = clone(UpdateConfigRequestSchema, target.request!);
     req.waitMode = ConfigUpdateWaitMode.WAIT_FOR_COMPLETION;
     // End each server wait a little before the local deadline, so that the gateway's answer
     // (with the operation-id) arrives before the local wait gives up. Never send zero: the
     // gateway reads a zero wait_timeout as its 60 s default.
-    const remaining = w.deadline - Date.now();
+    const remaining = pace.deadline - Date.now();
     const sliceMs = Math.max(
       1,
       Math.floor(Math.min(ctx.serverWaitSliceMs, remaining > 500 ? remaining - 250 : remaining / 2)),
     );
     req.waitTimeout = toDuration(sliceMs);
+    const startedAt = Date.now();
     let res: UpdateConfigResponse;
     try {
       res = await withRetry(
-        async () => ctx.rpc.updateConfig(req, await ctx.callOptions(w.signal, sliceMs + SERVER_WAIT_GRACE_MS)),
-        { ...ctx.retry, signal: w.signal, onRetry: (error, attempt) => w.emit({ type: "retry", attempt, error }) },
+        async () => ctx.rpc.updateConfig(req, await ctx.callOptions(pace.signal, sliceMs + SERVER_WAIT_GRACE_MS)),
+        { ...ctx.retry, signal: pace.signal, onRetry: (error, attempt) => w.emit({ type: "retry", attempt, error }) },
       );
     } catch (err) {
-      if (w.signal.aborted) throw err;
+      if (pace.signal.aborted) throw err;
       const ce = ConnectError.from(err);
-      // The slice ended with the operation still running: learn its id and wait again.
+      // The slice ended with the operation still running: learn its id and wait again, after a
+      // pause when the gateway ended it early.
       if (ce.code === Code.DeadlineExceeded) {
         target.operationId ??= operationIdOf(ce);
+        await afterSlice(pace, startedAt, sliceMs);
         // Knowing the id, the watch stream is cheaper than re-sending the whole request.
         if (target.operationId !== undefined && ctx.watch !== "unsupported") return waitById(w);
         continue;
@@ -243,18 +249,23 @@ async function waitById(w: Waiting): Promise<Completion> {
 
 /** Returns the outcome, or `undefined` when the gateway does not implement the watch. */
 async function watch(w: Waiting): Promise<Completion | undefined> {
-  const { ctx, target } = w;
+  const { ctx, target, pace } = w;
   const id = target.operationId!;
   let failures = 0;
   for (;;) {
+    checkDeadline(pace);
+    const startedAt = Date.now();
+    // A watch should stay open until the outcome; one that closes sooner than this ended early.
+    const expectedMs = Math.min(pace.deadline - startedAt, ctx.serverWaitSliceMs);
     // Connect's stream iterator has no return(): leaving the loop does not end the call, so each
     // stream gets its own signal, aborted once we stop reading (else it stays open, holding a
     // connection, until the gateway closes it).
     const call = new AbortController();
-    const stop = () => call.abort(w.signal.reason);
-    if (w.signal.aborted) stop();
-    else w.signal.addEventListener("abort", stop, { once: true });
+    const stop = () => call.abort(pace.signal.reason);
+    if (pace.signal.aborted) stop();
+    else pace.signal.addEventListener("abort", stop, { once: true });
     let handedOff = false;
+    let failed = false;
     try {
       const stream = ctx.rpc.watchConfigUpdateOperations(
         { operationIds: [id], workspaceScope: workspaceScope(target.workspace) },
@@ -265,6 +276,8 @@ async function watch(w: Waiting): Promise<Completion | undefined> {
         const next = await messages.next();
         if (next.done) break;
         const msg = next.value;
+        // A stream that never pauses must not outlive the deadline either.
+        checkDeadline(pace);
         ctx.watch = "supported";
         failures = 0;
         if (msg.operation === undefined || msg.operation.operationId !== id) continue;
@@ -278,7 +291,7 @@ async function watch(w: Waiting): Promise<Completion | undefined> {
       }
       // The gateway closed the stream (shutting down, rebalancing): watch again.
     } catch (err) {
-      if (w.signal.aborted) throw err;
+      if (pace.signal.aborted || err instanceof LocalDeadline) throw err;
       const ce = ConnectError.from(err);
       if (ce.code === Code.Unimplemented) {
         ctx.watch = "unsupported";
@@ -287,41 +300,44 @@ async function watch(w: Waiting): Promise<Completion | undefined> {
       if (!isTransient(err)) throw err;
       if (++failures > (ctx.retry.retries ?? 6)) throw err;
       w.emit({ type: "retry", attempt: failures, error: err });
+      failed = true;
     } finally {
-      w.signal.removeEventListener("abort", stop);
+      pace.signal.removeEventListener("abort", stop);
       if (!handedOff) call.abort();
     }
-    await sleep(backoff(failures, ctx.retry.minDelayMs ?? 100, ctx.retry.maxDelayMs ?? 5_000), w.signal);
+    if (failed) await pauseFor(pace, backoff(failures, ctx.retry.minDelayMs ?? 100, ctx.retry.maxDelayMs ?? 5_000));
+    else await afterSlice(pace, startedAt, expectedMs);
   }
 }
 
 /** Last resort for an id-only ref on a gateway without the watch: poll with capped backoff. */
 async function pollOperation(w: Waiting): Promise<Completion> {
-  const { ctx, target } = w;
+  const { ctx, target, pace } = w;
   let delay = ctx.poll.minDelayMs;
   for (;;) {
+    checkDeadline(pace);
     const res = await withRetry(
       async () =>
         ctx.rpc.getConfigUpdateOperation(
           { operationId: target.operationId!, workspaceScope: workspaceScope(target.workspace) },
-          await ctx.callOptions(w.signal),
+          await ctx.callOptions(pace.signal),
         ),
       // ABORTED here means the record changed while being read: read again.
-      { ...ctx.retry, signal: w.signal, retryOn: [Code.Aborted] },
+      { ...ctx.retry, signal: pace.signal, retryOn: [Code.Aborted] },
     );
     if (res.operation !== undefined) {
       const status = fromOperation(res.operation);
       w.emit({ type: "state", status });
       if (isTerminal(status)) return status;
     }
-    await sleep(delay, w.signal);
+    await pauseFor(pace, delay);
     delay = Math.min(delay * 2, ctx.poll.maxDelayMs);
   }
 }
 
 /** A gateway that returns no operation: follow the committed policy version's load status. */
 async function waitForPolicyStatus(w: Waiting, res: UpdateConfigResponse): Promise<Completion> {
-  const { ctx, target } = w;
+  const { ctx, target, pace } = w;
   const request = target.request!;
   if (request.settingKey !== "") {
     throw new CompletionUnavailableError(
@@ -331,10 +347,11 @@ async function waitForPolicyStatus(w: Waiting, res: UpdateConfigResponse): Promi
   }
   let delay = ctx.poll.minDelayMs;
   for (;;) {
-    const status = await policyStatusOnce(ctx, request.sandbox, target.workspace, res.version, w.signal);
+    checkDeadline(pace);
+    const status = await policyStatusOnce(ctx, request.sandbox, target.workspace, res.version, pace.signal);
     w.emit({ type: "state", status });
     if (isTerminal(status)) return status;
-    await sleep(delay, w.signal);
+    await pauseFor(pace, delay);
     delay = Math.min(delay * 2, ctx.poll.maxDelayMs);
   }
 }
