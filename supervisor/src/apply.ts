@@ -13,8 +13,10 @@ import {
   ConfigSnapshotRevisionSchema,
   ConfigurationAdmissionState,
   EffectiveSettingSchema,
+  ProviderEnvironmentValueClassification,
   ProviderEnvironmentValueSchema,
   ProviderProfileCredentialSchema,
+  ProviderReadinessReason,
   SandboxConfigRevisionSchema,
   SandboxConfigurationAdmissionSchema,
   SandboxPolicySchema,
@@ -317,7 +319,10 @@ export function decideProviderEnvironment(input: ProviderApplyInput): ProviderDe
   }
   let failure: Failure | undefined;
   if (input.problems.length > 0) failure = { code: "invalid_provider_environment", message: `invalid provider environment: ${input.problems.join("; ")}`, retryable: false };
-  else if (input.installError !== undefined) failure = { code: "install_failed", message: `could not install the provider environment: ${input.installError}`, retryable: true };
+  else if (!isInstallable(snapshot.readinessReason)) {
+    const reason = ProviderReadinessReason[snapshot.readinessReason] ?? String(snapshot.readinessReason);
+    failure = { code: "provider_not_ready", message: `provider environment is not ready for installation (readiness reason ${reason})`, retryable: true };
+  } else if (input.installError !== undefined) failure = { code: "install_failed", message: `could not install the provider environment: ${input.installError}`, retryable: true };
   if (failure) {
     if (active && active.revision !== snapshot.providerEnvRevision) {
       return { ...base, outcome: ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD, effect: "keep", applied: wrapProviderRevision(active.revision), failure, nextActive: active };
@@ -327,13 +332,47 @@ export function decideProviderEnvironment(input: ProviderApplyInput): ProviderDe
   return { ...base, outcome: ConfigApplyOutcome.APPLIED, effect: "install", applied: requested, failure: undefined, nextActive: { revision: snapshot.providerEnvRevision, contentKey: input.contentKey } };
 }
 
-/** Names that cannot be installed as environment variables (names only; values are never inspected in messages). */
+/**
+ * Whether a snapshot is a complete environment the supervisor may install, as upstream decides
+ * it: UNSPECIFIED (complete), CREDENTIALS_WITHHELD or CREDENTIAL_EXPIRED (those credentials are
+ * deliberately absent, so installing the rest still fails closed for them). A reason this build
+ * does not know is read as CREDENTIALS_WITHHELD, as upstream does.
+ */
+export function isInstallable(reason: ProviderReadinessReason): boolean {
+  if (ProviderReadinessReason[reason] === undefined) return true;
+  return (
+    reason === ProviderReadinessReason.UNSPECIFIED ||
+    reason === ProviderReadinessReason.CREDENTIALS_WITHHELD ||
+    reason === ProviderReadinessReason.CREDENTIAL_EXPIRED
+  );
+}
+
+/**
+ * What makes a snapshot uninstallable: names that cannot be environment variables, static
+ * credential bindings that are missing, misplaced or bind nothing, and unnamed dynamic
+ * credentials. Messages name variables and fields only; values are never inspected for them.
+ */
 export function validateProviderEnvironment(s: ProviderEnvironmentSnapshot): string[] {
   const problems: string[] = [];
   s.values.forEach((v, i) => {
     if (v.name === "") problems.push(`values[${i}] has an empty name`);
     else if (/[=\0]/u.test(v.name)) problems.push(`values[${i}] name contains '=' or NUL`);
+    const at = `values[${i}]`;
+    const isStatic = v.classification === ProviderEnvironmentValueClassification.STATIC_CREDENTIAL;
+    const b = v.staticCredentialBinding;
+    if (isStatic && !b) problems.push(`${at} is a static credential without a static_credential_binding`);
+    else if (!isStatic && b) problems.push(`${at} has a static_credential_binding but is not a static credential`);
+    else if (b) {
+      if (b.endpoints.length === 0) problems.push(`${at}.static_credential_binding binds no endpoint`);
+      b.endpoints.forEach((e, j) => {
+        if (e.host === "") problems.push(`${at}.static_credential_binding.endpoints[${j}] has an empty host`);
+        if (e.port > 65_535) problems.push(`${at}.static_credential_binding.endpoints[${j}].port ${e.port} is not a TCP port`);
+      });
+    }
   });
+  for (const key of Object.keys(s.dynamicCredentials)) {
+    if (key === "") problems.push("dynamic_credentials has an empty key");
+  }
   return problems;
 }
 

@@ -6,8 +6,11 @@ import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
 import {
   ConfigApplyOutcome,
   EffectiveSettingSchema,
+  ProviderProfileCredentialSchema,
+  ProviderReadinessReason,
   SandboxConfigRevisionSchema,
   SandboxPolicySchema,
+  StaticCredentialBindingSchema,
   type ProviderEnvironmentSnapshot,
   type SandboxConfigSnapshot,
   type SandboxPolicy,
@@ -160,6 +163,8 @@ export class SimulatedSandbox {
         outcome: ConfigApplyOutcome[decision.outcome],
         providerEnvRevision: snapshot.providerEnvRevision.toString(),
         names: snapshot.values.map((v) => v.name),
+        staticCredentialNames: snapshot.values.filter((v) => v.staticCredentialBinding).map((v) => v.name),
+        readinessReason: ProviderReadinessReason[snapshot.readinessReason] ?? snapshot.readinessReason,
         fileNames: Object.keys(snapshot.files),
         dynamicCredentialNames: Object.keys(snapshot.dynamicCredentials),
         ...(decision.failure ? { failureCode: decision.failure.code, failure: decision.failure.message } : {}),
@@ -190,16 +195,26 @@ export class SimulatedSandbox {
   private async carryOutProvider(d: ProviderDecision, s: ProviderEnvironmentSnapshot): Promise<void> {
     switch (d.effect) {
       case "install": {
+        // The values (secrets included) go only into provider-env.json (mode 0600), the
+        // simulated installed environment; this simulation has no proxy, so a static
+        // credential is installed like any value and its binding is recorded beside it.
         const values: Record<string, string> = {};
-        for (const v of s.values) values[v.name] = v.value;
-        const dynamicCredentials: Record<string, string> = {};
-        for (const [k, c] of Object.entries(s.dynamicCredentials)) dynamicCredentials[k] = c.value;
+        const staticCredentialBindings: Record<string, JsonValue> = {};
+        for (const v of s.values) {
+          values[v.name] = v.value;
+          if (v.staticCredentialBinding) staticCredentialBindings[v.name] = toJson(StaticCredentialBindingSchema, v.staticCredentialBinding);
+        }
+        // Dynamic credentials are descriptions (env vars, auth style, refresh, token grant):
+        // they carry no secret value, so they are recorded as received.
+        const dynamicCredentials: Record<string, JsonValue> = {};
+        for (const [k, c] of Object.entries(s.dynamicCredentials)) dynamicCredentials[k] = toJson(ProviderProfileCredentialSchema, c);
         await this.writeProviderEnv({
           sandbox: this.name,
           providerEnvRevision: s.providerEnvRevision.toString(),
           providerAttachmentEpoch: s.providerAttachmentEpoch,
           policyHash: s.policyHash,
           values,
+          staticCredentialBindings,
           files: { ...s.files },
           dynamicCredentials,
           writtenAt: new Date().toISOString(),
@@ -209,7 +224,7 @@ export class SimulatedSandbox {
       }
       case "deny_all":
         this.env = new Map();
-        await this.writeProviderEnv({ sandbox: this.name, providerEnvRevision: null, values: {}, files: {}, dynamicCredentials: {}, writtenAt: new Date().toISOString() });
+        await this.writeProviderEnv({ sandbox: this.name, providerEnvRevision: null, values: {}, staticCredentialBindings: {}, files: {}, dynamicCredentials: {}, writtenAt: new Date().toISOString() });
         return;
       case "keep":
       case "store_desired":

@@ -128,7 +128,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
 
   async function snapshots(sb: SandboxRecord) {
     const snap = await buildSnapshot(deps.store, sb, await globalPolicyVersion(deps));
-    const provider = await buildProviderSnapshot(deps.store, sb, snap.policyHash);
+    const provider = await buildProviderSnapshot(deps.store, sb, snap);
     return { snap, provider };
   }
 

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file openshell/v1/supervisor.proto.
  */
 export const file_openshell_v1_supervisor: GenFile = /*@__PURE__*/
-  fileDesc("Ch1vcGVuc2hlbGwvdjEvc3VwZXJ2aXNvci5wcm90bxIMb3BlbnNoZWxsLnYxIoQEChFTdXBlcnZpc29yTWVzc2FnZRIuCgVoZWxsbxgBIAEoCzIdLm9wZW5zaGVsbC52MS5TdXBlcnZpc29ySGVsbG9IABI2CgloZWFydGJlYXQYAiABKAsyIS5vcGVuc2hlbGwudjEuU3VwZXJ2aXNvckhlYXJ0YmVhdEgAEjoKEXJlbGF5X29wZW5fcmVzdWx0GAMgASgLMh0ub3BlbnNoZWxsLnYxLlJlbGF5T3BlblJlc3VsdEgAEi8KC3JlbGF5X2Nsb3NlGAQgASgLMhgub3BlbnNoZWxsLnYxLlJlbGF5Q2xvc2VIABJAChRjb25maWdfdXBkYXRlX3Jlc3VsdBgFIAEoCzIgLm9wZW5zaGVsbC52MS5Db25maWdVcGRhdGVSZXN1bHRIABJGChdjb25maWdfYm9vdHN0cmFwX3Jlc3VsdBgGIAEoCzIjLm9wZW5zaGVsbC52MS5Db25maWdCb290c3RyYXBSZXN1bHRIABJGChdzdGFydHVwX2NvbmZpZ19wcmVwYXJlZBgHIAEoCzIjLm9wZW5zaGVsbC52MS5TdGFydHVwQ29uZmlnUHJlcGFyZWRIABI9Cg1ydW50aW1lX3JlYWR5GAggASgLMiQub3BlbnNoZWxsLnYxLlN1cGVydmlzb3JSdW50aW1lUmVhZHlIAEIJCgdwYXlsb2FkIrAECg5HYXRld2F5TWVzc2FnZRI5ChBzZXNzaW9uX2FjY2VwdGVkGAEgASgLMh0ub3BlbnNoZWxsLnYxLlNlc3Npb25BY2NlcHRlZEgAEjkKEHNlc3Npb25fcmVqZWN0ZWQYAiABKAsyHS5vcGVuc2hlbGwudjEuU2Vzc2lvblJlamVjdGVkSAASMwoJaGVhcnRiZWF0GAMgASgLMh4ub3BlbnNoZWxsLnYxLkdhdGV3YXlIZWFydGJlYXRIABItCgpyZWxheV9vcGVuGAQgASgLMhcub3BlbnNoZWxsLnYxLlJlbGF5T3BlbkgAEi8KC3JlbGF5X2Nsb3NlGAUgASgLMhgub3BlbnNoZWxsLnYxLlJlbGF5Q2xvc2VIABI5ChBzZXNzaW9uX3JlZGlyZWN0GAYgASgLMh0ub3BlbnNoZWxsLnYxLlNlc3Npb25SZWRpcmVjdEgAEjMKDWNvbmZpZ191cGRhdGUYByABKAsyGi5vcGVuc2hlbGwudjEuQ29uZmlnVXBkYXRlSAASSAoYc3RhcnR1cF9jb25maWdfY2FuZGlkYXRlGAggASgLMiQub3BlbnNoZWxsLnYxLlN0YXJ0dXBDb25maWdDYW5kaWRhdGVIABJOChdjb25maWd1cmF0aW9uX2FkbWlzc2lvbhgJIAEoCzIrLm9wZW5zaGVsbC52MS5TYW5kYm94Q29uZmlndXJhdGlvbkFkbWlzc2lvbkgAQgkKB3BheWxvYWQitgIKD1N1cGVydmlzb3JIZWxsbxISCgpzYW5kYm94X2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEhgKEGNvbm5lY3Rpb25fZXBvY2gYAyABKAQSIwobc3VwcG9ydHNfcHJvdmlkZXJfcmVhZGluZXNzGAQgASgIEhIKCnJlZGlyZWN0ZWQYBSABKAgSIQoZc3VwcG9ydHNfc2Vzc2lvbl9yZWRpcmVjdBgGIAEoCBIhChlzdXBwb3J0c19jb25maWdfc25hcHNob3RzGAcgASgIEkIKFmltYWdlX3BvbGljeV9kaXNjb3ZlcnkYCCABKAsyIi5vcGVuc2hlbGwudjEuSW1hZ2VQb2xpY3lEaXNjb3ZlcnkSHQoVc3VwcG9ydHNfY29uZmlnX2FwcGx5GAkgASgIIq0BChRJbWFnZVBvbGljeURpc2NvdmVyeRIpCgdtaXNzaW5nGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5SAASKQoHaW52YWxpZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eUgAEjUKBnBvbGljeRgDIAEoCzIjLm9wZW5zaGVsbC5zYW5kYm94LnYxLlNhbmRib3hQb2xpY3lIAEIICgZyZXN1bHQiFQoTU3VwZXJ2aXNvckhlYXJ0YmVhdCISChBHYXRld2F5SGVhcnRiZWF0IhgKFlN1cGVydmlzb3JSdW50aW1lUmVhZHkiywEKD1Nlc3Npb25BY2NlcHRlZBISCgpzZXNzaW9uX2lkGAEgASgJEjAKCWJvb3RzdHJhcBgDIAEoCzIdLm9wZW5zaGVsbC52MS5Db25maWdCb290c3RyYXASHAoUY29uZmlnX2FwcGx5X2VuYWJsZWQYBCABKAgSNQoSaGVhcnRiZWF0X2ludGVydmFsGGYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uSgQIAhADUhdoZWFydGJlYXRfaW50ZXJ2YWxfc2VjcyIhCg9TZXNzaW9uUmVqZWN0ZWQSDgoGcmVhc29uGAEgASgJIkIKD1Nlc3Npb25SZWRpcmVjdBIVCg1wZWVyX2VuZHBvaW50GAEgASgJEhgKEG93bmVyX3JlcGxpY2FfaWQYAiABKAkinwEKD0NvbmZpZ0Jvb3RzdHJhcBJDCg5zYW5kYm94X2NvbmZpZxgBIAEoCzIrLm9wZW5zaGVsbC5zYW5kYm94LnYxLlNhbmRib3hDb25maWdTbmFwc2hvdBJHChRwcm92aWRlcl9lbnZpcm9ubWVudBgCIAEoCzIpLm9wZW5zaGVsbC52MS5Qcm92aWRlckVudmlyb25tZW50U25hcHNob3Qi3AEKDENvbmZpZ1VwZGF0ZRIRCgl1cGRhdGVfaWQYASABKAkSGgoSY29tcG9uZW50X3NlcXVlbmNlGAIgASgEEkUKDnNhbmRib3hfY29uZmlnGAMgASgLMisub3BlbnNoZWxsLnNhbmRib3gudjEuU2FuZGJveENvbmZpZ1NuYXBzaG90SAASSQoUcHJvdmlkZXJfZW52aXJvbm1lbnQYBCABKAsyKS5vcGVuc2hlbGwudjEuUHJvdmlkZXJFbnZpcm9ubWVudFNuYXBzaG90SABCCwoJY29tcG9uZW50IkYKEkNvbmZpZ0FwcGx5RmFpbHVyZRIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEQoJcmV0cnlhYmxlGAMgASgIIrYCChpDb25maWdDb21wb25lbnRBcHBseVJlc3VsdBIwCgljb21wb25lbnQYASABKA4yHS5vcGVuc2hlbGwudjEuQ29uZmlnQ29tcG9uZW50EkAKEnJlcXVlc3RlZF9yZXZpc2lvbhgCIAEoCzIkLm9wZW5zaGVsbC52MS5Db25maWdTbmFwc2hvdFJldmlzaW9uEj4KEGFwcGxpZWRfcmV2aXNpb24YAyABKAsyJC5vcGVuc2hlbGwudjEuQ29uZmlnU25hcHNob3RSZXZpc2lvbhIxCgdvdXRjb21lGAQgASgOMiAub3BlbnNoZWxsLnYxLkNvbmZpZ0FwcGx5T3V0Y29tZRIxCgdmYWlsdXJlGAUgASgLMiAub3BlbnNoZWxsLnYxLkNvbmZpZ0FwcGx5RmFpbHVyZSK9AQoSQ29uZmlnVXBkYXRlUmVzdWx0EhEKCXVwZGF0ZV9pZBgBIAEoCRIaChJjb21wb25lbnRfc2VxdWVuY2UYAiABKAQSOAoGcmVzdWx0GAMgASgLMigub3BlbnNoZWxsLnYxLkNvbmZpZ0NvbXBvbmVudEFwcGx5UmVzdWx0Ej4KCWFkbWlzc2lvbhgEIAEoCzIrLm9wZW5zaGVsbC52MS5TYW5kYm94Q29uZmlndXJhdGlvbkFkbWlzc2lvbiKSAQoVQ29uZmlnQm9vdHN0cmFwUmVzdWx0EjkKB3Jlc3VsdHMYASADKAsyKC5vcGVuc2hlbGwudjEuQ29uZmlnQ29tcG9uZW50QXBwbHlSZXN1bHQSPgoJYWRtaXNzaW9uGAIgASgLMisub3BlbnNoZWxsLnYxLlNhbmRib3hDb25maWd1cmF0aW9uQWRtaXNzaW9uIssBChZTdGFydHVwQ29uZmlnQ2FuZGlkYXRlEhQKDGNhbmRpZGF0ZV9pZBgBIAEoCRIzCgZwb2xpY3kYAiABKAsyIy5vcGVuc2hlbGwuc2FuZGJveC52MS5TYW5kYm94UG9saWN5EhMKC3BvbGljeV9oYXNoGAMgASgJEjkKDXBvbGljeV9zb3VyY2UYBCABKA4yIi5vcGVuc2hlbGwuc2FuZGJveC52MS5Qb2xpY3lTb3VyY2USFgoOcG9saWN5X3ZlcnNpb24YBSABKA0i2QEKFVN0YXJ0dXBDb25maWdQcmVwYXJlZBIUCgxjYW5kaWRhdGVfaWQYASABKAkSKwoJdW5jaGFuZ2VkGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5SAASPgoPcHJlcGFyZWRfcG9saWN5GAMgASgLMiMub3BlbnNoZWxsLnNhbmRib3gudjEuU2FuZGJveFBvbGljeUgAEjMKB2ZhaWx1cmUYBCABKAsyIC5vcGVuc2hlbGwudjEuQ29uZmlnQXBwbHlGYWlsdXJlSABCCAoGcmVzdWx0IjMKCVJlbGF5T3BlbhISCgpjaGFubmVsX2lkGAEgASgJEhIKCnNlcnZpY2VfaWQYBSABKAkiRQoPUmVsYXlPcGVuUmVzdWx0EhIKCmNoYW5uZWxfaWQYASABKAkSDwoHc3VjY2VzcxgCIAEoCBINCgVlcnJvchgDIAEoCSIwCgpSZWxheUNsb3NlEhIKCmNoYW5uZWxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIqQEChtQcm92aWRlckVudmlyb25tZW50U25hcHNob3QSHQoVcHJvdmlkZXJfZW52X3JldmlzaW9uGAEgASgEEjYKBnZhbHVlcxgCIAMoCzImLm9wZW5zaGVsbC52MS5Qcm92aWRlckVudmlyb25tZW50VmFsdWUSXgoTZHluYW1pY19jcmVkZW50aWFscxgDIAMoCzJBLm9wZW5zaGVsbC52MS5Qcm92aWRlckVudmlyb25tZW50U25hcHNob3QuRHluYW1pY0NyZWRlbnRpYWxzRW50cnkSIQoZcHJvdmlkZXJfYXR0YWNobWVudF9lcG9jaBgEIAEoCRITCgtwb2xpY3lfaGFzaBgFIAEoCRI/ChByZWFkaW5lc3NfcmVhc29uGAYgASgOMiUub3BlbnNoZWxsLnYxLlByb3ZpZGVyUmVhZGluZXNzUmVhc29uEkMKBWZpbGVzGAcgAygLMjQub3BlbnNoZWxsLnYxLlByb3ZpZGVyRW52aXJvbm1lbnRTbmFwc2hvdC5GaWxlc0VudHJ5GmIKF0R5bmFtaWNDcmVkZW50aWFsc0VudHJ5EgsKA2tleRgBIAEoCRI2CgV2YWx1ZRgCIAEoCzInLm9wZW5zaGVsbC52MS5Qcm92aWRlclByb2ZpbGVDcmVkZW50aWFsOgI4ARosCgpGaWxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi0gEKGFByb3ZpZGVyRW52aXJvbm1lbnRWYWx1ZRIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJEjMKD2V4cGlyYXRpb25fdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASQQoOY2xhc3NpZmljYXRpb24YBCABKA4yKS5vcGVuc2hlbGwudjEuUHJvdmlkZXJWYWx1ZUNsYXNzaWZpY2F0aW9uEiEKGXN0YXRpY19jcmVkZW50aWFsX2JpbmRpbmcYBSABKAkiXwoZUHJvdmlkZXJQcm9maWxlQ3JlZGVudGlhbBINCgV2YWx1ZRgBIAEoCRIzCg9leHBpcmF0aW9uX3RpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKpABChdQcm92aWRlclJlYWRpbmVzc1JlYXNvbhIpCiVQUk9WSURFUl9SRUFESU5FU1NfUkVBU09OX1VOU1BFQ0lGSUVEEAASIwofUFJPVklERVJfUkVBRElORVNTX1JFQVNPTl9SRUFEWRABEiUKIVBST1ZJREVSX1JFQURJTkVTU19SRUFTT05fUEVORElORxACKq8BChtQcm92aWRlclZhbHVlQ2xhc3NpZmljYXRpb24SLQopUFJPVklERVJfVkFMVUVfQ0xBU1NJRklDQVRJT05fVU5TUEVDSUZJRUQQABIsCihQUk9WSURFUl9WQUxVRV9DTEFTU0lGSUNBVElPTl9OT05fU0VDUkVUEAESMwovUFJPVklERVJfVkFMVUVfQ0xBU1NJRklDQVRJT05fU1RBVElDX0NSRURFTlRJQUwQAmIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_timestamp, file_openshell_sandbox_v1_sandbox, file_openshell_v1_config, file_openshell_v1_sandboxes]);
+  fileDesc("Ch1vcGVuc2hlbGwvdjEvc3VwZXJ2aXNvci5wcm90bxIMb3BlbnNoZWxsLnYxIoQEChFTdXBlcnZpc29yTWVzc2FnZRIuCgVoZWxsbxgBIAEoCzIdLm9wZW5zaGVsbC52MS5TdXBlcnZpc29ySGVsbG9IABI2CgloZWFydGJlYXQYAiABKAsyIS5vcGVuc2hlbGwudjEuU3VwZXJ2aXNvckhlYXJ0YmVhdEgAEjoKEXJlbGF5X29wZW5fcmVzdWx0GAMgASgLMh0ub3BlbnNoZWxsLnYxLlJlbGF5T3BlblJlc3VsdEgAEi8KC3JlbGF5X2Nsb3NlGAQgASgLMhgub3BlbnNoZWxsLnYxLlJlbGF5Q2xvc2VIABJAChRjb25maWdfdXBkYXRlX3Jlc3VsdBgFIAEoCzIgLm9wZW5zaGVsbC52MS5Db25maWdVcGRhdGVSZXN1bHRIABJGChdjb25maWdfYm9vdHN0cmFwX3Jlc3VsdBgGIAEoCzIjLm9wZW5zaGVsbC52MS5Db25maWdCb290c3RyYXBSZXN1bHRIABJGChdzdGFydHVwX2NvbmZpZ19wcmVwYXJlZBgHIAEoCzIjLm9wZW5zaGVsbC52MS5TdGFydHVwQ29uZmlnUHJlcGFyZWRIABI9Cg1ydW50aW1lX3JlYWR5GAggASgLMiQub3BlbnNoZWxsLnYxLlN1cGVydmlzb3JSdW50aW1lUmVhZHlIAEIJCgdwYXlsb2FkIrAECg5HYXRld2F5TWVzc2FnZRI5ChBzZXNzaW9uX2FjY2VwdGVkGAEgASgLMh0ub3BlbnNoZWxsLnYxLlNlc3Npb25BY2NlcHRlZEgAEjkKEHNlc3Npb25fcmVqZWN0ZWQYAiABKAsyHS5vcGVuc2hlbGwudjEuU2Vzc2lvblJlamVjdGVkSAASMwoJaGVhcnRiZWF0GAMgASgLMh4ub3BlbnNoZWxsLnYxLkdhdGV3YXlIZWFydGJlYXRIABItCgpyZWxheV9vcGVuGAQgASgLMhcub3BlbnNoZWxsLnYxLlJlbGF5T3BlbkgAEi8KC3JlbGF5X2Nsb3NlGAUgASgLMhgub3BlbnNoZWxsLnYxLlJlbGF5Q2xvc2VIABI5ChBzZXNzaW9uX3JlZGlyZWN0GAYgASgLMh0ub3BlbnNoZWxsLnYxLlNlc3Npb25SZWRpcmVjdEgAEjMKDWNvbmZpZ191cGRhdGUYByABKAsyGi5vcGVuc2hlbGwudjEuQ29uZmlnVXBkYXRlSAASSAoYc3RhcnR1cF9jb25maWdfY2FuZGlkYXRlGAggASgLMiQub3BlbnNoZWxsLnYxLlN0YXJ0dXBDb25maWdDYW5kaWRhdGVIABJOChdjb25maWd1cmF0aW9uX2FkbWlzc2lvbhgJIAEoCzIrLm9wZW5zaGVsbC52MS5TYW5kYm94Q29uZmlndXJhdGlvbkFkbWlzc2lvbkgAQgkKB3BheWxvYWQitgIKD1N1cGVydmlzb3JIZWxsbxISCgpzYW5kYm94X2lkGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEhgKEGNvbm5lY3Rpb25fZXBvY2gYAyABKAQSIwobc3VwcG9ydHNfcHJvdmlkZXJfcmVhZGluZXNzGAQgASgIEhIKCnJlZGlyZWN0ZWQYBSABKAgSIQoZc3VwcG9ydHNfc2Vzc2lvbl9yZWRpcmVjdBgGIAEoCBIhChlzdXBwb3J0c19jb25maWdfc25hcHNob3RzGAcgASgIEkIKFmltYWdlX3BvbGljeV9kaXNjb3ZlcnkYCCABKAsyIi5vcGVuc2hlbGwudjEuSW1hZ2VQb2xpY3lEaXNjb3ZlcnkSHQoVc3VwcG9ydHNfY29uZmlnX2FwcGx5GAkgASgIIq0BChRJbWFnZVBvbGljeURpc2NvdmVyeRIpCgdtaXNzaW5nGAEgASgLMhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5SAASKQoHaW52YWxpZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eUgAEjUKBnBvbGljeRgDIAEoCzIjLm9wZW5zaGVsbC5zYW5kYm94LnYxLlNhbmRib3hQb2xpY3lIAEIICgZyZXN1bHQiFQoTU3VwZXJ2aXNvckhlYXJ0YmVhdCISChBHYXRld2F5SGVhcnRiZWF0IhgKFlN1cGVydmlzb3JSdW50aW1lUmVhZHkiywEKD1Nlc3Npb25BY2NlcHRlZBISCgpzZXNzaW9uX2lkGAEgASgJEjAKCWJvb3RzdHJhcBgDIAEoCzIdLm9wZW5zaGVsbC52MS5Db25maWdCb290c3RyYXASHAoUY29uZmlnX2FwcGx5X2VuYWJsZWQYBCABKAgSNQoSaGVhcnRiZWF0X2ludGVydmFsGGYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uSgQIAhADUhdoZWFydGJlYXRfaW50ZXJ2YWxfc2VjcyIhCg9TZXNzaW9uUmVqZWN0ZWQSDgoGcmVhc29uGAEgASgJIkIKD1Nlc3Npb25SZWRpcmVjdBIVCg1wZWVyX2VuZHBvaW50GAEgASgJEhgKEG93bmVyX3JlcGxpY2FfaWQYAiABKAkinwEKD0NvbmZpZ0Jvb3RzdHJhcBJDCg5zYW5kYm94X2NvbmZpZxgBIAEoCzIrLm9wZW5zaGVsbC5zYW5kYm94LnYxLlNhbmRib3hDb25maWdTbmFwc2hvdBJHChRwcm92aWRlcl9lbnZpcm9ubWVudBgCIAEoCzIpLm9wZW5zaGVsbC52MS5Qcm92aWRlckVudmlyb25tZW50U25hcHNob3Qi3AEKDENvbmZpZ1VwZGF0ZRIRCgl1cGRhdGVfaWQYASABKAkSGgoSY29tcG9uZW50X3NlcXVlbmNlGAIgASgEEkUKDnNhbmRib3hfY29uZmlnGAMgASgLMisub3BlbnNoZWxsLnNhbmRib3gudjEuU2FuZGJveENvbmZpZ1NuYXBzaG90SAASSQoUcHJvdmlkZXJfZW52aXJvbm1lbnQYBCABKAsyKS5vcGVuc2hlbGwudjEuUHJvdmlkZXJFbnZpcm9ubWVudFNuYXBzaG90SABCCwoJY29tcG9uZW50IkYKEkNvbmZpZ0FwcGx5RmFpbHVyZRIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEQoJcmV0cnlhYmxlGAMgASgIIrYCChpDb25maWdDb21wb25lbnRBcHBseVJlc3VsdBIwCgljb21wb25lbnQYASABKA4yHS5vcGVuc2hlbGwudjEuQ29uZmlnQ29tcG9uZW50EkAKEnJlcXVlc3RlZF9yZXZpc2lvbhgCIAEoCzIkLm9wZW5zaGVsbC52MS5Db25maWdTbmFwc2hvdFJldmlzaW9uEj4KEGFwcGxpZWRfcmV2aXNpb24YAyABKAsyJC5vcGVuc2hlbGwudjEuQ29uZmlnU25hcHNob3RSZXZpc2lvbhIxCgdvdXRjb21lGAQgASgOMiAub3BlbnNoZWxsLnYxLkNvbmZpZ0FwcGx5T3V0Y29tZRIxCgdmYWlsdXJlGAUgASgLMiAub3BlbnNoZWxsLnYxLkNvbmZpZ0FwcGx5RmFpbHVyZSK9AQoSQ29uZmlnVXBkYXRlUmVzdWx0EhEKCXVwZGF0ZV9pZBgBIAEoCRIaChJjb21wb25lbnRfc2VxdWVuY2UYAiABKAQSOAoGcmVzdWx0GAMgASgLMigub3BlbnNoZWxsLnYxLkNvbmZpZ0NvbXBvbmVudEFwcGx5UmVzdWx0Ej4KCWFkbWlzc2lvbhgEIAEoCzIrLm9wZW5zaGVsbC52MS5TYW5kYm94Q29uZmlndXJhdGlvbkFkbWlzc2lvbiKSAQoVQ29uZmlnQm9vdHN0cmFwUmVzdWx0EjkKB3Jlc3VsdHMYASADKAsyKC5vcGVuc2hlbGwudjEuQ29uZmlnQ29tcG9uZW50QXBwbHlSZXN1bHQSPgoJYWRtaXNzaW9uGAIgASgLMisub3BlbnNoZWxsLnYxLlNhbmRib3hDb25maWd1cmF0aW9uQWRtaXNzaW9uIssBChZTdGFydHVwQ29uZmlnQ2FuZGlkYXRlEhQKDGNhbmRpZGF0ZV9pZBgBIAEoCRIzCgZwb2xpY3kYAiABKAsyIy5vcGVuc2hlbGwuc2FuZGJveC52MS5TYW5kYm94UG9saWN5EhMKC3BvbGljeV9oYXNoGAMgASgJEjkKDXBvbGljeV9zb3VyY2UYBCABKA4yIi5vcGVuc2hlbGwuc2FuZGJveC52MS5Qb2xpY3lTb3VyY2USFgoOcG9saWN5X3ZlcnNpb24YBSABKA0i2QEKFVN0YXJ0dXBDb25maWdQcmVwYXJlZBIUCgxjYW5kaWRhdGVfaWQYASABKAkSKwoJdW5jaGFuZ2VkGAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5SAASPgoPcHJlcGFyZWRfcG9saWN5GAMgASgLMiMub3BlbnNoZWxsLnNhbmRib3gudjEuU2FuZGJveFBvbGljeUgAEjMKB2ZhaWx1cmUYBCABKAsyIC5vcGVuc2hlbGwudjEuQ29uZmlnQXBwbHlGYWlsdXJlSABCCAoGcmVzdWx0IjMKCVJlbGF5T3BlbhISCgpjaGFubmVsX2lkGAEgASgJEhIKCnNlcnZpY2VfaWQYBSABKAkiRQoPUmVsYXlPcGVuUmVzdWx0EhIKCmNoYW5uZWxfaWQYASABKAkSDwoHc3VjY2VzcxgCIAEoCBINCgVlcnJvchgDIAEoCSIwCgpSZWxheUNsb3NlEhIKCmNoYW5uZWxfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIqQEChtQcm92aWRlckVudmlyb25tZW50U25hcHNob3QSHQoVcHJvdmlkZXJfZW52X3JldmlzaW9uGAEgASgEEjYKBnZhbHVlcxgCIAMoCzImLm9wZW5zaGVsbC52MS5Qcm92aWRlckVudmlyb25tZW50VmFsdWUSXgoTZHluYW1pY19jcmVkZW50aWFscxgDIAMoCzJBLm9wZW5zaGVsbC52MS5Qcm92aWRlckVudmlyb25tZW50U25hcHNob3QuRHluYW1pY0NyZWRlbnRpYWxzRW50cnkSIQoZcHJvdmlkZXJfYXR0YWNobWVudF9lcG9jaBgEIAEoCRITCgtwb2xpY3lfaGFzaBgFIAEoCRI/ChByZWFkaW5lc3NfcmVhc29uGAYgASgOMiUub3BlbnNoZWxsLnYxLlByb3ZpZGVyUmVhZGluZXNzUmVhc29uEkMKBWZpbGVzGAcgAygLMjQub3BlbnNoZWxsLnYxLlByb3ZpZGVyRW52aXJvbm1lbnRTbmFwc2hvdC5GaWxlc0VudHJ5GmIKF0R5bmFtaWNDcmVkZW50aWFsc0VudHJ5EgsKA2tleRgBIAEoCRI2CgV2YWx1ZRgCIAEoCzInLm9wZW5zaGVsbC52MS5Qcm92aWRlclByb2ZpbGVDcmVkZW50aWFsOgI4ARosCgpGaWxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEihAIKGFByb3ZpZGVyRW52aXJvbm1lbnRWYWx1ZRIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJEjMKD2V4cGlyYXRpb25fdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASTAoOY2xhc3NpZmljYXRpb24YBCABKA4yNC5vcGVuc2hlbGwudjEuUHJvdmlkZXJFbnZpcm9ubWVudFZhbHVlQ2xhc3NpZmljYXRpb24SSAoZc3RhdGljX2NyZWRlbnRpYWxfYmluZGluZxgFIAEoCzIlLm9wZW5zaGVsbC52MS5TdGF0aWNDcmVkZW50aWFsQmluZGluZyKcAQoXU3RhdGljQ3JlZGVudGlhbEJpbmRpbmcSQAoJZW5kcG9pbnRzGAEgAygLMi0ub3BlbnNoZWxsLnYxLlN0YXRpY0NyZWRlbnRpYWxFbmRwb2ludEJpbmRpbmcSGwoTY3JlZGVudGlhbF9pZGVudGl0eRgCIAEoCRIiChp3b3JrbG9hZF9jcmVkZW50aWFsX2hhbmRsZRgDIAEoCSJLCh9TdGF0aWNDcmVkZW50aWFsRW5kcG9pbnRCaW5kaW5nEgwKBGhvc3QYASABKAkSDAoEcG9ydBgCIAEoDRIMCgRwYXRoGAMgASgJIrICChlQcm92aWRlclByb2ZpbGVDcmVkZW50aWFsEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEAoIZW52X3ZhcnMYAyADKAkSEAoIcmVxdWlyZWQYBCABKAgSEgoKYXV0aF9zdHlsZRgFIAEoCRITCgtoZWFkZXJfbmFtZRgGIAEoCRITCgtxdWVyeV9wYXJhbRgHIAEoCRI4CgdyZWZyZXNoGAggASgLMicub3BlbnNoZWxsLnYxLlByb3ZpZGVyQ3JlZGVudGlhbFJlZnJlc2gSFQoNcGF0aF90ZW1wbGF0ZRgJIAEoCRI/Cgt0b2tlbl9ncmFudBgKIAEoCzIqLm9wZW5zaGVsbC52MS5Qcm92aWRlckNyZWRlbnRpYWxUb2tlbkdyYW50Iv8CChlQcm92aWRlckNyZWRlbnRpYWxSZWZyZXNoEkEKCHN0cmF0ZWd5GAEgASgOMi8ub3BlbnNoZWxsLnYxLlByb3ZpZGVyQ3JlZGVudGlhbFJlZnJlc2hTdHJhdGVneRIRCgl0b2tlbl91cmwYAiABKAkSDgoGc2NvcGVzGAMgAygJEjEKDnJlZnJlc2hfYmVmb3JlGGggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KDG1heF9saWZldGltZRhpIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJBCghtYXRlcmlhbBgGIAMoCzIvLm9wZW5zaGVsbC52MS5Qcm92aWRlckNyZWRlbnRpYWxSZWZyZXNoTWF0ZXJpYWwSSQoSYWRkaXRpb25hbF9vdXRwdXRzGAcgAygLMi0ub3BlbnNoZWxsLnYxLlByb3ZpZGVyQ3JlZGVudGlhbFJlZnJlc2hPdXRwdXRKBAgEEAVKBAgFEAYiaAohUHJvdmlkZXJDcmVkZW50aWFsUmVmcmVzaE1hdGVyaWFsEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEAoIcmVxdWlyZWQYAyABKAgSDgoGc2VjcmV0GAQgASgIIkUKH1Byb3ZpZGVyQ3JlZGVudGlhbFJlZnJlc2hPdXRwdXQSDgoGb3V0cHV0GAEgASgJEhIKCmNyZWRlbnRpYWwYAiABKAkizwMKHFByb3ZpZGVyQ3JlZGVudGlhbFRva2VuR3JhbnQSFgoOdG9rZW5fZW5kcG9pbnQYASABKAkSEAoIYXVkaWVuY2UYAiABKAkSDgoGc2NvcGVzGAMgAygJElYKEmF1ZGllbmNlX292ZXJyaWRlcxgFIAMoCzI6Lm9wZW5zaGVsbC52MS5Qcm92aWRlckNyZWRlbnRpYWxUb2tlbkdyYW50QXVkaWVuY2VPdmVycmlkZRIZChFqd3Rfc3ZpZF9hdWRpZW5jZRgGIAEoCRIdChVjbGllbnRfYXNzZXJ0aW9uX3R5cGUYByABKAkSQgoKZ3JhbnRfdHlwZRgIIAEoDjIuLm9wZW5zaGVsbC52MS5Qcm92aWRlckNyZWRlbnRpYWxUb2tlbkdyYW50VHlwZRJNCg1zdWJqZWN0X3Rva2VuGAkgASgLMjYub3BlbnNoZWxsLnYxLlByb3ZpZGVyQ3JlZGVudGlhbFRva2VuR3JhbnRTdWJqZWN0VG9rZW4SHAoUcmVxdWVzdGVkX3Rva2VuX3R5cGUYCiABKAkSLAoJY2FjaGVfdHRsGGggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uSgQIBBAFInoKLFByb3ZpZGVyQ3JlZGVudGlhbFRva2VuR3JhbnRBdWRpZW5jZU92ZXJyaWRlEgwKBGhvc3QYASABKAkSDAoEcG9ydBgCIAEoDRIMCgRwYXRoGAMgASgJEhAKCGF1ZGllbmNlGAQgASgJEg4KBnNjb3BlcxgFIAMoCSJqCihQcm92aWRlckNyZWRlbnRpYWxUb2tlbkdyYW50U3ViamVjdFRva2VuEg4KBnNvdXJjZRgBIAEoCRISCgpjcmVkZW50aWFsGAIgASgJEhoKEnN1YmplY3RfdG9rZW5fdHlwZRgDIAEoCSreAQomUHJvdmlkZXJFbnZpcm9ubWVudFZhbHVlQ2xhc3NpZmljYXRpb24SOQo1UFJPVklERVJfRU5WSVJPTk1FTlRfVkFMVUVfQ0xBU1NJRklDQVRJT05fVU5TUEVDSUZJRUQQABI4CjRQUk9WSURFUl9FTlZJUk9OTUVOVF9WQUxVRV9DTEFTU0lGSUNBVElPTl9OT05fU0VDUkVUEAESPwo7UFJPVklERVJfRU5WSVJPTk1FTlRfVkFMVUVfQ0xBU1NJRklDQVRJT05fU1RBVElDX0NSRURFTlRJQUwQAirDAwohUHJvdmlkZXJDcmVkZW50aWFsUmVmcmVzaFN0cmF0ZWd5EjQKMFBST1ZJREVSX0NSRURFTlRJQUxfUkVGUkVTSF9TVFJBVEVHWV9VTlNQRUNJRklFRBAAEi8KK1BST1ZJREVSX0NSRURFTlRJQUxfUkVGUkVTSF9TVFJBVEVHWV9TVEFUSUMQARIxCi1QUk9WSURFUl9DUkVERU5USUFMX1JFRlJFU0hfU1RSQVRFR1lfRVhURVJOQUwQAhI9CjlQUk9WSURFUl9DUkVERU5USUFMX1JFRlJFU0hfU1RSQVRFR1lfT0FVVEgyX1JFRlJFU0hfVE9LRU4QAxJCCj5QUk9WSURFUl9DUkVERU5USUFMX1JFRlJFU0hfU1RSQVRFR1lfT0FVVEgyX0NMSUVOVF9DUkVERU5USUFMUxAEEkMKP1BST1ZJREVSX0NSRURFTlRJQUxfUkVGUkVTSF9TVFJBVEVHWV9HT09HTEVfU0VSVklDRV9BQ0NPVU5UX0pXVBAFEjwKOFBST1ZJREVSX0NSRURFTlRJQUxfUkVGUkVTSF9TVFJBVEVHWV9BV1NfU1RTX0FTU1VNRV9ST0xFEAYqzgEKIFByb3ZpZGVyQ3JlZGVudGlhbFRva2VuR3JhbnRUeXBlEjQKMFBST1ZJREVSX0NSRURFTlRJQUxfVE9LRU5fR1JBTlRfVFlQRV9VTlNQRUNJRklFRBAAEjsKN1BST1ZJREVSX0NSRURFTlRJQUxfVE9LRU5fR1JBTlRfVFlQRV9DTElFTlRfQ1JFREVOVElBTFMQARI3CjNQUk9WSURFUl9DUkVERU5USUFMX1RPS0VOX0dSQU5UX1RZUEVfVE9LRU5fRVhDSEFOR0UQAiraBgoXUHJvdmlkZXJSZWFkaW5lc3NSZWFzb24SKQolUFJPVklERVJfUkVBRElORVNTX1JFQVNPTl9VTlNQRUNJRklFRBAAEjQKMFBST1ZJREVSX1JFQURJTkVTU19SRUFTT05fV0FJVElOR19GT1JfU1VQRVJWSVNPUhABEjUKMVBST1ZJREVSX1JFQURJTkVTU19SRUFTT05fV0FJVElOR19GT1JfQ1JFREVOVElBTFMQAhIwCixQUk9WSURFUl9SRUFESU5FU1NfUkVBU09OX1dBSVRJTkdfRk9SX1BPTElDWRADEjEKLVBST1ZJREVSX1JFQURJTkVTU19SRUFTT05fV0FJVElOR19GT1JfUFJPQ0VTUxAEEjQKMFBST1ZJREVSX1JFQURJTkVTU19SRUFTT05fVU5TVVBQT1JURURfU1VQRVJWSVNPUhAFEjIKLlBST1ZJREVSX1JFQURJTkVTU19SRUFTT05fQ1JFREVOVElBTFNfV0lUSEhFTEQQBhI3CjNQUk9WSURFUl9SRUFESU5FU1NfUkVBU09OX0NSRURFTlRJQUxfSU5TVEFMTF9GQUlMRUQQBxI2CjJQUk9WSURFUl9SRUFESU5FU1NfUkVBU09OX1BPTElDWV9BQ1RJVkFUSU9OX0ZBSUxFRBAIEjQKMFBST1ZJREVSX1JFQURJTkVTU19SRUFTT05fUFJPQ0VTU19JTlNUQUxMX0ZBSUxFRBAJEjUKMVBST1ZJREVSX1JFQURJTkVTU19SRUFTT05fU1VQRVJWSVNPUl9ESVNDT05ORUNURUQQChI2CjJQUk9WSURFUl9SRUFESU5FU1NfUkVBU09OX1NVUEVSVklTT1JfTEVBU0VfRVhQSVJFRBALEjMKL1BST1ZJREVSX1JFQURJTkVTU19SRUFTT05fREVTSVJFRF9TVEFURV9DSEFOR0VEEAwSMAosUFJPVklERVJfUkVBRElORVNTX1JFQVNPTl9DUkVERU5USUFMX0VYUElSRUQQDRIqCiZQUk9WSURFUl9SRUFESU5FU1NfUkVBU09OX0xPQ0FMX1BPTElDWRAOEi8KK1BST1ZJREVSX1JFQURJTkVTU19SRUFTT05fU05BUFNIT1RfTUlTTUFUQ0gQD2IGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_timestamp, file_openshell_sandbox_v1_sandbox, file_openshell_v1_config, file_openshell_v1_sandboxes]);
 
 /**
  * Supervisor -> gateway envelope.
@@ -764,11 +764,16 @@ export type ProviderEnvironmentSnapshot = Message<"openshell.v1.ProviderEnvironm
   providerEnvRevision: bigint;
 
   /**
+   * Environment values of every attached provider, secret ones included.
+   *
    * @generated from field: repeated openshell.v1.ProviderEnvironmentValue values = 2;
    */
   values: ProviderEnvironmentValue[];
 
   /**
+   * Credentials a provider profile obtains at run time (refreshed or granted
+   * tokens), keyed by credential key. Descriptions only: no secret value.
+   *
    * @generated from field: map<string, openshell.v1.ProviderProfileCredential> dynamic_credentials = 3;
    */
   dynamicCredentials: { [key: string]: ProviderProfileCredential };
@@ -779,16 +784,22 @@ export type ProviderEnvironmentSnapshot = Message<"openshell.v1.ProviderEnvironm
   providerAttachmentEpoch: string;
 
   /**
+   * Hash of the effective policy the credential bindings were derived from.
+   *
    * @generated from field: string policy_hash = 5;
    */
   policyHash: string;
 
   /**
+   * Why the snapshot is not the complete environment; UNSPECIFIED when it is.
+   *
    * @generated from field: openshell.v1.ProviderReadinessReason readiness_reason = 6;
    */
   readinessReason: ProviderReadinessReason;
 
   /**
+   * Managed files: path -> content.
+   *
    * @generated from field: map<string, string> files = 7;
    */
   files: { [key: string]: string };
@@ -802,38 +813,43 @@ export const ProviderEnvironmentSnapshotSchema: GenMessage<ProviderEnvironmentSn
   messageDesc(file_openshell_v1_supervisor, 21);
 
 /**
+ * One environment value of the provider environment.
+ *
  * @generated from message openshell.v1.ProviderEnvironmentValue
  */
 export type ProviderEnvironmentValue = Message<"openshell.v1.ProviderEnvironmentValue"> & {
   /**
+   * Environment variable name.
+   *
    * @generated from field: string name = 1;
    */
   name: string;
 
   /**
-   * Secret unless classified otherwise. Never logged.
+   * Secret unless classified NON_SECRET. Never logged.
    *
    * @generated from field: string value = 2;
    */
   value: string;
 
   /**
+   * When the value stops being valid; unset if it does not expire.
+   *
    * @generated from field: google.protobuf.Timestamp expiration_time = 3;
    */
   expirationTime?: Timestamp;
 
   /**
-   * @generated from field: openshell.v1.ProviderValueClassification classification = 4;
+   * @generated from field: openshell.v1.ProviderEnvironmentValueClassification classification = 4;
    */
-  classification: ProviderValueClassification;
+  classification: ProviderEnvironmentValueClassification;
 
   /**
-   * Set exactly when classification is STATIC_CREDENTIAL. Modelled as a
-   * string here.
+   * Present exactly when classification is STATIC_CREDENTIAL.
    *
-   * @generated from field: string static_credential_binding = 5;
+   * @generated from field: openshell.v1.StaticCredentialBinding static_credential_binding = 5;
    */
-  staticCredentialBinding: string;
+  staticCredentialBinding?: StaticCredentialBinding;
 };
 
 /**
@@ -844,20 +860,138 @@ export const ProviderEnvironmentValueSchema: GenMessage<ProviderEnvironmentValue
   messageDesc(file_openshell_v1_supervisor, 22);
 
 /**
- * Minimal modelling: only these two fields.
+ * Where a static credential may be used.
+ *
+ * @generated from message openshell.v1.StaticCredentialBinding
+ */
+export type StaticCredentialBinding = Message<"openshell.v1.StaticCredentialBinding"> & {
+  /**
+   * Endpoints the credential is bound to.
+   *
+   * @generated from field: repeated openshell.v1.StaticCredentialEndpointBinding endpoints = 1;
+   */
+  endpoints: StaticCredentialEndpointBinding[];
+
+  /**
+   * Stable identity of the credential, e.g. "<provider>:<ENV_NAME>".
+   *
+   * @generated from field: string credential_identity = 2;
+   */
+  credentialIdentity: string;
+
+  /**
+   * Opaque handle of the workload's credential; empty when none.
+   *
+   * @generated from field: string workload_credential_handle = 3;
+   */
+  workloadCredentialHandle: string;
+};
+
+/**
+ * Describes the message openshell.v1.StaticCredentialBinding.
+ * Use `create(StaticCredentialBindingSchema)` to create a new message.
+ */
+export const StaticCredentialBindingSchema: GenMessage<StaticCredentialBinding> = /*@__PURE__*/
+  messageDesc(file_openshell_v1_supervisor, 23);
+
+/**
+ * One endpoint a static credential is bound to.
+ *
+ * @generated from message openshell.v1.StaticCredentialEndpointBinding
+ */
+export type StaticCredentialEndpointBinding = Message<"openshell.v1.StaticCredentialEndpointBinding"> & {
+  /**
+   * Host name or glob.
+   *
+   * @generated from field: string host = 1;
+   */
+  host: string;
+
+  /**
+   * @generated from field: uint32 port = 2;
+   */
+  port: number;
+
+  /**
+   * HTTP path glob.
+   *
+   * @generated from field: string path = 3;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message openshell.v1.StaticCredentialEndpointBinding.
+ * Use `create(StaticCredentialEndpointBindingSchema)` to create a new message.
+ */
+export const StaticCredentialEndpointBindingSchema: GenMessage<StaticCredentialEndpointBinding> = /*@__PURE__*/
+  messageDesc(file_openshell_v1_supervisor, 24);
+
+/**
+ * A credential declared by a provider profile: how it is presented and
+ * obtained. Carries no secret value and no expiry.
  *
  * @generated from message openshell.v1.ProviderProfileCredential
  */
 export type ProviderProfileCredential = Message<"openshell.v1.ProviderProfileCredential"> & {
   /**
-   * @generated from field: string value = 1;
+   * @generated from field: string name = 1;
    */
-  value: string;
+  name: string;
 
   /**
-   * @generated from field: google.protobuf.Timestamp expiration_time = 2;
+   * @generated from field: string description = 2;
    */
-  expirationTime?: Timestamp;
+  description: string;
+
+  /**
+   * Environment variables the credential is exposed as.
+   *
+   * @generated from field: repeated string env_vars = 3;
+   */
+  envVars: string[];
+
+  /**
+   * @generated from field: bool required = 4;
+   */
+  required: boolean;
+
+  /**
+   * How the credential is presented to the upstream service (header, query
+   * parameter, ...).
+   *
+   * @generated from field: string auth_style = 5;
+   */
+  authStyle: string;
+
+  /**
+   * @generated from field: string header_name = 6;
+   */
+  headerName: string;
+
+  /**
+   * @generated from field: string query_param = 7;
+   */
+  queryParam: string;
+
+  /**
+   * How the credential is refreshed, if it is.
+   *
+   * @generated from field: openshell.v1.ProviderCredentialRefresh refresh = 8;
+   */
+  refresh?: ProviderCredentialRefresh;
+
+  /**
+   * @generated from field: string path_template = 9;
+   */
+  pathTemplate: string;
+
+  /**
+   * Token grant that mints the credential, if any.
+   *
+   * @generated from field: openshell.v1.ProviderCredentialTokenGrant token_grant = 10;
+   */
+  tokenGrant?: ProviderCredentialTokenGrant;
 };
 
 /**
@@ -865,10 +999,376 @@ export type ProviderProfileCredential = Message<"openshell.v1.ProviderProfileCre
  * Use `create(ProviderProfileCredentialSchema)` to create a new message.
  */
 export const ProviderProfileCredentialSchema: GenMessage<ProviderProfileCredential> = /*@__PURE__*/
-  messageDesc(file_openshell_v1_supervisor, 23);
+  messageDesc(file_openshell_v1_supervisor, 25);
 
 /**
- * Minimal modelling (this project's own values; not upstream's enum).
+ * How a dynamic credential is refreshed.
+ *
+ * @generated from message openshell.v1.ProviderCredentialRefresh
+ */
+export type ProviderCredentialRefresh = Message<"openshell.v1.ProviderCredentialRefresh"> & {
+  /**
+   * @generated from field: openshell.v1.ProviderCredentialRefreshStrategy strategy = 1;
+   */
+  strategy: ProviderCredentialRefreshStrategy;
+
+  /**
+   * @generated from field: string token_url = 2;
+   */
+  tokenUrl: string;
+
+  /**
+   * @generated from field: repeated string scopes = 3;
+   */
+  scopes: string[];
+
+  /**
+   * Refresh this long before the credential expires.
+   *
+   * @generated from field: google.protobuf.Duration refresh_before = 104;
+   */
+  refreshBefore?: Duration;
+
+  /**
+   * Longest lifetime of one refreshed credential.
+   *
+   * @generated from field: google.protobuf.Duration max_lifetime = 105;
+   */
+  maxLifetime?: Duration;
+
+  /**
+   * Inputs the refresh needs.
+   *
+   * @generated from field: repeated openshell.v1.ProviderCredentialRefreshMaterial material = 6;
+   */
+  material: ProviderCredentialRefreshMaterial[];
+
+  /**
+   * Further credentials the refresh produces.
+   *
+   * @generated from field: repeated openshell.v1.ProviderCredentialRefreshOutput additional_outputs = 7;
+   */
+  additionalOutputs: ProviderCredentialRefreshOutput[];
+};
+
+/**
+ * Describes the message openshell.v1.ProviderCredentialRefresh.
+ * Use `create(ProviderCredentialRefreshSchema)` to create a new message.
+ */
+export const ProviderCredentialRefreshSchema: GenMessage<ProviderCredentialRefresh> = /*@__PURE__*/
+  messageDesc(file_openshell_v1_supervisor, 26);
+
+/**
+ * One input of a refresh (described, never carried here).
+ *
+ * @generated from message openshell.v1.ProviderCredentialRefreshMaterial
+ */
+export type ProviderCredentialRefreshMaterial = Message<"openshell.v1.ProviderCredentialRefreshMaterial"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * @generated from field: bool required = 3;
+   */
+  required: boolean;
+
+  /**
+   * The material is secret.
+   *
+   * @generated from field: bool secret = 4;
+   */
+  secret: boolean;
+};
+
+/**
+ * Describes the message openshell.v1.ProviderCredentialRefreshMaterial.
+ * Use `create(ProviderCredentialRefreshMaterialSchema)` to create a new message.
+ */
+export const ProviderCredentialRefreshMaterialSchema: GenMessage<ProviderCredentialRefreshMaterial> = /*@__PURE__*/
+  messageDesc(file_openshell_v1_supervisor, 27);
+
+/**
+ * Maps one output of a refresh to a credential.
+ *
+ * @generated from message openshell.v1.ProviderCredentialRefreshOutput
+ */
+export type ProviderCredentialRefreshOutput = Message<"openshell.v1.ProviderCredentialRefreshOutput"> & {
+  /**
+   * @generated from field: string output = 1;
+   */
+  output: string;
+
+  /**
+   * @generated from field: string credential = 2;
+   */
+  credential: string;
+};
+
+/**
+ * Describes the message openshell.v1.ProviderCredentialRefreshOutput.
+ * Use `create(ProviderCredentialRefreshOutputSchema)` to create a new message.
+ */
+export const ProviderCredentialRefreshOutputSchema: GenMessage<ProviderCredentialRefreshOutput> = /*@__PURE__*/
+  messageDesc(file_openshell_v1_supervisor, 28);
+
+/**
+ * Token grant that mints a dynamic credential.
+ *
+ * @generated from message openshell.v1.ProviderCredentialTokenGrant
+ */
+export type ProviderCredentialTokenGrant = Message<"openshell.v1.ProviderCredentialTokenGrant"> & {
+  /**
+   * @generated from field: string token_endpoint = 1;
+   */
+  tokenEndpoint: string;
+
+  /**
+   * @generated from field: string audience = 2;
+   */
+  audience: string;
+
+  /**
+   * @generated from field: repeated string scopes = 3;
+   */
+  scopes: string[];
+
+  /**
+   * Audience and scopes for particular endpoints.
+   *
+   * @generated from field: repeated openshell.v1.ProviderCredentialTokenGrantAudienceOverride audience_overrides = 5;
+   */
+  audienceOverrides: ProviderCredentialTokenGrantAudienceOverride[];
+
+  /**
+   * @generated from field: string jwt_svid_audience = 6;
+   */
+  jwtSvidAudience: string;
+
+  /**
+   * @generated from field: string client_assertion_type = 7;
+   */
+  clientAssertionType: string;
+
+  /**
+   * @generated from field: openshell.v1.ProviderCredentialTokenGrantType grant_type = 8;
+   */
+  grantType: ProviderCredentialTokenGrantType;
+
+  /**
+   * Subject token of a token exchange.
+   *
+   * @generated from field: openshell.v1.ProviderCredentialTokenGrantSubjectToken subject_token = 9;
+   */
+  subjectToken?: ProviderCredentialTokenGrantSubjectToken;
+
+  /**
+   * @generated from field: string requested_token_type = 10;
+   */
+  requestedTokenType: string;
+
+  /**
+   * How long a granted token may be reused.
+   *
+   * @generated from field: google.protobuf.Duration cache_ttl = 104;
+   */
+  cacheTtl?: Duration;
+};
+
+/**
+ * Describes the message openshell.v1.ProviderCredentialTokenGrant.
+ * Use `create(ProviderCredentialTokenGrantSchema)` to create a new message.
+ */
+export const ProviderCredentialTokenGrantSchema: GenMessage<ProviderCredentialTokenGrant> = /*@__PURE__*/
+  messageDesc(file_openshell_v1_supervisor, 29);
+
+/**
+ * Audience and scopes of a token grant for one endpoint.
+ *
+ * @generated from message openshell.v1.ProviderCredentialTokenGrantAudienceOverride
+ */
+export type ProviderCredentialTokenGrantAudienceOverride = Message<"openshell.v1.ProviderCredentialTokenGrantAudienceOverride"> & {
+  /**
+   * @generated from field: string host = 1;
+   */
+  host: string;
+
+  /**
+   * @generated from field: uint32 port = 2;
+   */
+  port: number;
+
+  /**
+   * @generated from field: string path = 3;
+   */
+  path: string;
+
+  /**
+   * @generated from field: string audience = 4;
+   */
+  audience: string;
+
+  /**
+   * @generated from field: repeated string scopes = 5;
+   */
+  scopes: string[];
+};
+
+/**
+ * Describes the message openshell.v1.ProviderCredentialTokenGrantAudienceOverride.
+ * Use `create(ProviderCredentialTokenGrantAudienceOverrideSchema)` to create a new message.
+ */
+export const ProviderCredentialTokenGrantAudienceOverrideSchema: GenMessage<ProviderCredentialTokenGrantAudienceOverride> = /*@__PURE__*/
+  messageDesc(file_openshell_v1_supervisor, 30);
+
+/**
+ * Where the subject token of a token exchange comes from.
+ *
+ * @generated from message openshell.v1.ProviderCredentialTokenGrantSubjectToken
+ */
+export type ProviderCredentialTokenGrantSubjectToken = Message<"openshell.v1.ProviderCredentialTokenGrantSubjectToken"> & {
+  /**
+   * @generated from field: string source = 1;
+   */
+  source: string;
+
+  /**
+   * @generated from field: string credential = 2;
+   */
+  credential: string;
+
+  /**
+   * @generated from field: string subject_token_type = 3;
+   */
+  subjectTokenType: string;
+};
+
+/**
+ * Describes the message openshell.v1.ProviderCredentialTokenGrantSubjectToken.
+ * Use `create(ProviderCredentialTokenGrantSubjectTokenSchema)` to create a new message.
+ */
+export const ProviderCredentialTokenGrantSubjectTokenSchema: GenMessage<ProviderCredentialTokenGrantSubjectToken> = /*@__PURE__*/
+  messageDesc(file_openshell_v1_supervisor, 31);
+
+/**
+ * How a provider environment value may be handled.
+ *
+ * @generated from enum openshell.v1.ProviderEnvironmentValueClassification
+ */
+export enum ProviderEnvironmentValueClassification {
+  /**
+   * Secret: never logged, never echoed.
+   *
+   * @generated from enum value: PROVIDER_ENVIRONMENT_VALUE_CLASSIFICATION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Plain configuration; may be shown.
+   *
+   * @generated from enum value: PROVIDER_ENVIRONMENT_VALUE_CLASSIFICATION_NON_SECRET = 1;
+   */
+  NON_SECRET = 1,
+
+  /**
+   * Secret usable only at the endpoints of its static_credential_binding.
+   *
+   * @generated from enum value: PROVIDER_ENVIRONMENT_VALUE_CLASSIFICATION_STATIC_CREDENTIAL = 2;
+   */
+  STATIC_CREDENTIAL = 2,
+}
+
+/**
+ * Describes the enum openshell.v1.ProviderEnvironmentValueClassification.
+ */
+export const ProviderEnvironmentValueClassificationSchema: GenEnum<ProviderEnvironmentValueClassification> = /*@__PURE__*/
+  enumDesc(file_openshell_v1_supervisor, 0);
+
+/**
+ * Refresh strategy of a dynamic credential.
+ *
+ * @generated from enum openshell.v1.ProviderCredentialRefreshStrategy
+ */
+export enum ProviderCredentialRefreshStrategy {
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_REFRESH_STRATEGY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_REFRESH_STRATEGY_STATIC = 1;
+   */
+  STATIC = 1,
+
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_REFRESH_STRATEGY_EXTERNAL = 2;
+   */
+  EXTERNAL = 2,
+
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_REFRESH_STRATEGY_OAUTH2_REFRESH_TOKEN = 3;
+   */
+  OAUTH2_REFRESH_TOKEN = 3,
+
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_REFRESH_STRATEGY_OAUTH2_CLIENT_CREDENTIALS = 4;
+   */
+  OAUTH2_CLIENT_CREDENTIALS = 4,
+
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_REFRESH_STRATEGY_GOOGLE_SERVICE_ACCOUNT_JWT = 5;
+   */
+  GOOGLE_SERVICE_ACCOUNT_JWT = 5,
+
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_REFRESH_STRATEGY_AWS_STS_ASSUME_ROLE = 6;
+   */
+  AWS_STS_ASSUME_ROLE = 6,
+}
+
+/**
+ * Describes the enum openshell.v1.ProviderCredentialRefreshStrategy.
+ */
+export const ProviderCredentialRefreshStrategySchema: GenEnum<ProviderCredentialRefreshStrategy> = /*@__PURE__*/
+  enumDesc(file_openshell_v1_supervisor, 1);
+
+/**
+ * Grant type of a token grant.
+ *
+ * @generated from enum openshell.v1.ProviderCredentialTokenGrantType
+ */
+export enum ProviderCredentialTokenGrantType {
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_TOKEN_GRANT_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_TOKEN_GRANT_TYPE_CLIENT_CREDENTIALS = 1;
+   */
+  CLIENT_CREDENTIALS = 1,
+
+  /**
+   * @generated from enum value: PROVIDER_CREDENTIAL_TOKEN_GRANT_TYPE_TOKEN_EXCHANGE = 2;
+   */
+  TOKEN_EXCHANGE = 2,
+}
+
+/**
+ * Describes the enum openshell.v1.ProviderCredentialTokenGrantType.
+ */
+export const ProviderCredentialTokenGrantTypeSchema: GenEnum<ProviderCredentialTokenGrantType> = /*@__PURE__*/
+  enumDesc(file_openshell_v1_supervisor, 2);
+
+/**
+ * Why provider credentials are not (yet) in force. In a snapshot the gateway
+ * sends, UNSPECIFIED means the snapshot is the complete environment.
  *
  * @generated from enum openshell.v1.ProviderReadinessReason
  */
@@ -879,49 +1379,88 @@ export enum ProviderReadinessReason {
   UNSPECIFIED = 0,
 
   /**
-   * @generated from enum value: PROVIDER_READINESS_REASON_READY = 1;
+   * @generated from enum value: PROVIDER_READINESS_REASON_WAITING_FOR_SUPERVISOR = 1;
    */
-  READY = 1,
+  WAITING_FOR_SUPERVISOR = 1,
 
   /**
-   * @generated from enum value: PROVIDER_READINESS_REASON_PENDING = 2;
+   * @generated from enum value: PROVIDER_READINESS_REASON_WAITING_FOR_CREDENTIALS = 2;
    */
-  PENDING = 2,
+  WAITING_FOR_CREDENTIALS = 2,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_WAITING_FOR_POLICY = 3;
+   */
+  WAITING_FOR_POLICY = 3,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_WAITING_FOR_PROCESS = 4;
+   */
+  WAITING_FOR_PROCESS = 4,
+
+  /**
+   * The supervisor cannot honour static credential bindings.
+   *
+   * @generated from enum value: PROVIDER_READINESS_REASON_UNSUPPORTED_SUPERVISOR = 5;
+   */
+  UNSUPPORTED_SUPERVISOR = 5,
+
+  /**
+   * The gateway left some credentials out of the snapshot.
+   *
+   * @generated from enum value: PROVIDER_READINESS_REASON_CREDENTIALS_WITHHELD = 6;
+   */
+  CREDENTIALS_WITHHELD = 6,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_CREDENTIAL_INSTALL_FAILED = 7;
+   */
+  CREDENTIAL_INSTALL_FAILED = 7,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_POLICY_ACTIVATION_FAILED = 8;
+   */
+  POLICY_ACTIVATION_FAILED = 8,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_PROCESS_INSTALL_FAILED = 9;
+   */
+  PROCESS_INSTALL_FAILED = 9,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_SUPERVISOR_DISCONNECTED = 10;
+   */
+  SUPERVISOR_DISCONNECTED = 10,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_SUPERVISOR_LEASE_EXPIRED = 11;
+   */
+  SUPERVISOR_LEASE_EXPIRED = 11,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_DESIRED_STATE_CHANGED = 12;
+   */
+  DESIRED_STATE_CHANGED = 12,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_CREDENTIAL_EXPIRED = 13;
+   */
+  CREDENTIAL_EXPIRED = 13,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_LOCAL_POLICY = 14;
+   */
+  LOCAL_POLICY = 14,
+
+  /**
+   * @generated from enum value: PROVIDER_READINESS_REASON_SNAPSHOT_MISMATCH = 15;
+   */
+  SNAPSHOT_MISMATCH = 15,
 }
 
 /**
  * Describes the enum openshell.v1.ProviderReadinessReason.
  */
 export const ProviderReadinessReasonSchema: GenEnum<ProviderReadinessReason> = /*@__PURE__*/
-  enumDesc(file_openshell_v1_supervisor, 0);
-
-/**
- * How a provider environment value may be handled.
- *
- * @generated from enum openshell.v1.ProviderValueClassification
- */
-export enum ProviderValueClassification {
-  /**
-   * Secret.
-   *
-   * @generated from enum value: PROVIDER_VALUE_CLASSIFICATION_UNSPECIFIED = 0;
-   */
-  UNSPECIFIED = 0,
-
-  /**
-   * @generated from enum value: PROVIDER_VALUE_CLASSIFICATION_NON_SECRET = 1;
-   */
-  NON_SECRET = 1,
-
-  /**
-   * @generated from enum value: PROVIDER_VALUE_CLASSIFICATION_STATIC_CREDENTIAL = 2;
-   */
-  STATIC_CREDENTIAL = 2,
-}
-
-/**
- * Describes the enum openshell.v1.ProviderValueClassification.
- */
-export const ProviderValueClassificationSchema: GenEnum<ProviderValueClassification> = /*@__PURE__*/
-  enumDesc(file_openshell_v1_supervisor, 1);
+  enumDesc(file_openshell_v1_supervisor, 3);
 
