@@ -1,5 +1,8 @@
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+
+/** Tests that drive Chromium (/usr/bin/chromium). */
+const BROWSER_TESTS = "examples/dashboard/test/**/*.browser.test.ts";
 
 const src = (p: string) => fileURLToPath(new URL(`./src/${p}`, import.meta.url));
 
@@ -15,7 +18,23 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["test/**/*.test.ts", "gateway/test/**/*.test.ts", "supervisor/test/**/*.test.ts", "examples/dashboard/test/**/*.test.ts"],
+    // Two projects so that Chromium is set up only when a browser test is part of the run: the
+    // `browser` project's globalSetup installs /usr/bin/chromium when it is missing and it may
+    // (test/setup/chromium.ts); Vitest runs a project's globalSetup only when it has files to run.
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "node",
+          include: ["test/**/*.test.ts", "gateway/test/**/*.test.ts", "supervisor/test/**/*.test.ts", "examples/dashboard/test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, BROWSER_TESTS],
+        },
+      },
+      {
+        extends: true,
+        test: { name: "browser", include: [BROWSER_TESTS], globalSetup: ["test/setup/chromium.ts"] },
+      },
+    ],
     testTimeout: 20_000,
     // Child processes rather than worker threads: tests spawn `buf`, open sockets and servers, and
     // a crashed or leaking test file cannot take its neighbours down. Two workers for two cores.
