@@ -32,7 +32,7 @@ function admin() {
 
 async function versions(selector: string): Promise<Map<string, number>> {
   const res = await admin().listSandboxes({ labelSelector: selector, pageSize: 1000 });
-  return new Map(res.sandboxes.map((sb) => [sb.metadata!.name, sb.status!.currentPolicyVersion]));
+  return new Map(res.sandboxes.map((sb) => [sb.metadata!.name, sb.status!.desiredPolicyVersion]));
 }
 
 function file(name: string, rules: Record<string, { host: string; protocol?: string }>): string {

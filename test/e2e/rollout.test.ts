@@ -20,10 +20,10 @@ const withApi = (protocol: string) => policy({ ...base, api: { host: "api.exampl
 
 let stack: E2EStack;
 
-/** Each sandbox's current policy version at the gateway (one ListSandboxes page). */
+/** Each sandbox's newest desired policy version at the gateway (one ListSandboxes page). */
 async function policyVersions(): Promise<Map<string, number>> {
   const res = await stack.raw.listSandboxes({ pageSize: 1000 });
-  return new Map(res.sandboxes.map((sb) => [sb.metadata!.name, sb.status!.currentPolicyVersion]));
+  return new Map(res.sandboxes.map((sb) => [sb.metadata!.name, sb.status!.desiredPolicyVersion]));
 }
 
 beforeAll(async () => {

@@ -20,6 +20,7 @@ import { stateForOutcome } from "../operations/states.js";
 import { resolveLatestInTx } from "../operations/transitions.js";
 import type { OperationRecord } from "../store/store.js";
 import type { GatewayDeps } from "../rpc/deps.js";
+import { enforcementOfResult, keptPolicy, toEnforcementRecord } from "../model/enforcement.js";
 import { sameRevision } from "./revisions.js";
 
 const ACKNOWLEDGING = new Set([Outcome.APPLIED, Outcome.IGNORED_DUPLICATE, Outcome.RETAINED_LOCAL_OVERRIDE, Outcome.DEGRADED]);
@@ -70,6 +71,17 @@ export function isStillPending(result: ConfigComponentApplyResult): boolean {
   return result.failure?.retryable === true && result.failure.code === "generation_mismatch";
 }
 
+/**
+ * A settings change travels in the same sandbox snapshot as the desired policy, so an invalid
+ * desired policy fails it too (upstream applies SANDBOX_CONFIG as one component). The error says
+ * so and names the policy version, rather than reading like a fault of the setting.
+ */
+function settingsError(error: string, result: ConfigComponentApplyResult, snapshot: SandboxConfigSnapshot): string {
+  if (result.failure?.code !== "invalid_policy") return error;
+  const which = snapshot.policySource === PolicySource.GLOBAL ? `global policy v${snapshot.globalPolicyVersion}` : `policy v${snapshot.version}`;
+  return `not applied: settings are applied together with the desired policy, and ${which} is invalid: ${error}`;
+}
+
 /** Records a validated sandbox-config result: operations of exactly this revision, policy status, readiness. */
 export async function recordSandboxResult(
   deps: GatewayDeps,
@@ -102,12 +114,24 @@ export async function recordSandboxResult(
     const resolved: OperationRecord[] = [];
     for (const op of await tx.pendingOperations(sandboxId, undefined)) {
       if (!targets(op)) continue;
-      const next = await resolveLatestInTx(tx, op, { state: finalState, outcome, error }, targets);
+      const opError = op.dimension === "settings" ? settingsError(error, result, snapshot) : error;
+      const next = await resolveLatestInTx(tx, op, { state: finalState, outcome, error: opError }, targets);
       if (next) resolved.push(next);
     }
     const rev = await tx.policyRevision(owner, version);
-    if (rev && rev.status === PolicyStatus.PENDING) {
+    // A revision's status is its first answer, except that a revision which failed and later
+    // loaded (a retry, a supervisor restart) is LOADED from then on.
+    const loadedLater = rev?.status === PolicyStatus.FAILED && status === PolicyStatus.LOADED;
+    if (rev && (rev.status === PolicyStatus.PENDING || loadedLater)) {
       await tx.setPolicyStatus(owner, version, status, status === PolicyStatus.LOADED ? "" : error, status === PolicyStatus.LOADED ? new Date() : undefined);
+    }
+    // What the sandbox now enforces, whatever became of the operations: a later answer about
+    // the same revision (say, failing closed after a restart lost the last known good) counts.
+    if (sb) {
+      const kept = keptPolicy(result);
+      const keptRev = kept && (await tx.policyRevision(kept.source === PolicySource.GLOBAL ? "" : sandboxId, kept.version));
+      const enforced = enforcementOfResult(snapshot, delivered, result, error, keptRev ? keptRev.hash : "");
+      if (enforced) await tx.putEnforcement(toEnforcementRecord(sandboxId, enforced, new Date()));
     }
     // Readiness follows admission: the workload runs only on an accepted configuration. A
     // rejected bootstrap leaves the sandbox in ERROR with its session open, so a corrected

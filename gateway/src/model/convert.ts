@@ -16,7 +16,8 @@ import {
   type SandboxPolicyRevision,
   type Provider,
 } from "openshell-config/raw";
-import type { OperationRecord, PolicyRevisionRecord, ProviderRecord, SandboxRecord } from "../store/store.js";
+import type { EnforcementRecord, OperationRecord, PolicyRevisionRecord, ProviderRecord, SandboxRecord } from "../store/store.js";
+import { fromEnforcementRecord } from "./enforcement.js";
 
 export function toOperation(op: OperationRecord): ConfigUpdateOperation {
   return create(ConfigUpdateOperationSchema, {
@@ -33,7 +34,11 @@ export function toOperation(op: OperationRecord): ConfigUpdateOperation {
   });
 }
 
-export function toSandbox(sb: SandboxRecord): Sandbox {
+/**
+ * `current_policy_version` is what the sandbox enforces according to its latest result (0 before
+ * any, or when no sandbox policy is in force); the desired version rides our extension field.
+ */
+export function toSandbox(sb: SandboxRecord, enforcement: EnforcementRecord | undefined): Sandbox {
   return create(SandboxSchema, {
     metadata: {
       id: sb.id,
@@ -46,7 +51,12 @@ export function toSandbox(sb: SandboxRecord): Sandbox {
       deletionTime: sb.deletionAt ? timestampFromDate(sb.deletionAt) : undefined,
     },
     spec: fromBinary(SandboxSpecSchema, sb.spec),
-    status: { phase: sb.phase, currentPolicyVersion: sb.policyVersion },
+    status: {
+      phase: sb.phase,
+      currentPolicyVersion: enforcement?.policyVersion ?? 0,
+      desiredPolicyVersion: sb.policyVersion,
+      policyEnforcement: enforcement ? fromEnforcementRecord(enforcement) : undefined,
+    },
   });
 }
 

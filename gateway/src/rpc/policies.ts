@@ -10,6 +10,7 @@ import type {
   ListSandboxPoliciesResponse,
 } from "openshell-config/raw";
 import { toPolicyRevision } from "../model/convert.js";
+import { fromEnforcementRecord } from "../model/enforcement.js";
 import { assertWorkspace, requireUser, singleWorkspace } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
 
@@ -40,13 +41,20 @@ export async function getSandboxPolicyStatus(
   }
   const rev = version === 0 ? undefined : await deps.store.policyRevision(owner.sandboxId, version);
   if (!rev) throw new ConnectError(`policy version ${req.version || "latest"} not found`, Code.NotFound);
-  // The active version is the newest one the supervisor reported loaded (0 = none yet).
-  const recent = await deps.store.listPolicyRevisions(owner.sandboxId, 50, "");
-  const active = recent.items.find((r) => r.status === PolicyStatus.LOADED);
+  if (owner.sandboxId === "") {
+    // The global policy: the newest version any supervisor reported loaded (0 = none yet).
+    const recent = await deps.store.listPolicyRevisions("", 50, "");
+    const active = recent.items.find((r) => r.status === PolicyStatus.LOADED);
+    return { $typeName: "openshell.v1.GetSandboxPolicyStatusResponse", revision: toPolicyRevision(rev, false), activeVersion: active?.version ?? 0 };
+  }
+  // A sandbox: the version it enforces according to its latest result, which may be older than
+  // the newest loaded one (a restart that lost the last known good fails closed: 0).
+  const [record] = await deps.store.enforcements([owner.sandboxId]);
   return {
     $typeName: "openshell.v1.GetSandboxPolicyStatusResponse",
     revision: toPolicyRevision(rev, false),
-    activeVersion: active?.version ?? 0,
+    activeVersion: record?.policyVersion ?? 0,
+    enforcement: record ? fromEnforcementRecord(record) : undefined,
   };
 }
 

@@ -1,16 +1,21 @@
 // ReportPolicyStatus: a polling supervisor (one without a ConnectSupervisor stream) reports
 // whether it loaded a policy version of its own sandbox. It records the revision's status, load
-// error and loaded time; operations are not touched (a polling supervisor acknowledges no
+// error and loaded time, and a loaded version as what the sandbox enforces; operations are not touched (a polling supervisor acknowledges no
 // operation; streamed results go through delivery/results.ts).
 
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import {
+  ConfigApplyOutcome,
+  PolicyEnforcementSchema,
+  PolicyEnforcementState,
+  PolicySource,
   PolicyStatus,
   ReportPolicyStatusResponseSchema,
   type ReportPolicyStatusRequest,
   type ReportPolicyStatusResponse,
 } from "openshell-config/raw";
+import { toEnforcementRecord } from "../model/enforcement.js";
 import { sanitizeError } from "../operations/states.js";
 import { principalOf } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
@@ -38,6 +43,19 @@ export async function reportPolicyStatus(deps: GatewayDeps, req: ReportPolicySta
     // A repeated report changes nothing (the first loaded time stays).
     if (rev.status === req.status && rev.loadError === loadError) return;
     await tx.setPolicyStatus(sb.id, req.version, req.status, loadError, loaded ? new Date() : undefined);
+    // A loaded version is what the sandbox now enforces. A failed one leaves the previous policy
+    // in force (PolicyStatus FAILED keeps the last known good), so the record stays as it was.
+    if (loaded) {
+      const enforced = create(PolicyEnforcementSchema, {
+        state: PolicyEnforcementState.ENFORCING,
+        policyVersion: req.version,
+        policyHash: rev.hash,
+        policySource: PolicySource.SANDBOX,
+        reportedPolicyVersion: req.version,
+        outcome: ConfigApplyOutcome.APPLIED,
+      });
+      await tx.putEnforcement(toEnforcementRecord(sb.id, enforced, new Date()));
+    }
   });
   return create(ReportPolicyStatusResponseSchema);
 }

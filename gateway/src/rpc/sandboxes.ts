@@ -17,6 +17,7 @@ import {
   type GetSandboxRequest,
   type ListSandboxesRequest,
   type ListSandboxesResponse,
+  type Sandbox,
   type SandboxResponse,
   type StartSandboxRequest,
   type StopSandboxRequest,
@@ -34,8 +35,15 @@ function invalid(message: string): ConnectError {
   return new ConnectError(message, Code.InvalidArgument);
 }
 
-function response(sb: SandboxRecord): SandboxResponse {
-  return { $typeName: "openshell.v1.SandboxResponse", sandbox: toSandbox(sb), serviceUrls: {} };
+/** The sandboxes as callers see them, each with what it enforces (one read for the lot). */
+async function withEnforcement(deps: GatewayDeps, sbs: readonly SandboxRecord[]): Promise<Sandbox[]> {
+  const records = new Map((await deps.store.enforcements(sbs.map((sb) => sb.id))).map((e) => [e.sandboxId, e]));
+  return sbs.map((sb) => toSandbox(sb, records.get(sb.id)));
+}
+
+async function response(deps: GatewayDeps, sb: SandboxRecord): Promise<SandboxResponse> {
+  const [sandbox] = await withEnforcement(deps, [sb]);
+  return { $typeName: "openshell.v1.SandboxResponse", sandbox, serviceUrls: {} };
 }
 
 export function parseLabelSelector(selector: string): Record<string, string> {
@@ -97,7 +105,7 @@ export async function createSandbox(deps: GatewayDeps, req: CreateSandboxRequest
       return record;
     });
     deps.logger.info({ sandbox: name, workspace, id: sb.id, principal: p.name }, "sandbox created");
-    return response(sb);
+    return response(deps, sb);
   } catch (err) {
     if (err instanceof StoreConflictError) throw new ConnectError(`sandbox "${name}" already exists`, Code.AlreadyExists);
     throw err;
@@ -116,7 +124,7 @@ export async function getSandbox(deps: GatewayDeps, req: GetSandboxRequest, ctx:
   const { workspace } = await visibleSandbox(deps, ctx, req.name, req.workspaceScope);
   const sb = await deps.store.sandboxByName(workspace, req.name);
   if (!sb) throw new ConnectError(`sandbox "${req.name}" not found`, Code.NotFound);
-  return response(sb);
+  return response(deps, sb);
 }
 
 export async function listSandboxes(deps: GatewayDeps, req: ListSandboxesRequest, ctx: HandlerContext): Promise<ListSandboxesResponse> {
@@ -131,7 +139,7 @@ export async function listSandboxes(deps: GatewayDeps, req: ListSandboxesRequest
     assertWorkspace(p, workspace, "workspace");
   }
   const page = await deps.store.listSandboxes({ workspace, labels: parseLabelSelector(req.labelSelector), pageSize, pageToken: req.pageToken });
-  return { $typeName: "openshell.v1.ListSandboxesResponse", sandboxes: page.items.map(toSandbox), nextPageToken: page.nextPageToken };
+  return { $typeName: "openshell.v1.ListSandboxesResponse", sandboxes: await withEnforcement(deps, page.items), nextPageToken: page.nextPageToken };
 }
 
 /** Resolves every pending operation of `sb` inside `tx`. */
@@ -162,7 +170,7 @@ async function changePhase(
   });
   deps.transitions.announce(touched);
   deps.publish(sb.id);
-  return response(sb);
+  return response(deps, sb);
 }
 
 export function stopSandbox(deps: GatewayDeps, req: StopSandboxRequest, ctx: HandlerContext): Promise<SandboxResponse> {

@@ -166,6 +166,7 @@ const TX_METHODS: Record<keyof import("./store.js").StoreTx, true> = {
   insertProvider: true,
   updateProvider: true,
   sandboxesWithProvider: true,
+  putEnforcement: true,
 };
 
 /**

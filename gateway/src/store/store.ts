@@ -109,6 +109,22 @@ export interface ProviderRecord {
 }
 
 /**
+ * What a sandbox enforces according to its supervisor's latest result (bootstrap or update):
+ * observed state, kept apart from the desired state so recording it never bumps the sandbox's
+ * resource version. One row per sandbox, replaced by each result that says something new.
+ */
+export interface EnforcementRecord {
+  readonly sandboxId: string;
+  /** `openshell.v1.PolicyEnforcementState` number. */
+  readonly state: number;
+  /** The enforced sandbox policy version (0 unless a sandbox policy is in force). */
+  readonly policyVersion: number;
+  /** `openshell.v1.PolicyEnforcement` binary without `observed_time` (that is `observedAt`). */
+  readonly detail: Uint8Array;
+  readonly observedAt: Date;
+}
+
+/**
  * Which gateway replica holds a sandbox's supervisor session. Several replicas on one database
  * use it to know who delivers to a sandbox and to tell an old owner it lost the session.
  */
@@ -205,6 +221,9 @@ export interface StoreTx {
   updateProvider(id: string, patch: { type?: string; values?: ProviderRecord["values"] }): Promise<ProviderRecord>;
   /** Sandboxes (any phase) that attach provider `name` in `workspace`. */
   sandboxesWithProvider(workspace: string, name: string): Promise<SandboxRecord[]>;
+
+  /** Replaces the sandbox's enforcement record (creates it on the first result). */
+  putEnforcement(record: EnforcementRecord): Promise<void>;
 }
 
 /** Thrown by create-only inserts on a duplicate key, and by stores on serialization conflicts. */
@@ -257,6 +276,8 @@ export interface Store {
   settings(sandboxId: string): Promise<SettingRecord[]>;
   globalSettingsRevision(): Promise<bigint>;
   providerByName(workspace: string, name: string): Promise<ProviderRecord | undefined>;
+  /** The enforcement records of those of these sandboxes that have one, in no particular order. */
+  enforcements(sandboxIds: readonly string[]): Promise<EnforcementRecord[]>;
 
   // Session ownership (several gateway replicas on one database). Each call is atomic on its own.
 

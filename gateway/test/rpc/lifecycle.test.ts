@@ -22,7 +22,8 @@ describe("create, get, stop, start, delete", () => {
     expect(created.metadata).toMatchObject({ name: "phases", workspace: "default", labels: { env: "test" }, resourceVersion: 1n });
     expect(created.metadata?.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(created.spec?.policy?.networkPolicies["github"]?.endpoints[0]?.host).toBe("api.github.com");
-    expect(created.status?.currentPolicyVersion).toBe(1);
+    // Desired v1; nothing enforced until a supervisor has applied the bootstrap.
+    expect(created.status).toMatchObject({ currentPolicyVersion: 0, desiredPolicyVersion: 1 });
 
     const stopped = (await gw.raw("admin").stopSandbox({ name: "phases" })).sandbox!;
     expect(stopped.status?.phase).toBe(SandboxPhase.STOPPED);

@@ -9,6 +9,7 @@ import { StoreConflictError, type SandboxRecord, type Store, type StoreTx } from
 import { APPLIED, MAX_INT64, PENDING, SUPERSEDED, at, bytes, idempotency, operation, policyRevision, provider, sandbox, setting } from "./store-fixtures.js";
 import { defineTransactionTests } from "./store-suite-tx.js";
 import { defineClusterTests } from "./store-suite-cluster.js";
+import { defineEnforcementTests } from "./store-suite-enforcement.js";
 
 export interface StoreHarness {
   readonly store: Store;
@@ -395,5 +396,6 @@ export function defineStoreSuite(name: string, open: () => Promise<StoreHarness>
 
     defineTransactionTests(() => harness);
     defineClusterTests(() => harness);
+    defineEnforcementTests(() => harness);
   });
 }

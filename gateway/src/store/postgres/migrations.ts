@@ -131,4 +131,19 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX session_owners_by_replica ON session_owners (replica_id, lease_until);
     `,
   },
+  {
+    version: 4,
+    name: "what each sandbox enforces",
+    // Observed state from each sandbox's latest supervisor result, kept apart from the desired
+    // state in sandboxes so that recording it never bumps a sandbox's resource version.
+    sql: `
+      CREATE TABLE sandbox_enforcement (
+        sandbox_id text PRIMARY KEY,
+        state integer NOT NULL,
+        policy_version integer NOT NULL,
+        detail bytea NOT NULL,
+        observed_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];

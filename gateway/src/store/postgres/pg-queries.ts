@@ -19,6 +19,7 @@ import {
 import {
   StoreConflictError,
   type Dimension,
+  type EnforcementRecord,
   type IdempotencyRecord,
   type OperationPatch,
   type OperationRecord,
@@ -31,12 +32,14 @@ import {
   type Store,
 } from "../store.js";
 import {
+  enforcementFromRow,
   idempotencyFromRow,
   operationFromRow,
   policyRevisionFromRow,
   providerFromRow,
   sandboxFromRow,
   settingFromRow,
+  type EnforcementRow,
   type IdempotencyRow,
   type OperationRow,
   type PolicyRevisionRow,
@@ -148,6 +151,7 @@ export class PgQueries {
     await this.run("DELETE FROM policy_revisions WHERE sandbox_id = $1", [id]);
     await this.run("DELETE FROM settings WHERE sandbox_id = $1", [id]);
     await this.run("DELETE FROM idempotency WHERE sandbox_id = $1", [id]);
+    await this.run("DELETE FROM sandbox_enforcement WHERE sandbox_id = $1", [id]);
   }
 
   async listSandboxes(q: Parameters<Store["listSandboxes"]>[0]): Promise<Page<SandboxRecord>> {
@@ -187,6 +191,21 @@ export class PgQueries {
     }
     const r = await this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = $1 ORDER BY version DESC LIMIT 1", [sandboxId]);
     return r && policyRevisionFromRow(r);
+  }
+
+  async putEnforcement(e: EnforcementRecord): Promise<void> {
+    await this.run(
+      `INSERT INTO sandbox_enforcement (sandbox_id, state, policy_version, detail, observed_at) VALUES (${list(5)})
+       ON CONFLICT (sandbox_id) DO UPDATE SET state = excluded.state, policy_version = excluded.policy_version,
+         detail = excluded.detail, observed_at = excluded.observed_at`,
+      [e.sandboxId, e.state, e.policyVersion, e.detail, e.observedAt],
+    );
+  }
+
+  async enforcements(sandboxIds: readonly string[]): Promise<EnforcementRecord[]> {
+    if (sandboxIds.length === 0) return [];
+    const { rows } = await this.run<EnforcementRow>("SELECT * FROM sandbox_enforcement WHERE sandbox_id = ANY($1::text[])", [sandboxIds]);
+    return rows.map(enforcementFromRow);
   }
 
   insertPolicyRevision(r: PolicyRevisionRecord): Promise<void> {

@@ -6,6 +6,7 @@
 import { copyBytes, providerValues, stringList, stringMap } from "../codec.js";
 import type {
   Dimension,
+  EnforcementRecord,
   IdempotencyRecord,
   OperationRecord,
   PolicyRevisionRecord,
@@ -175,3 +176,19 @@ export function providerFromRow(r: ProviderRow): ProviderRecord {
     createdAt: r.created_at,
   };
 }
+
+export interface EnforcementRow {
+  sandbox_id: string;
+  state: number;
+  policy_version: number;
+  detail: Uint8Array;
+  observed_at: Date;
+}
+
+export const enforcementFromRow = (r: EnforcementRow): EnforcementRecord => ({
+  sandboxId: r.sandbox_id,
+  state: r.state,
+  policyVersion: r.policy_version,
+  detail: copyBytes(r.detail),
+  observedAt: r.observed_at,
+});

@@ -282,6 +282,9 @@ class PostgresStore implements Store {
   providerByName(workspace: string, name: string) {
     return this.read((q) => q.providerByName(workspace, name));
   }
+  enforcements(sandboxIds: readonly string[]) {
+    return this.read((q) => q.enforcements(sandboxIds));
+  }
 
   /** Ends the pool once checked-out clients are released. Idempotent. */
   close(): Promise<void> {

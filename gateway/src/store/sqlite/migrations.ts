@@ -130,4 +130,19 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX session_owners_by_replica ON session_owners (replica_id, lease_until);
     `,
   },
+  {
+    version: 4,
+    name: "what each sandbox enforces",
+    // Observed state from each sandbox's latest supervisor result, kept apart from the desired
+    // state in sandboxes so that recording it never bumps a sandbox's resource version.
+    sql: `
+      CREATE TABLE sandbox_enforcement (
+        sandbox_id TEXT PRIMARY KEY,
+        state INTEGER NOT NULL,
+        policy_version INTEGER NOT NULL,
+        detail BLOB NOT NULL,
+        observed_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];

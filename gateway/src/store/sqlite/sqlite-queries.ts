@@ -15,6 +15,7 @@ import {
 import {
   StoreConflictError,
   type Dimension,
+  type EnforcementRecord,
   type IdempotencyRecord,
   type OperationPatch,
   type OperationRecord,
@@ -27,6 +28,7 @@ import {
   type Store,
 } from "../store.js";
 import {
+  enforcementFromRow,
   idempotencyFromRow,
   idempotencyParams,
   ms,
@@ -40,6 +42,7 @@ import {
   sandboxParams,
   sandboxPatchSql,
   settingFromRow,
+  type EnforcementRow,
   type IdempotencyRow,
   type OperationRow,
   type PolicyRevisionRow,
@@ -112,6 +115,7 @@ export class SqliteQueries {
     this.stmt("DELETE FROM policy_revisions WHERE sandbox_id = ?").run(id);
     this.stmt("DELETE FROM settings WHERE sandbox_id = ?").run(id);
     this.stmt("DELETE FROM idempotency WHERE sandbox_id = ?").run(id);
+    this.stmt("DELETE FROM sandbox_enforcement WHERE sandbox_id = ?").run(id);
   }
 
   listSandboxes(q: SandboxQuery): Page<SandboxRecord> {
@@ -144,6 +148,22 @@ export class SqliteQueries {
       workspace,
       name,
     ).map(sandboxFromRow);
+  }
+
+  // --- what each sandbox enforces ---
+
+  putEnforcement(e: EnforcementRecord): void {
+    this.stmt(
+      `INSERT INTO sandbox_enforcement (sandbox_id, state, policy_version, detail, observed_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (sandbox_id) DO UPDATE SET state = excluded.state, policy_version = excluded.policy_version,
+         detail = excluded.detail, observed_at = excluded.observed_at`,
+    ).run(e.sandboxId, e.state, e.policyVersion, e.detail, ms(e.observedAt));
+  }
+
+  enforcements(sandboxIds: readonly string[]): EnforcementRecord[] {
+    if (sandboxIds.length === 0) return [];
+    const sql = "SELECT * FROM sandbox_enforcement WHERE sandbox_id IN (SELECT value FROM json_each(?))";
+    return this.all<EnforcementRow>(sql, JSON.stringify(sandboxIds)).map(enforcementFromRow);
   }
 
   // --- policy revisions ---

@@ -5,6 +5,7 @@
 import { copyBytes, providerValues, stringList, stringMap } from "../codec.js";
 import type {
   Dimension,
+  EnforcementRecord,
   IdempotencyRecord,
   OperationPatch,
   OperationRecord,
@@ -265,3 +266,19 @@ export function providerFromRow(r: ProviderRow): ProviderRecord {
     createdAt: date(r.created_at),
   };
 }
+
+export interface EnforcementRow {
+  sandbox_id: string;
+  state: bigint;
+  policy_version: bigint;
+  detail: Uint8Array;
+  observed_at: bigint;
+}
+
+export const enforcementFromRow = (r: EnforcementRow): EnforcementRecord => ({
+  sandboxId: r.sandbox_id,
+  state: Number(r.state),
+  policyVersion: Number(r.policy_version),
+  detail: copyBytes(r.detail),
+  observedAt: new Date(Number(r.observed_at)),
+});

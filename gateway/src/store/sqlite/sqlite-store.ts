@@ -342,6 +342,9 @@ class SqliteStore implements Store {
   providerByName(workspace: string, name: string) {
     return this.read((q) => q.providerByName(workspace, name));
   }
+  enforcements(sandboxIds: readonly string[]) {
+    return this.read((q) => q.enforcements(sandboxIds));
+  }
 
   /** Waits for the running and already queued transactions, then closes the connection. Idempotent. */
   close(): Promise<void> {
