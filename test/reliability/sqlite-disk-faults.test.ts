@@ -1,14 +1,16 @@
 // Issue 8 §2, database faults on SQLite: a disk that fills up, and a database file the gateway may
 // not write. A full disk is a file-size limit on the gateway process (prlimit --fsize: writes past
 // it fail with EFBIG, as on a full filesystem, with no root or mount needed). A read-only file is
-// one the gateway's user may not write (under root, which writes anything, the gateway runs as
-// nobody). Either way the answer is a clear error, and the file afterwards passes PRAGMA
-// integrity_check and holds every acknowledged update.
+// one whose mode, and its directory's, forbid writing; under root, which writes any file whatever
+// its mode, the gateway runs without that power (CAP_DAC_OVERRIDE), still as root, so it reads
+// the checkout wherever it lives and whatever its folder's permissions. Either way the answer is
+// a clear error, and the file afterwards passes PRAGMA integrity_check and holds every acknowledged
+// update.
 
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import Database from "better-sqlite3";
@@ -26,6 +28,27 @@ function bigPolicy(key: string): SandboxPolicy {
   const rules = Array.from({ length: 150 }, (_, i) => [`r${i}-${key}`, { name: `r${i}-${key}`, endpoints: [{ host: `h${i}-${key}.example.com`, ports: [443] }], binaries: [{ path: "/usr/bin/git" }] }]);
   return create(SandboxPolicySchema, { version: 1, filesystem: basePolicy().filesystem, networkPolicies: Object.fromEntries(rules) });
 }
+
+/**
+ * Whether this process writes files whatever their mode: it holds CAP_DAC_OVERRIDE (capability 1),
+ * as root normally does. Without /proc (not Linux), whether it is root.
+ */
+function writesAnyFile(): boolean {
+  try {
+    const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync("/proc/self/status", "utf8"));
+    if (m) return (BigInt(`0x${m[1]}`) & 2n) !== 0n;
+  } catch {
+    // no /proc
+  }
+  return process.getuid?.() === 0;
+}
+
+/**
+ * The gateway's command prefix that takes CAP_DAC_OVERRIDE away (bounding and inheritable sets, so
+ * the exec'd node has it in no set). The gateway keeps its uid and CAP_DAC_READ_SEARCH: it reads
+ * anything, and writes only what the file modes allow.
+ */
+const WITHOUT_DAC_OVERRIDE = ["setpriv", "--inh-caps=-dac_override", "--bounding-set=-dac_override", "--"];
 
 function integrity(path: string): string {
   const db = new Database(path);
@@ -127,14 +150,10 @@ describe("SQLite disk faults", () => {
       const db = s.sqlitePath;
       const digest = () => createHash("sha256").update(readFileSync(db)).digest("hex");
       const before = digest();
+      // Neither the file nor its directory (SQLite's journal and WAL index live there) is writable.
       chmodSync(db, 0o444);
-      if (process.getuid?.() === 0) {
-        // Root writes any file whatever its mode: run the gateway as nobody, who may read the
-        // directory, the auth file and the database, and write none of them.
-        chmodSync(dirname(db), 0o755);
-        chmodSync(join(s.dir, "auth.json"), 0o644);
-        s.gatewayWrapper = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"];
-      }
+      chmodSync(dirname(db), 0o555);
+      if (writesAnyFile()) s.gatewayWrapper = WITHOUT_DAC_OVERRIDE;
       const g = s.spawnGateway();
       // Either the gateway refuses to start and says why, or it starts and refuses writes clearly.
       const started = await until(
@@ -152,8 +171,11 @@ describe("SQLite disk faults", () => {
       let answer: string;
       if (started === "exited") {
         const { code } = await g.exited;
-        answer = g.lines.join("\n");
         expect(code).not.toBe(0);
+        // The gateway itself said why (not, say, its wrapper or a module it could not load).
+        const fatal = g.json().filter((l) => l.level === "fatal");
+        expect(fatal, `the gateway's fatal log line, in:\n${g.lines.join("\n")}`).toHaveLength(1);
+        answer = `${(fatal[0]!.err as { message?: string } | undefined)?.message ?? ""} (${String(fatal[0]!.msg)})`;
       } else {
         const err = await probeOf(s)
           .updateConfig({ sandbox, idempotencyKey: "ro-write", policy: bigPolicy("ro-write") })
@@ -166,6 +188,7 @@ describe("SQLite disk faults", () => {
       expect(answer).toMatch(/read-?only|permission|EACCES|unable to open/i);
       await g.kill("SIGKILL");
 
+      chmodSync(dirname(db), 0o700);
       chmodSync(db, 0o644);
       expect(digest(), "the read-only file was changed").toBe(before);
       expect(integrity(db)).toBe("ok");
