@@ -17,7 +17,8 @@ import {
 import { fromOperation, isTerminal, type Completion, type OperationStatus } from "./completion.js";
 import { CompletionTimeoutError, CompletionUnavailableError, InvalidArgumentError, operationIdOf, toSdkError } from "./errors.js";
 import { handleRequest, isOperationHandle, type CompletionRef } from "./refs.js";
-import { buildRequest, workspaceScope } from "./update.js";
+import { buildRequest } from "./update.js";
+import { workspaceScope } from "./workspace.js";
 import { deadlineSignal, isTransient, withRetry } from "./retry.js";
 import { afterSlice, checkDeadline, LocalDeadline, pauseFor, type Pace } from "./wait-pace.js";
 import { policyStatusOnce } from "./policy-status.js";

@@ -3,7 +3,7 @@
 
 import { PolicyStatus } from "./gen/openshell/v1/config_pb.js";
 import { toDate } from "./convert/timestamp.js";
-import { workspaceScope } from "./update.js";
+import { workspaceScope } from "./workspace.js";
 import { withRetry } from "./retry.js";
 import type { OperationStatus } from "./completion.js";
 import type { ClientContext } from "./context.js";

@@ -7,6 +7,10 @@
  * (`openshell.v1`, `openshell.sandbox.v1`, `openshell.datamodel.v1`) have no
  * colliding export names, so they are re-exported flat.
  *
+ * One helper goes with them: `workspaceScope(name?)` builds the `workspace_scope` every
+ * sandbox-scoped request must carry (`default` when no name is given), as the upstream gateway
+ * requires; `allWorkspacesScope()` selects every workspace on list requests.
+ *
  * @module
  */
 export * from "./gen/openshell/datamodel/v1/datamodel_pb.js";
@@ -15,3 +19,4 @@ export * from "./gen/openshell/v1/openshell_pb.js";
 export * from "./gen/openshell/v1/config_pb.js";
 export * from "./gen/openshell/v1/sandboxes_pb.js";
 export * from "./gen/openshell/v1/supervisor_pb.js";
+export { workspaceScope, allWorkspacesScope, DEFAULT_WORKSPACE } from "./workspace.js";

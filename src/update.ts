@@ -10,8 +10,8 @@ import {
   type UpdateConfigResponse,
 } from "./gen/openshell/v1/config_pb.js";
 import { SandboxPolicySchema } from "./gen/openshell/sandbox/v1/sandbox_pb.js";
-import { WorkspaceSelectorSchema, type WorkspaceSelector } from "./gen/openshell/datamodel/v1/datamodel_pb.js";
 import { InvalidArgumentError } from "./errors.js";
+import { workspaceScope } from "./workspace.js";
 import { toSettingValue, type SettingInput } from "./convert/setting-value.js";
 import { fromOperation, type Completion, type OperationStatus } from "./completion.js";
 import { createHandle, type OperationHandle } from "./refs.js";
@@ -128,12 +128,8 @@ export function newIdempotencyKey(): string {
   return globalThis.crypto.randomUUID();
 }
 
-/** The workspace selector for a named workspace, or none. */
-export function workspaceScope(workspace: string | undefined): WorkspaceSelector | undefined {
-  return workspace === undefined
-    ? undefined
-    : create(WorkspaceSelectorSchema, { selection: { case: "workspace", value: workspace } });
-}
+// Kept here for the modules that import it from update.ts; the one definition is in workspace.ts.
+export { workspaceScope } from "./workspace.js";
 
 interface Common {
   readonly sandbox: string;

@@ -7,7 +7,7 @@ import type { ConfigClient } from "../client.js";
 import { createServiceSubset } from "../rpc.js";
 import { InvalidArgumentError, toSdkError } from "../errors.js";
 import { ListSandboxesRequestSchema, ListSandboxesResponseSchema } from "../gen/openshell/v1/sandboxes_pb.js";
-import { workspaceScope } from "../update.js";
+import { workspaceScope } from "../workspace.js";
 
 /** The one sandbox-lifecycle method a rollout calls; wire-identical to `OpenShell.ListSandboxes`. */
 export type ListSandboxesService = GenService<{
@@ -50,7 +50,7 @@ export function checkSandboxNames(names: readonly unknown[]): string[] {
   return [...seen];
 }
 
-/** The names of every sandbox in `workspace` whose labels match `selector`, sorted. */
+/** The names of every sandbox in `workspace` (`default` when undefined) whose labels match `selector`, sorted. */
 export async function selectByLabels(
   client: ConfigClient,
   selector: string,

@@ -1,7 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { restoreHandle, type OperationHandle } from "../../src/index.js";
-import { ConfigUpdateOperationState as State, ConfigApplyOutcome as Outcome, ConfigUpdateWaitMode } from "../../src/gen/openshell/v1/config_pb.js";
-import { samplePolicy, setup } from "./helpers.js";
+import { create } from "@bufbuild/protobuf";
+import { createRouterTransport } from "@connectrpc/connect";
+import { createConfigClient, restoreHandle, type OperationHandle } from "../../src/index.js";
+import { rollout } from "../../src/rollout.js";
+import type { WorkspaceSelector } from "../../src/gen/openshell/datamodel/v1/datamodel_pb.js";
+import { OpenShell } from "../../src/gen/openshell/v1/openshell_pb.js";
+import {
+  ConfigUpdateOperationSchema,
+  ConfigUpdateOperationState as State,
+  ConfigApplyOutcome as Outcome,
+  ConfigUpdateWaitMode,
+  PolicyStatus,
+} from "../../src/gen/openshell/v1/config_pb.js";
+import { FAST, samplePolicy, setup } from "./helpers.js";
 
 // What the SDK puts on the wire, and that every re-send (retry, resumed wait, replay from a
 // stored handle) is the same change the gateway first committed.
@@ -18,10 +29,10 @@ describe("the request on the wire", () => {
     expect(b.handle.workspace).toBe("team-b");
   });
 
-  it("without a workspace the request names none, so the gateway's default applies", async () => {
+  it("without a workspace the request names the default workspace, as upstream requires, and the handle records none", async () => {
     const { gw, client } = setup();
     const res = await client.updatePolicy({ sandbox: "dev", policy: samplePolicy() });
-    expect(gw.requests[0]!.workspaceScope).toBeUndefined();
+    expect(gw.requests[0]!.workspaceScope?.selection).toEqual({ case: "workspace", value: "default" });
     expect("workspace" in res.handle).toBe(false);
   });
 
@@ -97,5 +108,77 @@ describe("handles replay the committed change exactly", () => {
     expect(completion.state).toBe("applied");
     expect(gw.commits).toHaveLength(1);
     for (const r of gw.requests) expect(r.settingValue?.value).toEqual({ case: "bytesValue", value: bytes });
+  });
+});
+
+// Every sandbox-scoped request the SDK makes, as the gateway receives it: with the default
+// workspace named when the caller names none (the upstream gateway rejects an absent scope).
+describe("the workspace scope of every request", () => {
+  type Scope = WorkspaceSelector["selection"] | undefined;
+  function capturingGateway(options: { operations: boolean }) {
+    const seen: { method: string; scope: Scope }[] = [];
+    const note = (method: string, scope: WorkspaceSelector | undefined) => seen.push({ method, scope: scope?.selection });
+    const applied = () => create(ConfigUpdateOperationSchema, { operationId: "op-1", state: State.APPLIED, outcome: Outcome.APPLIED });
+    const transport = createRouterTransport((router) =>
+      router.service(OpenShell, {
+        async updateConfig(req) {
+          note("UpdateConfig", req.workspaceScope);
+          return { version: 2, policyHash: "sha256:2", ...(options.operations ? { operation: applied() } : {}) };
+        },
+        async *watchConfigUpdateOperations(req) {
+          note("WatchConfigUpdateOperations", req.workspaceScope);
+          yield { operation: applied(), initial: true };
+        },
+        async getConfigUpdateOperation(req) {
+          note("GetConfigUpdateOperation", req.workspaceScope);
+          return { operation: applied() };
+        },
+        async getSandboxPolicyStatus(req) {
+          note("GetSandboxPolicyStatus", req.workspaceScope);
+          return { activeVersion: req.version, revision: { version: req.version, status: PolicyStatus.LOADED } };
+        },
+        async listSandboxes(req) {
+          note("ListSandboxes", req.workspaceScope);
+          return { sandboxes: [{ metadata: { name: "dev" } }] };
+        },
+      }),
+    );
+    return { seen, transport };
+  }
+  const DEFAULT = { case: "workspace", value: "default" };
+
+  it("updates, waits by id, status reads and a rollout's ListSandboxes all name the default workspace when none is given", async () => {
+    const gw = capturingGateway({ operations: true });
+    const client = createConfigClient({ ...FAST, transport: gw.transport });
+    await client.updatePolicy({ sandbox: "dev", policy: samplePolicy() });
+    await client.awaitCompletion({ operationId: "op-1" }, { timeoutMs: 2_000 });
+    await client.getOperation({ operationId: "op-1" });
+    await rollout(client, { labelSelector: "env=prod", policy: samplePolicy() });
+    expect(new Set(gw.seen.map((s) => s.method))).toEqual(
+      new Set(["UpdateConfig", "WatchConfigUpdateOperations", "GetConfigUpdateOperation", "ListSandboxes"]),
+    );
+    for (const s of gw.seen) expect({ method: s.method, scope: s.scope }).toEqual({ method: s.method, scope: DEFAULT });
+  });
+
+  it("the policy-status wait of a gateway without operations names the default workspace too", async () => {
+    const gw = capturingGateway({ operations: false });
+    const client = createConfigClient({ ...FAST, transport: gw.transport });
+    await client.updatePolicy({ sandbox: "dev", policy: samplePolicy(), wait: { timeoutMs: 2_000 } });
+    expect(gw.seen.map((s) => s.method)).toContain("GetSandboxPolicyStatus");
+    for (const s of gw.seen) expect({ method: s.method, scope: s.scope }).toEqual({ method: s.method, scope: DEFAULT });
+  });
+
+  it("a named workspace, on the client or on the call, is what every request names", async () => {
+    const gw = capturingGateway({ operations: true });
+    const client = createConfigClient({ ...FAST, transport: gw.transport, workspace: "team-a" });
+    await client.updatePolicy({ sandbox: "dev", policy: samplePolicy() });
+    await client.awaitCompletion({ operationId: "op-1" }, { timeoutMs: 2_000 });
+    await rollout(client, { labelSelector: "env=prod", workspace: "team-b", policy: samplePolicy() });
+    expect(gw.seen.map((s) => [s.method, s.scope])).toEqual([
+      ["UpdateConfig", { case: "workspace", value: "team-a" }],
+      ["WatchConfigUpdateOperations", { case: "workspace", value: "team-a" }],
+      ["ListSandboxes", { case: "workspace", value: "team-b" }],
+      ["UpdateConfig", { case: "workspace", value: "team-b" }],
+    ]);
   });
 });

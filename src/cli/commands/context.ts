@@ -30,8 +30,3 @@ export class Interrupted extends Error {
 export function shellQuote(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
-
-/** A workspace selector for raw requests (undefined: the gateway's default workspace). */
-export function workspaceScope(workspace: string | undefined) {
-  return workspace === undefined ? undefined : { selection: { case: "workspace" as const, value: workspace } };
-}

@@ -6,13 +6,13 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { stringify } from "yaml";
 import { fromSettingValue } from "openshell-config";
-import { OpenShell, PolicySource, PolicyStatus, SandboxPolicySchema, SettingScope, type SandboxPolicyRevision } from "openshell-config/raw";
+import { OpenShell, PolicySource, PolicyStatus, SandboxPolicySchema, SettingScope, workspaceScope, type SandboxPolicyRevision } from "openshell-config/raw";
 import type { Command } from "../args.js";
 import { EXIT } from "../outcome.js";
 import { readPolicyFile } from "../policy-file.js";
 import { runUpdate } from "./update.js";
 import { formatSettingValue } from "./settings.js";
-import { workspaceScope, type CommandContext } from "./context.js";
+import type { CommandContext } from "./context.js";
 
 type PolicySet = Extract<Command, { name: "policy set" }>;
 type PolicyGet = Extract<Command, { name: "policy get" }>;

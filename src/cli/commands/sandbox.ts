@@ -1,10 +1,10 @@
 // `sandbox list [--selector k=v]`: the sandboxes of a workspace (or all), every page.
 
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { OpenShell, SandboxPhase, type Sandbox } from "openshell-config/raw";
+import { allWorkspacesScope, OpenShell, SandboxPhase, workspaceScope, type Sandbox } from "openshell-config/raw";
 import type { Command } from "../args.js";
 import { EXIT } from "../outcome.js";
-import { workspaceScope, type CommandContext } from "./context.js";
+import type { CommandContext } from "./context.js";
 
 type SandboxList = Extract<Command, { name: "sandbox list" }>;
 
@@ -12,7 +12,8 @@ const phaseName = (sb: Sandbox) => (SandboxPhase[sb.status?.phase ?? SandboxPhas
 
 export async function sandboxList(ctx: CommandContext, cmd: SandboxList): Promise<number> {
   const raw = ctx.client.raw(OpenShell);
-  const scope = cmd.allWorkspaces ? { selection: { case: "allWorkspaces" as const, value: {} } } : workspaceScope(cmd.workspace);
+  // Named (`default` unless --workspace) or all: the upstream gateway requires one of the two.
+  const scope = cmd.allWorkspaces ? allWorkspacesScope() : workspaceScope(cmd.workspace);
   const sandboxes: Sandbox[] = [];
   let pageToken = "";
   do {
