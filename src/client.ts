@@ -16,6 +16,7 @@ import { createHandle, type CompletionRef } from "./refs.js";
 import { currentStatus, resolveRef, waitForTarget, type WaitOptions } from "./await.js";
 import type { Completion, OperationStatus } from "./completion.js";
 import type { ClientContext } from "./context.js";
+import { getSandboxConfig, type GetConfigOptions, type SandboxConfig } from "./sandbox-config.js";
 
 /** Options of `createConfigClient`. Give `baseUrl`, or a `transport` from `openshell-config/transport/node` or `/web`. */
 export interface ConfigClientOptions {
@@ -69,6 +70,19 @@ export interface ConfigClient {
   /** The current state of an operation, without waiting. */
   getOperation(ref: CompletionRef, options?: GetOperationOptions): Promise<OperationStatus>;
   /**
+   * A sandbox's configuration: what the gateway delivers (`desired`), what the sandbox enforces
+   * according to its latest result (`enforced`: a revision, failing closed, or a local policy),
+   * and how the two differ (`drift`, empty when they agree).
+   *
+   * @example
+   * ```ts
+   * const cfg = await client.getConfig({ sandbox: "dev" });
+   * if (cfg.enforced.state === "failed-closed") console.warn(`dev denies all: ${cfg.enforced.reason}`);
+   * else if (cfg.drift.length > 0) console.warn(`dev drifts: ${cfg.drift.join(", ")}`);
+   * ```
+   */
+  getConfig(options: GetConfigOptions): Promise<SandboxConfig>;
+  /**
    * A Connect client for any service on this client's transport, sending the same bearer token:
    * `client.raw(OpenShell).getSandbox(...)`, with `OpenShell` from `openshell-config/raw`. For
    * RPCs the curated surface does not cover.
@@ -119,6 +133,10 @@ export function createConfigClient(options: ConfigClientOptions): ConfigClient {
     async getOperation(ref, getOptions = {}) {
       getOptions.signal?.throwIfAborted();
       return currentStatus(ctx, resolveRef(ctx, ref), getOptions.signal);
+    },
+    async getConfig(getOptions) {
+      getOptions.signal?.throwIfAborted();
+      return getSandboxConfig(ctx, getOptions);
     },
     raw: (service) => createClient(service, withAuthorization(transport, options.token)),
   };

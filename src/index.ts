@@ -44,6 +44,25 @@ export type { SettingInput, SettingOutput } from "./convert/setting-value.js";
 export { toSettingValue, fromSettingValue } from "./convert/setting-value.js";
 export type { OperationHandle, OperationIdRef, IdempotencyKeyRef, CompletionRef } from "./refs.js";
 export { restoreHandle, isOperationHandle, HANDLE_KIND } from "./refs.js";
+export type {
+  GetConfigOptions,
+  SandboxConfig,
+  DesiredConfig,
+  EffectiveSettingOutput,
+  LatestPolicyRevision,
+  PolicyRevisionStatus,
+  Drift,
+} from "./sandbox-config.js";
+export type {
+  Enforcement,
+  EnforcementBase,
+  EnforcementSource,
+  EnforcingPolicy,
+  FailingClosed,
+  LocalOverride,
+  EnforcementUnknown,
+} from "./enforcement.js";
+export { fromPolicyEnforcement } from "./enforcement.js";
 export type { TokenSource } from "./auth.js";
 export type { RetryOptions } from "./retry.js";
 export {

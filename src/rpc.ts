@@ -1,4 +1,4 @@
-// The four methods of service `openshell.v1.OpenShell` that the SDK calls, described without
+// The five methods of service `openshell.v1.OpenShell` that the SDK calls, described without
 // loading the whole service. The generated `OpenShell` descriptor pulls in every message of the
 // gateway (sandbox lifecycle, the supervisor protocol), which would put roughly a third of the
 // browser bundle into descriptors the SDK never uses. Connect needs only each method's name,
@@ -18,6 +18,7 @@ import {
   WatchConfigUpdateOperationsRequestSchema,
   WatchConfigUpdateOperationsResponseSchema,
 } from "./gen/openshell/v1/config_pb.js";
+import { GetSandboxConfigRequestSchema, GetSandboxConfigResponseSchema } from "./gen/openshell/sandbox/v1/sandbox_pb.js";
 
 /** The service subset the SDK calls; wire-identical to the same methods of `OpenShell`. */
 export type ConfigRpcService = GenService<{
@@ -31,6 +32,11 @@ export type ConfigRpcService = GenService<{
     methodKind: "unary";
     input: typeof GetSandboxPolicyStatusRequestSchema;
     output: typeof GetSandboxPolicyStatusResponseSchema;
+  };
+  getSandboxConfig: {
+    methodKind: "unary";
+    input: typeof GetSandboxConfigRequestSchema;
+    output: typeof GetSandboxConfigResponseSchema;
   };
   watchConfigUpdateOperations: {
     methodKind: "server_streaming";
@@ -82,6 +88,7 @@ const service = createServiceSubset([
   ["UpdateConfig", "unary", UpdateConfigRequestSchema, UpdateConfigResponseSchema],
   ["GetConfigUpdateOperation", "unary", GetConfigUpdateOperationRequestSchema, GetConfigUpdateOperationResponseSchema],
   ["GetSandboxPolicyStatus", "unary", GetSandboxPolicyStatusRequestSchema, GetSandboxPolicyStatusResponseSchema],
+  ["GetSandboxConfig", "unary", GetSandboxConfigRequestSchema, GetSandboxConfigResponseSchema],
   ["WatchConfigUpdateOperations", "server_streaming", WatchConfigUpdateOperationsRequestSchema, WatchConfigUpdateOperationsResponseSchema],
 ]);
 
