@@ -8,6 +8,8 @@ import {
   ConfigComponentApplyResultSchema,
   ConfigurationAdmissionState,
   PolicySource,
+  ProviderEnvironmentValueClassification,
+  ProviderReadinessReason,
 } from "openshell-config/raw";
 import { describe, expect, it } from "vitest";
 import {
@@ -17,6 +19,7 @@ import {
   decideSandboxConfig,
   failureMode,
   isAcknowledging,
+  isInstallable,
   outcomeConsistencyError,
   providerContentKey,
   providerRequestedRevision,
@@ -32,7 +35,7 @@ import {
 } from "../src/apply.js";
 import { validatePolicy } from "../src/validate.js";
 import { checkAdmission, checkApplyResult, expectedSandboxRevision } from "./support/fake-gateway.js";
-import { invalidPolicy, policy, providerSnapshot, sandboxSnapshot, type SandboxSnapshotInit } from "./support/snapshots.js";
+import { boundProviderSnapshot, invalidPolicy, policy, providerSnapshot, sandboxSnapshot, type SandboxSnapshotInit } from "./support/snapshots.js";
 
 const INSTANCE = "6f1c1a52-7f1e-4d0e-9d53-2f7a1f3f9e11";
 
@@ -213,6 +216,62 @@ describe("provider environment decisions", () => {
     const bad = providerSnapshot(4n, { "": "super-secret-value" });
     const d = decideProviderEnvironment({ snapshot: bad, contentKey: providerContentKey(bad), active: undefined, problems: validateProviderEnvironment(bad) });
     expect(d.failure?.message).not.toContain("super-secret-value");
+  });
+});
+
+describe("static credential bindings, dynamic credentials and readiness reasons", () => {
+  const SECRET = "sk-apply-secret-value";
+
+  it("a static credential with its binding and a dynamic credential install, and the binding is part of the content", () => {
+    const snap = boundProviderSnapshot(5n, SECRET);
+    expect(validateProviderEnvironment(snap)).toEqual([]);
+    const d = decideProviderEnvironment({ snapshot: snap, contentKey: providerContentKey(snap), active: undefined, problems: [] });
+    expect(d.outcome).toBe(ConfigApplyOutcome.APPLIED);
+    const moved = boundProviderSnapshot(5n, SECRET);
+    moved.values[0]!.staticCredentialBinding!.endpoints[0]!.path = "/v2/**";
+    expect(providerContentKey(moved)).not.toBe(providerContentKey(snap));
+  });
+
+  it("a binding must be present exactly on static credentials, bind an endpoint with a host and a TCP port; messages name fields only", () => {
+    const unbound = boundProviderSnapshot(5n, SECRET);
+    unbound.values[0]!.staticCredentialBinding = undefined;
+    const misplaced = boundProviderSnapshot(5n, SECRET);
+    misplaced.values[0]!.classification = ProviderEnvironmentValueClassification.UNSPECIFIED;
+    const empty = boundProviderSnapshot(5n, SECRET);
+    empty.values[0]!.staticCredentialBinding!.endpoints = [];
+    const badEndpoint = boundProviderSnapshot(5n, SECRET);
+    Object.assign(badEndpoint.values[0]!.staticCredentialBinding!.endpoints[0]!, { host: "", port: 70_000 });
+    expect(validateProviderEnvironment(unbound)).toEqual(["values[0] is a static credential without a static_credential_binding"]);
+    expect(validateProviderEnvironment(misplaced)).toEqual(["values[0] has a static_credential_binding but is not a static credential"]);
+    expect(validateProviderEnvironment(empty)).toEqual(["values[0].static_credential_binding binds no endpoint"]);
+    expect(validateProviderEnvironment(badEndpoint)).toEqual([
+      "values[0].static_credential_binding.endpoints[0] has an empty host",
+      "values[0].static_credential_binding.endpoints[0].port 70000 is not a TCP port",
+    ]);
+    for (const s of [unbound, misplaced, empty, badEndpoint]) {
+      const d = decideProviderEnvironment({ snapshot: s, contentKey: providerContentKey(s), active: undefined, problems: validateProviderEnvironment(s) });
+      expect(d).toMatchObject({ outcome: ConfigApplyOutcome.FAILED_CLOSED, failure: { code: "invalid_provider_environment" } });
+      expect(d.failure?.message).not.toContain(SECRET);
+    }
+  });
+
+  it("installs only what upstream calls installable: UNSPECIFIED, CREDENTIALS_WITHHELD, CREDENTIAL_EXPIRED (and an unknown reason, read as withheld)", () => {
+    const installable = [ProviderReadinessReason.UNSPECIFIED, ProviderReadinessReason.CREDENTIALS_WITHHELD, ProviderReadinessReason.CREDENTIAL_EXPIRED, 99 as ProviderReadinessReason];
+    for (const r of installable) expect(isInstallable(r), ProviderReadinessReason[r] ?? String(r)).toBe(true);
+    const numbers = Object.values(ProviderReadinessReason).filter((v): v is number => typeof v === "number");
+    expect(numbers).toHaveLength(16);
+    for (const r of numbers.filter((n) => !installable.includes(n))) expect(isInstallable(r), ProviderReadinessReason[r]).toBe(false);
+
+    const waiting = boundProviderSnapshot(6n, SECRET, ProviderReadinessReason.WAITING_FOR_CREDENTIALS);
+    const closed = decideProviderEnvironment({ snapshot: waiting, contentKey: providerContentKey(waiting), active: undefined, problems: [] });
+    expect(closed).toMatchObject({
+      outcome: ConfigApplyOutcome.FAILED_CLOSED,
+      effect: "deny_all",
+      failure: { code: "provider_not_ready", message: "provider environment is not ready for installation (readiness reason WAITING_FOR_CREDENTIALS)", retryable: true },
+    });
+    expect(checkApplyResult(toApplyResult(closed), { provider: waiting })).toEqual([]);
+    const kept = decideProviderEnvironment({ snapshot: waiting, contentKey: providerContentKey(waiting), active: { revision: 5n, contentKey: "k" }, problems: [] });
+    expect(kept.outcome).toBe(ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD);
   });
 });
 

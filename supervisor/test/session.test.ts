@@ -1,7 +1,8 @@
 // Behaviour of one supervisor session against the in-process fake gateway: hello, bootstrap,
 // live updates and every outcome, secrecy of provider values, reconnects and fault flags.
 
-import { statSync, existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { createServer, type Server } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import {
@@ -9,13 +10,14 @@ import {
   ConfigBootstrapSchema,
   ConfigComponent,
   ConfigurationAdmissionState,
+  ProviderReadinessReason,
   type ConfigSnapshotRevision,
 } from "openshell-config/raw";
 import { afterEach, describe, expect, it } from "vitest";
 import { eventually, readJson } from "./support/eventually.js";
 import { expectedSandboxRevision, FakeGateway, type FakeGatewayOptions } from "./support/fake-gateway.js";
 import { startSupervisor, type RunningSupervisor, type StartOptions } from "./support/harness.js";
-import { invalidPolicy, policy, providerSnapshot, sandboxSnapshot } from "./support/snapshots.js";
+import { boundProviderSnapshot, invalidPolicy, policy, providerSnapshot, sandboxSnapshot } from "./support/snapshots.js";
 
 let gw: FakeGateway | undefined;
 let sup: RunningSupervisor | undefined;
@@ -40,6 +42,11 @@ function sandboxRev(r: ConfigSnapshotRevision | undefined) {
   if (r?.component.case !== "sandboxConfig") return undefined;
   const { configRevision, policyVersion, policySource, globalPolicyVersion, settingsRevision } = r.component.value;
   return { configRevision, policyVersion, policySource, globalPolicyVersion, settingsRevision };
+}
+
+/** Every regular file below `dir`. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : []));
 }
 
 /** A TCP port on which nothing listens. */
@@ -232,6 +239,68 @@ describe("supervisor session", () => {
     expect(logs).toContain("OPENAI_API_KEY");
     for (const v of [...Object.values(secrets), "ghp_rotatedSecretValue789"]) expect(logs).not.toContain(v);
     expect(logs).not.toContain("token-dev");
+  });
+
+  it("a static credential binding and a dynamic credential survive delivery; their secret is installed only in provider-env.json and never logged", async () => {
+    const [first, rotated, withheld] = ["sk-bound-first-1a2b3c", "sk-bound-rotated-4d5e6f", "sk-bound-not-ready-7a8b9c"];
+    const { gw, sup, session } = await setup({
+      bootstrap: () => create(ConfigBootstrapSchema, { sandboxConfig: sandboxSnapshot({ providerEnvRevision: 7n }), providerEnvironment: boundProviderSnapshot(7n, first) }),
+    });
+    const boot = await session.bootstrapResult();
+    expect(boot.results.find((r) => r.component === ConfigComponent.PROVIDER_ENVIRONMENT)?.outcome).toBe(ConfigApplyOutcome.APPLIED);
+    const file = sup.stateDir.providerEnvPath("dev");
+    const binding = { endpoints: [{ host: "api.example.com", port: 443, path: "/v1/**" }], credentialIdentity: "llm:API_KEY" };
+    expect(readJson(file)).toMatchObject({
+      providerEnvRevision: "7",
+      values: { API_KEY: first, REGION: "eu" },
+      staticCredentialBindings: { API_KEY: binding },
+      dynamicCredentials: {
+        github: {
+          name: "GitHub token",
+          description: "installation token minted at run time",
+          envVars: ["GITHUB_TOKEN"],
+          required: true,
+          authStyle: "bearer",
+          headerName: "Authorization",
+          refresh: {
+            strategy: "PROVIDER_CREDENTIAL_REFRESH_STRATEGY_OAUTH2_CLIENT_CREDENTIALS",
+            tokenUrl: "https://auth.example.com/token",
+            scopes: ["repo"],
+            refreshBefore: "300s",
+            material: [{ name: "client_secret", description: "OAuth client secret", required: true, secret: true }],
+          },
+          tokenGrant: { tokenEndpoint: "https://sts.example.com/token", grantType: "PROVIDER_CREDENTIAL_TOKEN_GRANT_TYPE_TOKEN_EXCHANGE", cacheTtl: "60s" },
+        },
+      },
+    });
+    expect(Object.keys((readJson(file) as { staticCredentialBindings: object }).staticCredentialBindings)).toEqual(["API_KEY"]);
+
+    const r8 = session.sendProviderEnvironment(boundProviderSnapshot(8n, rotated));
+    expect((await session.updateResult(r8.updateId)).result?.outcome).toBe(ConfigApplyOutcome.APPLIED);
+    expect(Object.fromEntries(sup.fleet.sandboxes[0]!.environment)).toEqual({ API_KEY: rotated, REGION: "eu" });
+    expect(readJson(file)).toMatchObject({ providerEnvRevision: "8", values: { API_KEY: rotated }, staticCredentialBindings: { API_KEY: binding } });
+
+    // A snapshot the gateway marks as not ready is not installed: the rotated environment stays.
+    const r9 = session.sendProviderEnvironment(boundProviderSnapshot(9n, withheld, ProviderReadinessReason.WAITING_FOR_CREDENTIALS));
+    const notReady = await session.updateResult(r9.updateId);
+    expect(notReady.result?.outcome).toBe(ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD);
+    expect(notReady.result?.failure?.message).toContain("WAITING_FOR_CREDENTIALS");
+    expect(readJson(file)).toMatchObject({ providerEnvRevision: "8", values: { API_KEY: rotated } });
+    expect(gw.violations()).toEqual([]);
+
+    const logs = sup.logText();
+    expect(logs).toContain("API_KEY");
+    expect(logs).toContain('"staticCredentialNames":["API_KEY"]');
+    expect(logs).toContain('"dynamicCredentialNames":["github"]');
+    for (const v of [first, rotated, withheld]) expect(logs.includes(v), "a provider secret in the supervisor's log").toBe(false);
+    // On disk: the installed value only, only in provider-env.json; no earlier or refused value anywhere.
+    for (const f of filesUnder(sup.stateDir.root)) {
+      const text = readFileSync(f, "utf8");
+      if (f === file) expect(text.includes(rotated)).toBe(true);
+      else expect(text.includes(rotated), `the secret in ${f}`).toBe(false);
+      for (const v of [first, withheld]) expect(text.includes(v), `an old or refused secret in ${f}`).toBe(false);
+    }
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it("reconnects after the gateway drops the stream: a new hello with the same instance and epoch + 1, and a fresh bootstrap", async () => {

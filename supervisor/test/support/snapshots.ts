@@ -6,7 +6,11 @@ import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   NetworkTlsMode,
   PolicySource,
+  ProviderCredentialRefreshStrategy,
+  ProviderCredentialTokenGrantType,
   ProviderEnvironmentSnapshotSchema,
+  ProviderEnvironmentValueClassification,
+  ProviderReadinessReason,
   SandboxConfigSnapshotSchema,
   SandboxPolicySchema,
   SupervisorMiddlewareServiceSchema,
@@ -94,5 +98,50 @@ export function providerSnapshot(revision = 1n, values: Record<string, string> =
     providerEnvRevision: revision,
     values: Object.entries(values).map(([name, value]) => ({ name, value })),
     providerAttachmentEpoch: "epoch-1",
+  });
+}
+
+/**
+ * A provider environment in the full upstream shape (UPSTREAM.md §7): `secret` as a static
+ * credential API_KEY bound to api.example.com, REGION as a non-secret value, and a dynamic
+ * credential "github" described down to its refresh and token grant (no secret in it).
+ */
+export function boundProviderSnapshot(revision: bigint, secret: string, readinessReason = ProviderReadinessReason.UNSPECIFIED): ProviderEnvironmentSnapshot {
+  return create(ProviderEnvironmentSnapshotSchema, {
+    providerEnvRevision: revision,
+    providerAttachmentEpoch: "epoch-1",
+    policyHash: "policy-hash-1",
+    readinessReason,
+    values: [
+      {
+        name: "API_KEY",
+        value: secret,
+        classification: ProviderEnvironmentValueClassification.STATIC_CREDENTIAL,
+        staticCredentialBinding: {
+          endpoints: [{ host: "api.example.com", port: 443, path: "/v1/**" }],
+          credentialIdentity: "llm:API_KEY",
+          workloadCredentialHandle: "",
+        },
+      },
+      { name: "REGION", value: "eu", classification: ProviderEnvironmentValueClassification.NON_SECRET },
+    ],
+    dynamicCredentials: {
+      github: {
+        name: "GitHub token",
+        description: "installation token minted at run time",
+        envVars: ["GITHUB_TOKEN"],
+        required: true,
+        authStyle: "bearer",
+        headerName: "Authorization",
+        refresh: {
+          strategy: ProviderCredentialRefreshStrategy.OAUTH2_CLIENT_CREDENTIALS,
+          tokenUrl: "https://auth.example.com/token",
+          scopes: ["repo"],
+          refreshBefore: { seconds: 300n },
+          material: [{ name: "client_secret", description: "OAuth client secret", required: true, secret: true }],
+        },
+        tokenGrant: { tokenEndpoint: "https://sts.example.com/token", grantType: ProviderCredentialTokenGrantType.TOKEN_EXCHANGE, cacheTtl: { seconds: 60n } },
+      },
+    },
   });
 }
