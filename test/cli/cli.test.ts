@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase } from "openshell-config/raw";
+import { OpenShell, PolicyEnforcementState, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { startLocalStack, type LocalStack } from "../../examples/local-stack.js";
 import { build, policyYaml, runBinary, type Run } from "./harness.js";
 
@@ -23,6 +23,8 @@ const slow = "cli-slow";
 const tuned = "cli-settings";
 const paused = "cli-paused";
 const audited = "cli-audited";
+/** Fails closed: a rejected update, then a supervisor restart that loses the last known good. */
+const closed = "cli-closed";
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 /** What the reference supervisor says about an endpoint with protocol "ftp". */
@@ -32,6 +34,7 @@ let stack: LocalStack;
 let dir: string;
 let home: string;
 let files: { readonly ok: string; readonly ftp: string; readonly json: string; readonly other: string; readonly degraded: string };
+let closedSupervisor: { kill(signal?: NodeJS.Signals): Promise<void> };
 
 /** Runs the built binary. `env` replaces the default URL and token variables (undefined: unset). */
 function cli(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<Run> {
@@ -44,6 +47,38 @@ const basePolicy = {
   filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] },
   networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] } },
 };
+
+/** Polls `probe` until it returns something other than undefined/false. */
+async function until<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; see ${stack.logFile}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const ISO = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/;
+
+interface ListedJson {
+  readonly name: string;
+  readonly phase: string;
+  readonly policyVersion: number;
+  readonly desiredPolicyVersion: number | null;
+  readonly enforced: { readonly state: string; readonly policyVersion: number | null; readonly reason: string | null; readonly observedAt: string | null; readonly outcome: string };
+  readonly drift: string[] | null;
+  readonly labels: Record<string, string>;
+}
+
+/** The columns of a `sandbox list` row (cells hold no spaces here). */
+function listRow(stdout: string, name: string): string[] | undefined {
+  return stdout
+    .trimEnd()
+    .split("\n")
+    .map((l) => l.split(/\s+/))
+    .find((cells) => cells[0] === name);
+}
 
 function closedPort(): Promise<number> {
   return new Promise((res, rej) => {
@@ -80,7 +115,7 @@ beforeAll(async () => {
   writeFileSync(files.ftp, policyYaml({ ...base, files: { host: "files.example.com", protocol: "ftp" } }));
   writeFileSync(files.json, JSON.stringify({ ...basePolicy, networkPolicies: { ...basePolicy.networkPolicies, pypi: { name: "pypi", endpoints: [{ host: "pypi.org", ports: [443] }] } } }));
 
-  const [started] = await Promise.all([startLocalStack({ sandboxes: [web, rejected, slow, tuned, audited] }), build()]);
+  const [started] = await Promise.all([startLocalStack({ sandboxes: [web, rejected, slow, tuned, audited, closed] }), build()]);
   stack = started;
   const raw = admin();
   await raw.createSandbox({ name: web, spec: { policy: basePolicy }, labels: { team: "cli-a", tier: "web" } });
@@ -92,14 +127,16 @@ beforeAll(async () => {
     name: audited,
     spec: { policy: { ...basePolicy, networkMiddlewares: { audit: { name: "audit", middleware: "audit-log", config: { grpc_endpoint: unreachable }, order: 1 } } } },
   });
+  await raw.createSandbox({ name: closed, spec: { policy: basePolicy }, labels: { team: "cli-c" } });
   await raw.stopSandbox({ name: paused });
   stack.startSupervisor({ sandbox: web });
   stack.startSupervisor({ sandbox: rejected });
   stack.startSupervisor({ sandbox: tuned });
   stack.startSupervisor({ sandbox: audited });
+  closedSupervisor = stack.startSupervisor({ sandbox: closed });
   // Slower than the 500 ms timeout below, so that the wait ends first.
   stack.startSupervisor({ sandbox: slow, args: ["--apply-delay-ms", "3000"] });
-  for (const name of [web, rejected, slow, tuned, audited]) {
+  for (const name of [web, rejected, slow, tuned, audited, closed]) {
     for (let i = 0; ; i++) {
       if ((await raw.getSandbox({ name })).sandbox?.status?.phase === SandboxPhase.READY) break;
       if (i > 400) throw new Error(`sandbox ${name} did not become READY; see ${stack.logFile}`);
@@ -185,19 +222,46 @@ describe("openshell-config policy", () => {
     expect(typeof (doc.completion.target as { configRevision: unknown }).configRevision).toBe("string");
   });
 
-  it("policy get shows the current policy, its version and its load status", async () => {
+  it("policy get of a sandbox whose update was rejected: desired failed, enforced the last known good, drift behind", async () => {
     const r = await cli(["policy", "get", "--sandbox", rejected]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^policy version +v2$/m);
-    expect(r.stdout).toMatch(new RegExp(`^load status +failed: .*${FTP_REJECTED}`, "m"));
-    expect(r.stdout).toMatch(/^active version +v1 \(the sandbox still runs this version\)$/m);
+    expect(r.stdout).toMatch(new RegExp(`^desired +v2 \\(failed: .*${FTP_REJECTED}.*\\)$`, "m"));
+    expect(r.stdout).toMatch(/^enforced +v1 \(last known good; v2 was rejected\)$/m);
+    expect(r.stdout).toMatch(/^drift +behind, last-update-failed$/m);
+    expect(r.stdout).toContain(`# policy v2 of sandbox ${rejected} (desired)`);
     expect(r.stdout).toContain("host: files.example.com");
+    expect(r.stderr).toBe("");
+
+    const j = await cli(["policy", "get", "--sandbox", rejected, "-o", "json"]);
+    expect(j.code, j.stderr).toBe(0);
+    const doc = JSON.parse(j.stdout) as Record<string, unknown>;
+    expect(doc).toMatchObject({
+      version: 2,
+      status: "failed",
+      activeVersion: 1,
+      enforced: { state: "enforcing", policyVersion: 1, reportedPolicyVersion: 2, outcome: "failed-retained-last-known-good", source: "gateway-record" },
+      drift: ["behind", "last-update-failed"],
+      pending: false,
+    });
+    expect(doc.loadError).toContain(FTP_REJECTED);
+    expect((doc.enforced as { observedAt: string }).observedAt).toMatch(ISO);
+  });
+
+  it("policy get of a sandbox in sync: desired and enforced the same version, no drift", async () => {
+    const r = await cli(["policy", "get", "--sandbox", web]);
+    expect(r.code, r.stderr).toBe(0);
+    const version = /^desired +v(\d+)$/m.exec(r.stdout)?.[1];
+    expect(version, r.stdout).toBeDefined();
+    expect(r.stdout).toMatch(new RegExp(`^enforced +v${version}$`, "m"));
+    expect(r.stdout).not.toMatch(/^drift/m);
 
     const j = await cli(["policy", "get", "--sandbox", web, "-o", "json"]);
     expect(j.code, j.stderr).toBe(0);
-    const doc = JSON.parse(j.stdout) as { version: number; status: string; activeVersion: number; policy: { networkPolicies: Record<string, unknown> } };
+    const doc = JSON.parse(j.stdout) as { version: number; status: string; activeVersion: number; enforced: Record<string, unknown>; drift: string[]; policy: { networkPolicies: Record<string, unknown> } };
     expect(doc.status).toBe("loaded");
     expect(doc.activeVersion).toBe(doc.version);
+    expect(doc.enforced).toMatchObject({ state: "enforcing", policyVersion: doc.version, degraded: false, reason: null });
+    expect(doc.drift).toEqual([]);
     expect(doc.policy.networkPolicies).toHaveProperty("github");
   });
 
@@ -237,7 +301,7 @@ describe("openshell-config sandbox list", () => {
     const r = await cli(["sandbox", "list", "--selector", "team=cli-a"]);
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^NAME +WORKSPACE +PHASE +POLICY +LABELS$/);
+    expect(lines[0]).toMatch(/^NAME +WORKSPACE +PHASE +DESIRED +ENFORCED +DRIFT +LABELS$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[0]).sort()).toEqual([rejected, web]);
     expect(r.stdout).not.toContain(slow);
 
@@ -245,6 +309,90 @@ describe("openshell-config sandbox list", () => {
     expect(j.code, j.stderr).toBe(0);
     const doc = JSON.parse(j.stdout) as { sandboxes: { name: string; phase: string; labels: Record<string, string> }[] };
     expect(doc.sandboxes).toEqual([expect.objectContaining({ name: web, phase: "ready", labels: { team: "cli-a", tier: "web" } })]);
+  });
+
+  it("shows desired, enforced and drift per sandbox: in sync, behind after a rejected update, nothing reported yet", async () => {
+    // `web` was updated by earlier tests: wait until its newest version is in force.
+    const inSync = await until(async () => {
+      const j = await cli(["sandbox", "list", "-l", "team=cli-a", "-o", "json"]);
+      const doc = JSON.parse(j.stdout) as { sandboxes: ListedJson[] };
+      const w = doc.sandboxes.find((s) => s.name === web);
+      return w?.drift?.length === 0 && doc;
+    }, `${web} to be in sync`);
+    const w = inSync.sandboxes.find((s) => s.name === web)!;
+    expect(w).toMatchObject({ phase: "ready", enforced: { state: "enforcing", policyVersion: w.desiredPolicyVersion }, policyVersion: w.desiredPolicyVersion, drift: [] });
+    const b = inSync.sandboxes.find((s) => s.name === rejected)!;
+    expect(b).toMatchObject({
+      phase: "ready",
+      desiredPolicyVersion: 2,
+      policyVersion: 1,
+      enforced: { state: "enforcing", policyVersion: 1, reportedPolicyVersion: 2, outcome: "failed-retained-last-known-good" },
+      drift: ["behind", "last-update-failed"],
+    });
+    expect(b.enforced.reason).toContain(FTP_REJECTED);
+
+    const r = await cli(["sandbox", "list"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(listRow(r.stdout, web)).toEqual([web, "default", "ready", `v${w.desiredPolicyVersion}`, `v${w.desiredPolicyVersion}`, "-", "team=cli-a,tier=web"]);
+    expect(listRow(r.stdout, rejected)).toEqual([rejected, "default", "ready", "v2", "v1", "behind,last-update-failed", "team=cli-a,tier=batch"]);
+    // Stopped before any supervisor reported: nothing is claimed.
+    expect(listRow(r.stdout, paused)?.slice(3, 6)).toEqual([expect.stringMatching(/^v\d+$/), "-", "unreported"]);
+  });
+});
+
+describe("openshell-config: a sandbox that fails closed", () => {
+  it("after a rejected update and a supervisor restart, policy get and sandbox list say it denies all and claim no version", async () => {
+    const set = await cli(["policy", "set", "--sandbox", closed, "--file", files.ftp, "--wait"]);
+    expect(set.code).toBe(1);
+    expect(set.stdout).toMatch(new RegExp(`^policy v2 of sandbox ${closed}: failed \\(failed-retained-last-known-good\\)`));
+    // The last known good lives in the supervisor's memory: a restart re-bootstraps with the
+    // rejected v2 and fails closed.
+    await closedSupervisor.kill("SIGTERM");
+    closedSupervisor = stack.startSupervisor({ sandbox: closed });
+    await until(async () => {
+      const sb = (await admin().getSandbox({ name: closed, workspaceScope: workspaceScope() })).sandbox;
+      return sb?.status?.policyEnforcement?.state === PolicyEnforcementState.FAILED_CLOSED;
+    }, `${closed} to fail closed`);
+
+    const r = await cli(["policy", "get", "--sandbox", closed]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^desired +v2 \\(failed: .*${FTP_REJECTED}.*\\)$`, "m"));
+    expect(r.stdout).toMatch(new RegExp(`^enforced +fails closed \\(deny all\\) since ${ISO.source}: .*${FTP_REJECTED}`, "m"));
+    expect(r.stdout).toMatch(/^drift +failed-closed, last-update-failed$/m);
+    // No claim that it runs a version: neither the rejected v2 nor the lost v1.
+    expect(r.stdout).not.toMatch(/\bv1\b|runs|still|active version/);
+    expect(r.stdout).not.toMatch(/^enforced +v/m);
+
+    const j = await cli(["policy", "get", "--sandbox", closed, "-o", "json"]);
+    expect(j.code, j.stderr).toBe(0);
+    const doc = JSON.parse(j.stdout) as { activeVersion: number; enforced: ListedJson["enforced"]; drift: string[] };
+    expect(doc).toMatchObject({
+      version: 2,
+      status: "failed",
+      activeVersion: 0,
+      enforced: { state: "failed-closed", policyVersion: null, reportedPolicyVersion: 2, outcome: "failed-closed" },
+      drift: ["failed-closed", "last-update-failed"],
+    });
+    expect(doc.enforced.reason).toContain(FTP_REJECTED);
+    expect(doc.enforced.observedAt).toMatch(ISO);
+
+    const list = await cli(["sandbox", "list", "--selector", "team=cli-c"]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout.trimEnd().split("\n")).toHaveLength(2);
+    expect(listRow(list.stdout, closed)).toEqual([closed, "default", "ready", "v2", "deny-all", "failed-closed,last-update-failed", "team=cli-c"]);
+
+    const lj = await cli(["sandbox", "list", "--selector", "team=cli-c", "-o", "json"]);
+    expect(lj.code, lj.stderr).toBe(0);
+    const [listed] = (JSON.parse(lj.stdout) as { sandboxes: ListedJson[] }).sandboxes;
+    expect(listed).toMatchObject({
+      name: closed,
+      phase: "ready",
+      desiredPolicyVersion: 2,
+      policyVersion: 0,
+      enforced: { state: "failed-closed", policyVersion: null, reportedPolicyVersion: 2, outcome: "failed-closed" },
+      drift: ["failed-closed", "last-update-failed"],
+    });
+    expect(listed!.enforced.reason).toContain(FTP_REJECTED);
   });
 });
 

@@ -1,13 +1,11 @@
-// `policy set` (replace a sandbox's policy from a YAML or JSON file) and `policy get` (the current
-// policy, its version and whether the sandbox loaded it).
+// `policy set` (replace a sandbox's policy from a YAML or JSON file) and `policy get` (the desired
+// policy and its load status, what the sandbox enforces, and the drift between them).
 
 import { create, toJson } from "@bufbuild/protobuf";
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { stringify } from "yaml";
-import { fromSettingValue } from "openshell-config";
-import { OpenShell, PolicySource, PolicyStatus, SandboxPolicySchema, SettingScope, workspaceScope, type SandboxPolicyRevision } from "openshell-config/raw";
+import { SandboxPolicySchema } from "openshell-config/raw";
 import type { Command } from "../args.js";
+import { enforcedText, enforcementJson } from "../enforcement.js";
 import { EXIT } from "../outcome.js";
 import { readPolicyFile } from "../policy-file.js";
 import { runUpdate } from "./update.js";
@@ -39,75 +37,54 @@ export async function policySet(ctx: CommandContext, cmd: PolicySet): Promise<nu
   });
 }
 
-const lower = (name: string | undefined) => (name ?? "unspecified").toLowerCase();
-const date = (t: Timestamp | undefined) => (t === undefined ? undefined : timestampDate(t));
-
 export async function policyGet(ctx: CommandContext, cmd: PolicyGet): Promise<number> {
-  const raw = ctx.client.raw(OpenShell);
-  const scope = workspaceScope(cmd.workspace);
-  const cfg = await raw.getSandboxConfig({ name: cmd.sandbox, workspaceScope: scope }, { signal: ctx.signal });
-  const global = cfg.policySource === PolicySource.GLOBAL;
-  const version = global ? cfg.globalPolicyVersion : cfg.version;
-
-  let revision: SandboxPolicyRevision | undefined;
-  let activeVersion: number | undefined;
-  if (version > 0) {
-    try {
-      const res = await raw.getSandboxPolicyStatus(
-        global ? { global: true, version } : { sandbox: cmd.sandbox, version, workspaceScope: scope },
-        { signal: ctx.signal },
-      );
-      revision = res.revision;
-      activeVersion = res.activeVersion;
-    } catch (err) {
-      // The policy itself was readable; a missing status (e.g. no right to read the global one) is not fatal.
-      const code = ConnectError.from(err).code;
-      if (code !== Code.NotFound && code !== Code.PermissionDenied) throw err;
-    }
-  }
-  const status = revision ? lower(PolicyStatus[revision.status]) : undefined;
-  const source = lower(PolicySource[cfg.policySource]);
-  const settings = Object.entries(cfg.settings).map(([key, s]) => ({ key, value: fromSettingValue(s.value), scope: lower(SettingScope[s.scope]) }));
-  const policyJson = toJson(SandboxPolicySchema, cfg.policy ?? create(SandboxPolicySchema));
+  // Desired (policy, settings, the newest revision's load status) and enforced (the gateway's
+  // record of the sandbox's latest result) side by side, with the drift between them.
+  const cfg = await ctx.client.getConfig({ sandbox: cmd.sandbox, workspace: cmd.workspace, signal: ctx.signal });
+  const { desired, latestRevision: latest, enforced, drift } = cfg;
+  const global = desired.policySource === "global";
+  const version = global ? desired.globalPolicyVersion : desired.policyVersion;
+  // The newest revision's status describes the sandbox's own policy, not the global one.
+  const revision = !global && latest?.version === version ? latest : undefined;
+  const settings = Object.entries(desired.settings).map(([key, s]) => ({ key, value: s.value, scope: s.scope }));
+  const policyJson = toJson(SandboxPolicySchema, desired.policy ?? create(SandboxPolicySchema));
+  // What upstream's active_version says: the enforced sandbox policy version, 0 when none.
+  const activeVersion = enforced.state === "enforcing" && enforced.policySource !== "global" ? enforced.policyVersion : 0;
 
   const { out } = ctx;
-  const statusText =
-    status === undefined
-      ? undefined
-      : `${status}${revision?.loadError ? `: ${revision.loadError}` : ""}`;
-  const activeText =
-    activeVersion === undefined
-      ? undefined
-      : activeVersion === 0
-        ? "none (the sandbox has not loaded any version yet)"
-        : activeVersion === version
-          ? `v${activeVersion}`
-          : `v${activeVersion} (the sandbox still runs this version)`;
+  const revisionNote =
+    revision === undefined || revision.status === "loaded" || revision.status === "unspecified"
+      ? ""
+      : ` (${revision.status}${revision.loadError ? `: ${revision.loadError}` : ""})`;
+  const pendingNote = cfg.pending && drift.length > 0 ? ` (v${version} is pending: this may resolve)` : "";
   out.fields([
     ["sandbox", cmd.sandbox],
-    ["workspace", cfg.workspace || undefined],
-    ["policy version", `v${version}${global ? " (global policy)" : ""}`],
-    ["policy hash", cfg.policyHash || undefined],
-    ["load status", statusText],
-    ["active version", activeText],
-    ["committed", date(revision?.createdTime)?.toISOString()],
-    ["loaded", date(revision?.loadedTime)?.toISOString()],
+    ["workspace", cfg.workspace],
+    ["desired", `v${version}${global ? " (global policy)" : ""}${revisionNote}`],
+    ["policy hash", desired.policyHash || undefined],
+    ["enforced", enforcedText(enforced, version, revision, drift)],
+    ["drift", drift.length === 0 ? undefined : `${drift.join(", ")}${pendingNote}`],
+    ["committed", revision?.createdAt?.toISOString()],
+    ["loaded", revision?.loadedAt?.toISOString()],
     ["settings", settings.length === 0 ? undefined : settings.map((s) => `${s.key} = ${formatSettingValue(s.value)}${s.scope === "global" ? " (global)" : ""}`).join("\n")],
   ]);
   out.line();
-  out.line(`# policy v${version} of sandbox ${cmd.sandbox}`);
+  out.line(`# policy v${version} of sandbox ${cmd.sandbox} (desired)`);
   out.line(stringify(policyJson).trimEnd());
   out.json({
     sandbox: cmd.sandbox,
-    workspace: cfg.workspace || null,
+    workspace: cfg.workspace ?? null,
     version,
-    policyHash: cfg.policyHash,
-    source,
-    status: status ?? null,
-    loadError: revision?.loadError || null,
-    activeVersion: activeVersion ?? null,
-    createdAt: date(revision?.createdTime) ?? null,
-    loadedAt: date(revision?.loadedTime) ?? null,
+    policyHash: desired.policyHash,
+    source: desired.policySource,
+    status: revision?.status ?? null,
+    loadError: revision?.loadError ?? null,
+    activeVersion,
+    enforced: enforcementJson(enforced),
+    drift,
+    pending: cfg.pending,
+    createdAt: revision?.createdAt ?? null,
+    loadedAt: revision?.loadedAt ?? null,
     settings: Object.fromEntries(settings.map((s) => [s.key, { value: s.value ?? null, scope: s.scope }])),
     policy: policyJson,
   });
