@@ -8,6 +8,7 @@ import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { createConfigClient, NotFoundError } from "../../src/index.js";
 import { OpenShell } from "../../src/gen/openshell/v1/openshell_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
   ConfigApplyOutcome,
   GetSandboxPolicyStatusResponseSchema,
@@ -41,7 +42,7 @@ function desired(version = 3) {
   });
 }
 
-function status(latest: PolicyStatus, over: Partial<GetSandboxPolicyStatusResponse> = {}) {
+function status(latest: PolicyStatus, over: { activeVersion?: number; enforcement?: MessageInitShape<typeof PolicyEnforcementSchema> } = {}) {
   return create(GetSandboxPolicyStatusResponseSchema, {
     revision: { version: 3, policyHash: "sha256:v3", status: latest, loadError: latest === PolicyStatus.FAILED ? 'protocol "ftp" is not supported' : "" },
     ...over,
