@@ -48,6 +48,11 @@ export interface LocalStackOptions {
   readonly corsOrigins?: readonly string[];
   /** Extra `serve` arguments, e.g. `["--ack-timeout", "1s", "--reconcile", "250ms"]`. */
   readonly gatewayArgs?: readonly string[];
+  /**
+   * Run the gateway with `--no-auth` (no auth file) and the supervisors without a token: each is
+   * bound to the sandbox it names. Every caller is an admin; `adminToken` is accepted and ignored.
+   */
+  readonly noAuth?: boolean;
 }
 
 export interface LocalStack {
@@ -199,7 +204,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       "serve",
       "--db", `sqlite:${dbPath}`,
       "--port", String(port),
-      "--auth-file", authFile,
+      ...(options.noAuth ? ["--no-auth"] : ["--auth-file", authFile]),
       ...cors,
       ...(options.gatewayArgs ?? []),
     ]);
@@ -253,13 +258,18 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       const common = ["--gateway", url, "--state-dir", spec.stateDir ?? stateDir];
       if (spec.fleet) {
         const names = fleetNames(spec.fleet.prefix, spec.fleet.count);
-        const tokenFile = join(dir, `tokens-${++fleets}.json`);
-        writeFileSync(tokenFile, JSON.stringify(Object.fromEntries(names.map((n) => [n, tokenFor(n)]))), { mode: 0o600 });
-        const args = ["--sandboxes", String(spec.fleet.count), "--sandbox-prefix", spec.fleet.prefix, "--token-file", tokenFile, ...common, ...(spec.args ?? [])];
+        const tokens: string[] = [];
+        if (!options.noAuth) {
+          const tokenFile = join(dir, `tokens-${++fleets}.json`);
+          writeFileSync(tokenFile, JSON.stringify(Object.fromEntries(names.map((n) => [n, tokenFor(n)]))), { mode: 0o600 });
+          tokens.push("--token-file", tokenFile);
+        }
+        const args = ["--sandboxes", String(spec.fleet.count), "--sandbox-prefix", spec.fleet.prefix, ...tokens, ...common, ...(spec.args ?? [])];
         return run(`supervisor:${spec.fleet.prefix}*`, "supervisor/src/cli.ts", args).proc;
       }
       if (spec.sandbox === undefined) throw new Error("startSupervisor needs a sandbox or a fleet");
-      return run(`supervisor:${spec.sandbox}`, "supervisor/src/cli.ts", ["--sandbox", spec.sandbox, "--token", tokenFor(spec.sandbox), ...common, ...(spec.args ?? [])]).proc;
+      const token = options.noAuth ? [] : ["--token", tokenFor(spec.sandbox)];
+      return run(`supervisor:${spec.sandbox}`, "supervisor/src/cli.ts", ["--sandbox", spec.sandbox, ...token, ...common, ...(spec.args ?? [])]).proc;
     },
     async killGateway(signal = "SIGKILL") {
       await gateway.kill(signal);

@@ -34,7 +34,9 @@ async function main(): Promise<number> {
   const config = command.config;
   const logger = createLogger({ level: config.logLevel });
   if (config.gateways.length > 0 && config.members.some((m) => m.token === undefined)) {
-    logger.warn("no token for some sandboxes: they connect without an authorization header (only a gateway without auth accepts that)");
+    logger.warn(
+      "no token for some sandboxes: they connect without an authorization header, which only a gateway started with --no-auth accepts (it binds each session to the sandbox the supervisor names)",
+    );
   }
   // --poll-interval: the upstream polling baseline (poll.ts) instead of ConnectSupervisor streams.
   const fleet = config.pollIntervalMs !== undefined ? createPollingFleet(config, config.pollIntervalMs, logger) : new Fleet({

@@ -1,5 +1,6 @@
 // ConnectSupervisor: the supervisor's own stream. The first message must be a hello from the
-// sandbox the token speaks for, advertising streamed config apply (there is no polling fallback);
+// sandbox the token speaks for (under --no-auth: the sandbox the hello names, see
+// supervisor-identity.ts), advertising streamed config apply (there is no polling fallback);
 // the bootstrap rides in SessionAccepted; afterwards the session pushes live updates and reads
 // results until either side ends the stream. The session is registered (and, with several
 // replicas, its ownership claimed) before the bootstrap is built, so a commit on any replica from
@@ -11,6 +12,7 @@ import { createSession, type SessionOptions } from "../delivery/session.js";
 import type { SessionRegistry } from "../delivery/registry.js";
 import { principalOf } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
+import { supervisorSandbox, supervisorScope } from "./supervisor-identity.js";
 
 export async function* connectSupervisor(
   deps: GatewayDeps,
@@ -19,18 +21,15 @@ export async function* connectSupervisor(
   requests: AsyncIterable<SupervisorMessage>,
   ctx: HandlerContext,
 ): AsyncGenerator<GatewayMessage> {
-  const p = principalOf(ctx);
-  if (p.role !== "supervisor" || !p.sandbox) {
-    throw new ConnectError("ConnectSupervisor requires a sandbox supervisor token", Code.PermissionDenied);
-  }
+  const scope = supervisorScope(principalOf(ctx), "ConnectSupervisor");
   const input = requests[Symbol.asyncIterator]();
   const first = await input.next();
   if (first.done) throw new ConnectError("stream closed before hello", Code.InvalidArgument);
   if (first.value.payload.case !== "hello") throw new ConnectError("expected SupervisorHello", Code.InvalidArgument);
   const hello = first.value.payload.value;
-  const sb = await deps.store.sandboxByName(p.sandbox.workspace, p.sandbox.name);
-  if (!sb || (hello.sandboxId !== sb.id && hello.sandboxId !== sb.name)) {
-    throw new ConnectError(`sandbox "${hello.sandboxId}" not found for this token`, Code.NotFound);
+  const sb = await supervisorSandbox(deps, scope, hello.sandboxId);
+  if (!sb) {
+    throw new ConnectError(`sandbox "${hello.sandboxId}" not found${scope.kind === "token" ? " for this token" : ""}`, Code.NotFound);
   }
   if (!hello.supportsConfigSnapshots || !hello.supportsConfigApply) {
     throw new ConnectError(
