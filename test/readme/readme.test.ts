@@ -1,0 +1,296 @@
+// README.md's commands, run as printed, so that the README and the behaviour cannot drift apart.
+// Every ```sh block of the README has a marker on the line before it (`<!-- readme-test:NAME -->`)
+// and this file runs the blocks of each NAME:
+//   try-it         `npm start` exits 0 and shows each kind of outcome; `.ci/run` runs `npm test`
+//   cli-setup      `npx openshell-config --help` after the build, from the clone
+//   cli-session    every such block, in document order, in one bash session in the clone, against
+//                  `npm run gateway` and with the `export` line it printed; each command's exit
+//                  status is the README's (`# exit N`, else 0), and every `$ command` the README
+//                  shows in a ```text block prints the lines shown (their words; `…` = anything)
+//   gateway-serve  the reference gateway's two commands, on a free port, its files in a temporary
+//                  directory and the README's auth file with real tokens
+//   dashboard      `npm run dashboard` serves the dashboard and prints a working `export` line
+// Real processes throughout: the commands start the gateway and supervisors themselves. The
+// session uses a fresh npm cache, as on a machine where `npx openshell-config` never ran.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TOKEN_ENV, URL_ENV } from "../../src/cli/config.js";
+import { build, ROOT } from "../cli/harness.js";
+import { missingLines, readmeBlocks, shellCommands, shownOutputs, type ShellCommand } from "./readme-blocks.js";
+
+const README = readFileSync(join(ROOT, "README.md"), "utf8");
+const BLOCKS = readmeBlocks(README);
+const HANDLED = ["try-it", "cli-setup", "cli-session", "gateway-serve", "dashboard"];
+/** The port the README's commands and outputs name; the test runs on free ports instead. */
+const README_PORT = "8080";
+
+const shBlocks = (marker: string) => BLOCKS.filter((b) => b.lang === "sh" && b.marker === marker);
+const commandsOf = (marker: string): ShellCommand[] => shBlocks(marker).flatMap((b) => shellCommands(b.body));
+const SHOWN = BLOCKS.filter((b) => b.lang === "text").flatMap((b) => shownOutputs(b.body));
+
+let scratch: string;
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once("error", rej);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** The environment of a user's shell: no npm lifecycle variables, no gateway settings of ours. */
+function userEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("npm_") && !k.startsWith("OPENSHELL_") && k !== "NODE_OPTIONS"),
+  );
+  return { ...env, XDG_CONFIG_HOME: join(scratch, "config"), XDG_STATE_HOME: join(scratch, "state"), ...extra };
+}
+
+interface Exited {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `command` in bash; kills its process group after `timeoutMs`. */
+function bash(command: string, cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Exited> {
+  return new Promise((res, rej) => {
+    const child = spawn("bash", ["-c", command], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    const timer = setTimeout(() => {
+      stderr += `\n(killed after ${timeoutMs} ms)`;
+      process.kill(-child.pid!, "SIGKILL");
+    }, timeoutMs);
+    child.once("error", rej);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A long-running command (`npm run gateway`, `npm run dashboard`) in its own process group. */
+class Background {
+  readonly child: ChildProcess;
+  output = "";
+  private readonly exited: Promise<number | null>;
+
+  constructor(command: string, env: NodeJS.ProcessEnv) {
+    this.child = spawn("bash", ["-c", command], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    for (const s of [this.child.stdout!, this.child.stderr!]) s.setEncoding("utf8").on("data", (c: string) => (this.output += c));
+    this.exited = new Promise((r) => this.child.once("exit", (code) => r(code)));
+  }
+
+  /** Resolves once the output has a line matching `re` (its match); rejects on exit or timeout. */
+  async waitFor(re: RegExp, timeoutMs = 90_000): Promise<RegExpMatchArray> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const m = this.output.match(re);
+      if (m) return m;
+      if (this.child.exitCode !== null) throw new Error(`exited (${this.child.exitCode}) before printing ${re}:\n${this.output}`);
+      if (Date.now() > end) throw new Error(`no ${re} within ${timeoutMs} ms:\n${this.output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Ctrl-C, as a user stops it: SIGINT to the whole process group; SIGKILL after 15 s. */
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    try {
+      process.kill(-this.child.pid!, "SIGINT");
+    } catch {
+      return; // already gone
+    }
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-this.child.pid!, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }, 15_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+const background: Background[] = [];
+
+beforeAll(async () => {
+  // Inside the checkout (test-results/ is ignored by git), as the README's commands run "in the
+  // clone": npx finds the clone's own command from there.
+  mkdirSync(join(ROOT, "test-results"), { recursive: true });
+  scratch = mkdtempSync(join(ROOT, "test-results", "readme-"));
+  // `npm install && npm run build`: the install is this checkout's; the build as the CLI tests do it.
+  await build();
+}, 180_000);
+
+afterAll(async () => {
+  await Promise.all(background.map((b) => b.stop()));
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("README.md", () => {
+  it("marks every ```sh block with the test that runs it, and shows output only of commands a test runs", () => {
+    const sh = BLOCKS.filter((b) => b.lang === "sh");
+    expect(sh.length).toBeGreaterThan(0);
+    for (const b of sh) expect(HANDLED, `README.md:${b.line}: a sh block without a known <!-- readme-test:NAME --> marker`).toContain(b.marker);
+    const session = commandsOf("cli-session").map((c) => c.bare);
+    for (const s of SHOWN) expect([...session, "npm run gateway"], `README.md shows the output of "$ ${s.command}", which no test runs`).toContain(s.command);
+  });
+
+  it("try-it: `npm start` exits 0 after one update of each kind; .ci/run runs `npm test`", async () => {
+    const commands = commandsOf("try-it").map((c) => c.bare);
+    expect(commands).toEqual(["npm install && npm start", "npm install && npm test"]);
+    // `npm install` is this checkout's own; `npm test` cannot run inside itself: .ci/run runs it.
+    const ci = readFileSync(join(ROOT, ".ci", "run"), "utf8");
+    expect(ci.split("\n").map((l) => l.trim())).toContain("npm test");
+    const demo = await bash("npm start", ROOT, userEnv({}), 170_000);
+    expect(demo.code, `${demo.stdout}\n${demo.stderr}`).toBe(0);
+    for (const kind of ["applied", "degraded", "failed", "superseded", "inactive", "resumed by key"]) expect(demo.stdout).toContain(kind);
+  }, 180_000);
+
+  it("cli-setup: `npx openshell-config --help` runs the clone's command after the build", async () => {
+    const commands = commandsOf("cli-setup");
+    expect(commands.map((c) => c.bare)[0]).toBe("npm install && npm run build");
+    const env = userEnv({ npm_config_cache: join(scratch, "npm-cache-setup") });
+    for (const c of commands.slice(1)) {
+      const r = await bash(c.text, ROOT, env, 60_000);
+      expect(r.code, `${c.bare}\n${r.stdout}\n${r.stderr}`).toBe(c.exitCode);
+      expect(r.stdout).toContain("Usage: openshell-config");
+    }
+  }, 120_000);
+
+  it("cli-session: every command, in order, against `npm run gateway`, with the export line it printed", async () => {
+    const port = await freePort();
+    const gateway = new Background("npm run gateway", userEnv({ OPENSHELL_LOCAL_DIR: join(scratch, "gateway-state"), OPENSHELL_GATEWAY_PORT: String(port) }));
+    background.push(gateway);
+    const [exportLine] = await gateway.waitFor(new RegExp(`^export ${URL_ENV}=\\S+ ${TOKEN_ENV}=\\S+$`, "m"));
+    await gateway.waitFor(/^Ctrl-C to stop\.$/m);
+    const gatewayShown = SHOWN.find((s) => s.command === "npm run gateway");
+    expect(gatewayShown, "README.md shows what npm run gateway prints").toBeDefined();
+    const onPort = (text: string) => text.replaceAll(`:${README_PORT}`, `:${port}`);
+    expect(missingLines(gatewayShown!.lines.map(onPort), gateway.output), gateway.output).toEqual([]);
+
+    const commands = commandsOf("cli-session");
+    // The first command is "paste the line npm run gateway printed": the README's line is that
+    // line with the token elided.
+    const pasted = commands[0]!;
+    expect(pasted.bare.startsWith(`export ${URL_ENV}=`)).toBe(true);
+    expect(missingLines([onPort(pasted.bare)], exportLine), `README: ${pasted.bare}\nprinted: ${exportLine}`).toEqual([]);
+    const script = [
+      "set -o pipefail",
+      ...[{ ...pasted, text: exportLine }, ...commands.slice(1)].map(
+        (c, i) => `{\n${c.text}\n} >"$OUT/${i}.out" 2>"$OUT/${i}.err"; echo $? >"$OUT/${i}.rc"`,
+      ),
+    ].join("\n");
+    const work = join(scratch, "session");
+    const out = join(scratch, "session-output");
+    mkdirSync(work);
+    mkdirSync(out);
+    writeFileSync(join(scratch, "session.sh"), script);
+    const run = await bash(`bash ${JSON.stringify(join(scratch, "session.sh"))}`, work, userEnv({ OUT: out, npm_config_cache: join(scratch, "npm-cache") }), 240_000);
+    expect(run.code, run.stderr).toBe(0);
+
+    const results = commands.map((c, i) => {
+      const read = (ext: string) => {
+        try {
+          return readFileSync(join(out, `${i}.${ext}`), "utf8");
+        } catch {
+          return "";
+        }
+      };
+      return { command: c, code: read("rc").trim(), stdout: read("out"), stderr: read("err") };
+    });
+    for (const r of results) {
+      expect(r.code, `"${r.command.bare}" exited ${r.code || "(never ran)"}, the README says ${r.command.exitCode}:\n${r.stdout}\n${r.stderr}\n(gateway: ${gateway.output})`).toBe(String(r.command.exitCode));
+    }
+    for (const s of SHOWN.filter((x) => x.command !== "npm run gateway")) {
+      const r = results.find((x) => x.command.bare === s.command)!;
+      const printed = `${r.stdout}\n${r.stderr}`;
+      expect(missingLines(s.lines, printed), `"$ ${s.command}" printed:\n${printed}`).toEqual([]);
+    }
+    // Stable facts of the commands whose output the README describes in words.
+    const byCommand = (prefix: string) => results.find((r) => r.command.bare.startsWith(prefix))!;
+    expect(byCommand("npx openshell-config sandbox list").stdout).toMatch(/^dev\b[^\n]*\bv1\b/m);
+    for (const name of ["dev", "staging", "prod"]) expect(byCommand("npx openshell-config sandbox list").stdout).toMatch(new RegExp(`^${name}\\b`, "m"));
+    expect(byCommand("npx openshell-config policy get --sandbox dev").stdout).toMatch(/\bv2\b/);
+    expect(byCommand("npx openshell-config policy get --sandbox dev").stdout).toContain("registry.npmjs.org");
+    expect(byCommand("npx openshell-config operation get").stdout).toMatch(/^operation [0-9a-f-]{36}: /m);
+    expect(byCommand("npx openshell-config operation wait").stdout).toMatch(/^operation [0-9a-f-]{36}: applied/m);
+    const prodOnly = byCommand("npx openshell-config sandbox list --selector env=prod").stdout;
+    expect(prodOnly).toMatch(/^prod\b/m);
+    expect(prodOnly).not.toMatch(/^(dev|staging)\b/m);
+    expect(byCommand("npx openshell-config policy rollout --resume").stdout).toMatch(/\bapplied\b/);
+  }, 300_000);
+
+  it("gateway-serve: the reference gateway builds and serves with the README's auth file", async () => {
+    const commands = commandsOf("gateway-serve");
+    expect(commands.map((c) => c.bare)).toEqual([
+      "npm run build -w gateway",
+      "node gateway/dist/cli.js serve --db sqlite:./gateway.db --port 8080 --auth-file ./auth.json",
+    ]);
+    const built = await bash(commands[0]!.text, ROOT, userEnv({}), 120_000);
+    expect(built.code, `${built.stdout}\n${built.stderr}`).toBe(0);
+
+    // The README's auth file, each "…" a real token.
+    const authBlock = BLOCKS.find((b) => b.lang === "json" && b.body.includes('"tokens"'));
+    expect(authBlock, "README.md shows an auth file").toBeDefined();
+    const tokens: string[] = [];
+    const auth = authBlock!.body.replaceAll('"…"', () => {
+      tokens.push(randomBytes(16).toString("hex"));
+      return JSON.stringify(tokens.at(-1));
+    });
+    const dir = join(scratch, "serve");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "auth.json"), auth, { mode: 0o600 });
+    const port = await freePort();
+    const serve = commands[1]!.text
+      .replace("sqlite:./gateway.db", `sqlite:${join(dir, "gateway.db")}`)
+      .replace(`--port ${README_PORT}`, `--port ${port}`)
+      .replace("./auth.json", join(dir, "auth.json"));
+    const gateway = new Background(serve, userEnv({}));
+    background.push(gateway);
+    const url = `http://127.0.0.1:${port}`;
+    const end = Date.now() + 30_000;
+    for (;;) {
+      const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+      if (ok) break;
+      if (gateway.child.exitCode !== null || Date.now() > end) throw new Error(`the gateway did not become healthy:\n${gateway.output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // alice, the first token: an admin of the default workspace.
+    const list = await bash("npx openshell-config sandbox list", join(scratch), userEnv({ [URL_ENV]: url, [TOKEN_ENV]: tokens[0]!, npm_config_cache: join(scratch, "npm-cache-serve") }), 60_000);
+    expect(list.code, `${list.stdout}\n${list.stderr}`).toBe(0);
+    await gateway.stop();
+  }, 180_000);
+
+  it("dashboard: `npm run dashboard` serves the dashboard and prints an export line the command line can use", async () => {
+    expect(commandsOf("dashboard").map((c) => c.bare)).toEqual(["npm run dashboard"]);
+    const [gatewayPort, dashboardPort] = [await freePort(), await freePort()];
+    const dashboard = new Background(
+      commandsOf("dashboard")[0]!.text,
+      userEnv({ OPENSHELL_LOCAL_DIR: join(scratch, "dashboard-state"), OPENSHELL_GATEWAY_PORT: String(gatewayPort), DASHBOARD_PORT: String(dashboardPort) }),
+    );
+    background.push(dashboard);
+    const [, dashboardUrl] = await dashboard.waitFor(/^dashboard:\s+(\S+)$/m);
+    const [exportLine] = await dashboard.waitFor(new RegExp(`export ${URL_ENV}=\\S+ ${TOKEN_ENV}=\\S+$`, "m"));
+    const page = await fetch(dashboardUrl!);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("<html");
+    const list = await bash(`${exportLine}\nnpx openshell-config sandbox list`, scratch, userEnv({ npm_config_cache: join(scratch, "npm-cache-dashboard") }), 60_000);
+    expect(list.code, `${list.stdout}\n${list.stderr}`).toBe(0);
+    for (const name of ["dev", "staging", "prod"]) expect(list.stdout).toMatch(new RegExp(`^${name}\\b`, "m"));
+    await dashboard.stop();
+  }, 180_000);
+});
