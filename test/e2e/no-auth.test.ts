@@ -3,8 +3,8 @@
 // processes: a gateway with --no-auth (no auth file) and reference supervisors without --token.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SandboxPhase } from "openshell-config/raw";
-import { fleetNames, jsonLines, policy, startE2EStack, type E2EStack, type StackProcess } from "./stack.js";
+import { PolicyStatus, SandboxPhase } from "openshell-config/raw";
+import { fleetNames, jsonLines, policy, startE2EStack, until, type E2EStack, type StackProcess } from "./stack.js";
 
 const base = { github: { host: "api.github.com" } };
 const fleet = fleetNames("open-", 2);
@@ -14,9 +14,11 @@ let dev: StackProcess;
 
 beforeAll(async () => {
   stack = await startE2EStack({ sandboxes: [], noAuth: true });
-  for (const name of ["dev", ...fleet]) await stack.createSandbox(name, policy(base));
+  for (const name of ["dev", "polled", ...fleet]) await stack.createSandbox(name, policy(base));
   dev = stack.startSupervisor({ sandbox: "dev" });
   stack.startSupervisor({ fleet: { prefix: "open-", count: 2 } });
+  // The upstream polling baseline: GetSandboxConfig and ReportPolicyStatus, no stream.
+  stack.startSupervisor({ sandbox: "polled", args: ["--poll-interval", "200ms"] });
   await Promise.all(["dev", ...fleet].map((n) => stack.waitPhase(n, SandboxPhase.READY, 30_000)));
 }, 60_000);
 
@@ -44,6 +46,17 @@ describe("--no-auth and supervisors without a token", () => {
     expect(Object.keys(stack.effective("dev")?.policy.networkPolicies ?? {}).sort()).toEqual(["github", "npm"]);
     // The other sandboxes' sessions got nothing: each is bound to its own sandbox.
     for (const name of fleet) expect(stack.effective(name)?.revision?.policyVersion).toBe(1);
+  });
+
+  it("a polling supervisor without a token reads its sandbox's configuration and reports the version it loaded", async () => {
+    const { policyVersion } = await stack.client.updatePolicy({ sandbox: "polled", policy: policy({ ...base, npm: { host: "registry.npmjs.org" } }) });
+    expect(policyVersion).toBe(2);
+    await until(
+      async () => (await stack.raw.getSandboxPolicyStatus({ sandbox: "polled", version: 2 })).revision?.status === PolicyStatus.LOADED,
+      `polled to report policy v2 loaded (see ${stack.logFile})`,
+      15_000,
+    );
+    expect(stack.effective("polled")?.revision?.policyVersion).toBe(2);
   });
 
   it("a settings change reaches a fleet member's session too", async () => {

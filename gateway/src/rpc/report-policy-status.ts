@@ -19,20 +19,19 @@ import { toEnforcementRecord } from "../model/enforcement.js";
 import { sanitizeError } from "../operations/states.js";
 import { principalOf } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
+import { supervisorSandbox, supervisorScope } from "./supervisor-identity.js";
 
 export async function reportPolicyStatus(deps: GatewayDeps, req: ReportPolicyStatusRequest, ctx: HandlerContext): Promise<ReportPolicyStatusResponse> {
-  const p = principalOf(ctx);
-  if (p.role !== "supervisor" || !p.sandbox) {
-    throw new ConnectError("ReportPolicyStatus requires a sandbox supervisor token", Code.PermissionDenied);
-  }
+  // Under --no-auth: for the sandbox the request names (supervisor-identity.ts).
+  const scope = supervisorScope(principalOf(ctx), "ReportPolicyStatus");
   if (req.sandboxId === "") throw new ConnectError("sandbox_id is required", Code.InvalidArgument);
   if (req.version === 0) throw new ConnectError("version must be positive", Code.InvalidArgument);
   if (req.status !== PolicyStatus.LOADED && req.status !== PolicyStatus.FAILED) {
     throw new ConnectError("status must be POLICY_STATUS_LOADED or POLICY_STATUS_FAILED", Code.InvalidArgument);
   }
   // A supervisor speaks only for its own sandbox; any other is reported as not found.
-  const sb = await deps.store.sandboxByName(p.sandbox.workspace, p.sandbox.name);
-  if (!sb || (req.sandboxId !== sb.id && req.sandboxId !== sb.name)) {
+  const sb = await supervisorSandbox(deps, scope, req.sandboxId);
+  if (!sb) {
     throw new ConnectError(`sandbox "${req.sandboxId}" not found`, Code.NotFound);
   }
   const loaded = req.status === PolicyStatus.LOADED;
