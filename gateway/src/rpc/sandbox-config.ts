@@ -14,7 +14,8 @@ import {
 } from "openshell-config/raw";
 import { toBinary } from "@bufbuild/protobuf";
 import { buildSnapshot } from "../model/snapshot.js";
-import { assertWorkspace, principalOf, requireUser, singleWorkspace } from "./access.js";
+import { NO_AUTH_PRINCIPAL } from "../auth/principal.js";
+import { assertWorkspace, DEFAULT_WORKSPACE, principalOf, requireUser, singleWorkspace } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
 
 /** The newest global policy version (0 = none). */
@@ -36,7 +37,11 @@ export async function getSandboxConfig(deps: GatewayDeps, req: GetSandboxConfigR
   } else {
     requireUser(ctx);
     if (req.name === "") throw new ConnectError("name is required", Code.InvalidArgument);
-    workspace = singleWorkspace(req.workspaceScope);
+    // Under --no-auth a polling supervisor has no token, so it is not told apart from an admin;
+    // like a supervisor with a token it may omit the scope, and then names a sandbox of the
+    // default workspace (supervisor-identity.ts).
+    const omitted = p === NO_AUTH_PRINCIPAL && req.workspaceScope?.selection.case === undefined;
+    workspace = omitted ? DEFAULT_WORKSPACE : singleWorkspace(req.workspaceScope);
     assertWorkspace(p, workspace, `sandbox "${req.name}"`);
   }
   const sb = await deps.store.sandboxByName(workspace, req.name);
