@@ -16,12 +16,14 @@ import {
   type Completion,
   type ConfigClient,
   type ProgressEvent,
+  type SandboxConfig,
 } from "openshell-config";
-import { OpenShell, type GetSandboxConfigResponse, type Sandbox } from "openshell-config/raw";
+import { OpenShell, workspaceScope, type Sandbox } from "openshell-config/raw";
 import { byId, h } from "./dom.js";
 import { formatPolicy, parsePolicy, type ParsedPolicy, type PolicyFormat } from "./policy.js";
-import { badge, badgeStateOf, describe, fromStatus, fromWire, phaseBadge, timeText, type BadgeState, type OperationView } from "./status.js";
+import { badge, badgeStateOf, describe, fromStatus, fromWire, timeText, type BadgeState, type OperationView } from "./status.js";
 import { createRolloutView } from "./rollout-view.js";
+import { driftBadges, editorNotice, fromConfig, fromListed, phaseCell, type EnforcementView } from "./enforcement.js";
 
 const TOKEN_KEY = "openshell-dashboard.token";
 const GATEWAY_KEY = "openshell-dashboard.gateway";
@@ -121,7 +123,7 @@ async function listAll(raw: Raw): Promise<Sandbox[]> {
   const out: Sandbox[] = [];
   let pageToken = "";
   do {
-    const page = await raw.listSandboxes({ pageSize: 200, pageToken });
+    const page = await raw.listSandboxes({ pageSize: 200, pageToken, workspaceScope: workspaceScope() });
     out.push(...page.sandboxes);
     pageToken = page.nextPageToken;
   } while (pageToken !== "" && out.length < 2_000);
@@ -134,11 +136,13 @@ async function listAll(raw: Raw): Promise<Sandbox[]> {
 
 interface Row {
   sandbox: Sandbox;
-  config: GetSandboxConfigResponse | undefined;
+  /** Desired and enforced (the SDK's getConfig); undefined when it could not be read. */
+  config: SandboxConfig | undefined;
   configError: string | undefined;
-  /** The version the sandbox runs (GetSandboxPolicyStatus); undefined when unknown. */
-  activeVersion: number | undefined;
 }
+
+/** What the row shows of desired versus enforced: getConfig's answer, else the list entry's own fields. */
+const viewOf = (row: Row): EnforcementView => (row.config ? fromConfig(row.config) : fromListed(row.sandbox));
 
 interface OutcomeView {
   readonly state: BadgeState;
@@ -165,6 +169,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
   const listNote = h("p", { class: "muted small", "data-testid": "list-note" });
   const editorTitle = h("h2", {}, "Policy");
   const editorMeta = h("span", { class: "muted small", "data-testid": "policy-meta" });
+  const notice = h("div", { class: "notice-slot" });
   const yamlBtn = h("button", { type: "button", class: "seg active", "data-format": "yaml", onclick: () => switchFormat("yaml") }, "YAML");
   const jsonBtn = h("button", { type: "button", class: "seg", "data-format": "json", onclick: () => switchFormat("json") }, "JSON");
   const text = h("textarea", { id: "policy-text", spellcheck: "false", autocomplete: "off", rows: 18, "aria-label": "Policy", disabled: true });
@@ -229,6 +234,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
           "section",
           { class: "card", "data-testid": "editor" },
           h("div", { class: "card-head" }, h("div", {}, editorTitle, editorMeta), h("div", { class: "segmented", role: "group", "aria-label": "Format" }, yamlBtn, jsonBtn)),
+          notice,
           text,
           validation,
           h("div", { class: "actions" }, applyBtn, resetBtn, h("span", { class: "muted small" }, `waits up to ${UPDATE_WAIT_MS / 1000} s for the sandbox`)),
@@ -247,17 +253,12 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
   renderOutcome(resumeOut, undefined, "Operation ids are listed under Operations; click one to copy it here.");
 
   // Sandboxes ---------------------------------------------------------------------------------
-  async function readConfig(name: string): Promise<Pick<Row, "config" | "configError" | "activeVersion">> {
-    const signal = stopped.signal;
-    const [config, status] = await Promise.allSettled([
-      raw.getSandboxConfig({ name }, { signal }),
-      raw.getSandboxPolicyStatus({ sandbox: name }, { signal }),
-    ]);
-    return {
-      config: config.status === "fulfilled" ? config.value : undefined,
-      configError: config.status === "rejected" ? explain(config.reason, gateway) : undefined,
-      activeVersion: status.status === "fulfilled" ? status.value.activeVersion : undefined,
-    };
+  async function readConfig(name: string): Promise<Pick<Row, "config" | "configError">> {
+    try {
+      return { config: await client.getConfig({ sandbox: name, signal: stopped.signal }), configError: undefined };
+    } catch (err) {
+      return { config: undefined, configError: explain(err, gateway) };
+    }
   }
 
   async function setSandboxes(list: Sandbox[]): Promise<void> {
@@ -284,7 +285,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
 
   async function refreshOne(name: string): Promise<void> {
     try {
-      const [{ sandbox }, cfg] = await Promise.all([raw.getSandbox({ name }, { signal: stopped.signal }), readConfig(name)]);
+      const [{ sandbox }, cfg] = await Promise.all([raw.getSandbox({ name, workspaceScope: workspaceScope() }, { signal: stopped.signal }), readConfig(name)]);
       if (!sandbox || !rows.has(name)) return;
       rows.set(name, { sandbox, ...cfg });
       renderList();
@@ -296,23 +297,33 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
 
   function renderList(): void {
     listBody.replaceChildren(
-      ...[...rows.values()].map(({ sandbox, config, configError, activeVersion }) => {
+      ...[...rows.values()].map((row) => {
+        const { sandbox, config, configError } = row;
         const name = sandbox.metadata?.name ?? "";
         const labels = Object.entries(sandbox.metadata?.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(" ");
-        const version = sandbox.status?.currentPolicyVersion ?? config?.version;
+        const view = viewOf(row);
+        const version = view.desiredVersion;
         return h(
           "tr",
-          { "data-sandbox": name, class: name === selected ? "selected" : undefined, tabindex: 0, onclick: () => select(name), onkeydown: (e) => (e as KeyboardEvent).key === "Enter" && select(name) },
+          {
+            "data-sandbox": name,
+            "data-enforced": view.enforced.state,
+            "data-drift": view.drift?.join(" ") ?? "unknown",
+            class: name === selected ? "selected" : undefined,
+            tabindex: 0,
+            onclick: () => select(name),
+            onkeydown: (e) => (e as KeyboardEvent).key === "Enter" && select(name),
+          },
           h("td", {}, h("div", { class: "name" }, name), labels && h("div", { class: "muted small" }, labels)),
-          h("td", {}, phaseBadge(sandbox.status?.phase ?? 0)),
+          h("td", { "data-testid": "phase" }, phaseCell(sandbox.status?.phase ?? 0, view)),
+          // The desired version, then how what the sandbox enforces differs from it (nothing when in sync).
           h(
             "td",
-            { "data-testid": "policy-version", title: config ? `sha256 ${config.policyHash}` : configError },
+            { "data-testid": "policy-version", title: config ? `desired sha256 ${config.desired.policyHash}` : configError },
             version === undefined ? "—" : `v${version}`,
-            // The newest version is not (yet) the one in force: pending, or rejected by the sandbox.
-            version !== undefined && activeVersion !== undefined && activeVersion !== version && h("div", { class: "runs small" }, activeVersion === 0 ? "none loaded" : `runs v${activeVersion}`),
+            ...driftBadges(view),
           ),
-          h("td", { "data-testid": "settings-revision", title: configError }, config ? `r${config.settingsRevision}` : "—"),
+          h("td", { "data-testid": "settings-revision", title: configError }, config ? `r${config.desired.settingsRevision}` : "—"),
         );
       }),
     );
@@ -331,8 +342,12 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
   }
 
   function renderEditorMeta(): void {
-    const cfg = selected === undefined ? undefined : rows.get(selected)?.config;
-    editorMeta.textContent = cfg ? ` v${cfg.version} · sha256 ${cfg.policyHash.slice(0, 12)}` : "";
+    const row = selected === undefined ? undefined : rows.get(selected);
+    const cfg = row?.config;
+    editorMeta.textContent = cfg ? ` v${cfg.desired.policyVersion} · sha256 ${cfg.desired.policyHash.slice(0, 12)}` : "";
+    // The editor loads the desired policy: say so when the sandbox does not enforce it.
+    const n = row && editorNotice(viewOf(row));
+    notice.replaceChildren(...(n ? [n] : []));
   }
 
   async function loadEditor(fresh: boolean): Promise<void> {
@@ -350,7 +365,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
       setValidation({ ok: false, message: `Cannot read the policy of ${name}: ${row?.configError ?? "unknown error"}` });
       return;
     }
-    text.value = formatPolicy(row.config.policy, format);
+    text.value = formatPolicy(row.config.desired.policy, format);
     text.disabled = false;
     applyBtn.disabled = false;
     resetBtn.disabled = false;
@@ -494,7 +509,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
       // failing, then from the first sign of life.
       setLive(failing ? "reconnecting" : "live");
       try {
-        const stream = raw.watchConfigUpdateOperations({ sandbox: name }, { signal, onHeader: () => setLive("live") });
+        const stream = raw.watchConfigUpdateOperations({ sandbox: name, workspaceScope: workspaceScope() }, { signal, onHeader: () => setLive("live") });
         for await (const res of stream) {
           failing = false;
           setLive("live");

@@ -4,7 +4,8 @@
 //
 // Waits are on conditions in the page, never fixed sleeps. Every process started here (Chromium,
 // Vite, gateway, supervisors) is stopped in afterAll, and the test checks that Chromium is gone.
-// The final page is saved to test-results/dashboard.png (also when a step fails).
+// The final page is saved to test-results/dashboard.png (also when a step fails), and the page
+// showing a sandbox that fails closed to test-results/dashboard-fail-closed.png.
 
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,14 +14,15 @@ import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { createServer, type ViteDevServer } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createConfigClient } from "openshell-config";
+import { createConfigClient, type ConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase } from "openshell-config/raw";
+import { OpenShell, PolicyEnforcementState, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../local-stack.js";
 import { dashboardConfig } from "../vite.config.js";
 
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const SCREENSHOT = join(ROOT, "test-results", "dashboard.png");
+const FAIL_CLOSED_SCREENSHOT = join(ROOT, "test-results", "dashboard-fail-closed.png");
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 /** Generous: a loaded 2-core machine runs the gateway, two supervisors, Vite and Chromium at once. */
@@ -28,6 +30,8 @@ const WAIT = 20_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const POLICY_V1 = { filesystem: { includeWorkdir: true, readWrite: ["/tmp"] }, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }] } } };
+/** A rule the gateway accepts and the supervisor rejects (it supports no "ftp" endpoints). */
+const FTP_RULE = { name: "pypi", endpoints: [{ host: "pypi.org", ports: [443], protocol: "ftp" }] };
 const policyYaml = (pypiProtocol: string, githubPorts = "[443]") => `version: 1
 filesystem:
   includeWorkdir: true
@@ -48,6 +52,10 @@ networkPolicies:
 
 let vite: ViteDevServer | undefined;
 let stack: LocalStack | undefined;
+/** The SDK in this process, with the admin token. */
+let admin: ConfigClient;
+/** qa's supervisor: restarted to make qa fail closed. */
+let qaSupervisor: { kill(signal?: NodeJS.Signals): Promise<void> } | undefined;
 let context: BrowserContext | undefined;
 let page: Page;
 let userDataDir: string | undefined;
@@ -90,10 +98,11 @@ async function startVite(): Promise<ViteDevServer> {
 const WEB = fleetNames("web-", 6);
 
 async function startStack(corsOrigin: string): Promise<LocalStack> {
-  const s = await startLocalStack({ sandboxes: ["dev", "staging", "prod", ...WEB], corsOrigins: [corsOrigin] });
+  const s = await startLocalStack({ sandboxes: ["dev", "staging", "prod", "qa", ...WEB], corsOrigins: [corsOrigin] });
   stack = s;
-  const raw = createConfigClient({ transport: createNodeTransport({ baseUrl: s.url }), token: s.adminToken }).raw(OpenShell);
-  for (const name of ["dev", "staging", "prod"]) await raw.createSandbox({ name, labels: { env: name }, spec: { policy: POLICY_V1 } });
+  admin = createConfigClient({ transport: createNodeTransport({ baseUrl: s.url }), token: s.adminToken });
+  const raw = admin.raw(OpenShell);
+  for (const name of ["dev", "staging", "prod", "qa"]) await raw.createSandbox({ name, labels: { env: name }, spec: { policy: POLICY_V1 } });
   for (const name of WEB) await raw.createSandbox({ name, labels: { app: "web" }, spec: { policy: POLICY_V1 } });
   // Slow enough that the rollout view visibly shows sandboxes being sent before their outcome.
   s.startSupervisor({ fleet: { prefix: "web-", count: WEB.length }, args: ["--apply-delay-ms", "400"] });
@@ -101,8 +110,9 @@ async function startStack(corsOrigin: string): Promise<LocalStack> {
   // supervisor: it stays provisioning.
   s.startSupervisor({ sandbox: "dev", args: ["--apply-delay-ms", "1000"] });
   s.startSupervisor({ sandbox: "staging" });
+  qaSupervisor = s.startSupervisor({ sandbox: "qa" });
   const end = Date.now() + WAIT;
-  for (const name of ["dev", "staging", ...WEB]) {
+  for (const name of ["dev", "staging", "qa", ...WEB]) {
     while ((await raw.getSandbox({ name })).sandbox?.status?.phase !== SandboxPhase.READY) {
       if (Date.now() > end) throw new Error(`sandbox ${name} did not become ready; see ${s.logFile}`);
       await new Promise((r) => setTimeout(r, 100));
@@ -232,8 +242,16 @@ describe("dashboard in Chromium", () => {
     const operationId = await outcome("update-outcome").locator('[data-testid="operation-id"]').innerText();
     expect(operationId).toMatch(UUID);
     await page.locator(`tr[data-operation-id="${operationId}"][data-state="failed"]`).waitFor();
-    // v3 is the newest version; the sandbox keeps running v2.
-    await page.locator('tr[data-sandbox="dev"] [data-testid="policy-version"]', { hasText: "runs v2" }).waitFor();
+    // v3 is the newest version; the sandbox keeps running v2: amber "behind", the failure and its error.
+    const dev = page.locator('tr[data-sandbox="dev"]');
+    await dev.locator('[data-drift="behind"]', { hasText: "behind: runs v2, desired v3" }).waitFor();
+    expect(await dev.locator('[data-drift="last-update-failed"]').innerText()).toMatch(/^v3 failed: .*network_policies\["pypi"\]\.endpoints\[0\]: protocol "ftp" is not supported/);
+    expect(await dev.locator("[data-phase]").innerText()).toBe("ready"); // it still runs a valid policy
+    // The editor holds the rejected v3: it says so, not only that the text is a valid policy.
+    const warning = page.locator('[data-testid="policy-warning"]');
+    await warning.waitFor();
+    expect(await warning.getAttribute("data-level")).toBe("amber");
+    expect(await warning.innerText()).toMatch(/^v3 was rejected by the sandbox: .*protocol "ftp" is not supported.*; it enforces v2 \(last known good\)\.$/);
     mark("failed");
   }, 30_000);
 
@@ -291,4 +309,41 @@ describe("dashboard in Chromium", () => {
     expect(pageErrors).toEqual([]);
     mark("rollout halted");
   }, 30_000);
+
+  it("shows a sandbox that fails closed after its supervisor restarts with a red badge, never a green ready, and warns in the editor", async () => {
+    // A rejected update keeps qa on v1 (its last known good, in the supervisor's memory); a
+    // supervisor restart re-bootstraps with the rejected v2, and the supervisor fails closed.
+    const res = await admin.updatePolicy({ sandbox: "qa", policy: { ...POLICY_V1, networkPolicies: { ...POLICY_V1.networkPolicies, pypi: FTP_RULE } }, wait: { timeoutMs: WAIT } });
+    expect(res.completion).toMatchObject({ state: "failed", outcome: "failed-retained-last-known-good" });
+    await qaSupervisor!.kill("SIGTERM");
+    qaSupervisor = stack!.startSupervisor({ sandbox: "qa" });
+    const raw = admin.raw(OpenShell);
+    const end = Date.now() + WAIT;
+    while ((await raw.getSandbox({ name: "qa", workspaceScope: workspaceScope() })).sandbox?.status?.policyEnforcement?.state !== PolicyEnforcementState.FAILED_CLOSED) {
+      if (Date.now() > end) throw new Error(`qa did not fail closed; see ${stack!.logFile}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+
+    await page.locator("#refresh").click();
+    const qa = page.locator('tr[data-sandbox="qa"][data-enforced="failed-closed"]');
+    await qa.waitFor();
+    expect(await qa.locator('[data-enforcement="failed-closed"]').innerText()).toBe("fails closed (deny all)");
+    expect(await qa.locator(".phase-ready").count()).toBe(0); // no green "ready"
+    expect(await qa.locator('[data-testid="phase"]').evaluate((el) => getComputedStyle(el.querySelector(".badge")!).backgroundColor)).toBe("rgb(180, 35, 24)"); // --red
+    expect(await qa.locator('[data-drift="failed-closed"]').innerText()).toBe("denies all traffic");
+    expect(await qa.locator('[data-drift="last-update-failed"]').innerText()).toMatch(/^v2 failed: .*network_policies\["pypi"\]\.endpoints\[0\]: protocol "ftp" is not supported/);
+    expect(await qa.locator('[data-testid="policy-version"]').innerText()).not.toMatch(/runs v/);
+
+    await qa.click();
+    const warning = page.locator('[data-testid="policy-warning"][data-level="red"]');
+    await warning.waitFor();
+    expect(await warning.innerText()).toMatch(/^v2 was rejected by the sandbox: .*protocol "ftp" is not supported.*\. The sandbox fails closed: it denies all traffic since .+\. Apply a corrected policy to restore it\.$/);
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor(); // the rejected v2 is in the editor
+    expect(await page.locator("#policy-text").inputValue()).toContain("protocol: ftp");
+
+    mkdirSync(join(ROOT, "test-results"), { recursive: true });
+    await page.screenshot({ path: FAIL_CLOSED_SCREENSHOT, fullPage: true });
+    expect(pageErrors).toEqual([]);
+    mark("fail closed");
+  }, 45_000);
 });
