@@ -3,7 +3,7 @@
 
 import { create, toJson } from "@bufbuild/protobuf";
 import { stringify } from "yaml";
-import { SandboxPolicySchema } from "openshell-config/raw";
+import { DEFAULT_WORKSPACE, SandboxPolicySchema } from "openshell-config/raw";
 import type { Command } from "../args.js";
 import { enforcedText, enforcementJson } from "../enforcement.js";
 import { EXIT } from "../outcome.js";
@@ -41,6 +41,8 @@ export async function policyGet(ctx: CommandContext, cmd: PolicyGet): Promise<nu
   // Desired (policy, settings, the newest revision's load status) and enforced (the gateway's
   // record of the sandbox's latest result) side by side, with the drift between them.
   const cfg = await ctx.client.getConfig({ sandbox: cmd.sandbox, workspace: cmd.workspace, signal: ctx.signal });
+  // The workspace the request named (the SDK names `default` when the caller names none).
+  const workspace = cfg.workspace ?? DEFAULT_WORKSPACE;
   const { desired, latestRevision: latest, enforced, drift } = cfg;
   const global = desired.policySource === "global";
   const version = global ? desired.globalPolicyVersion : desired.policyVersion;
@@ -59,7 +61,7 @@ export async function policyGet(ctx: CommandContext, cmd: PolicyGet): Promise<nu
   const pendingNote = cfg.pending && drift.length > 0 ? ` (v${version} is pending: this may resolve)` : "";
   out.fields([
     ["sandbox", cmd.sandbox],
-    ["workspace", cfg.workspace],
+    ["workspace", workspace],
     ["desired", `v${version}${global ? " (global policy)" : ""}${revisionNote}`],
     ["policy hash", desired.policyHash || undefined],
     ["enforced", enforcedText(enforced, version, revision, drift)],
@@ -73,7 +75,7 @@ export async function policyGet(ctx: CommandContext, cmd: PolicyGet): Promise<nu
   out.line(stringify(policyJson).trimEnd());
   out.json({
     sandbox: cmd.sandbox,
-    workspace: cfg.workspace ?? null,
+    workspace,
     version,
     policyHash: desired.policyHash,
     source: desired.policySource,
