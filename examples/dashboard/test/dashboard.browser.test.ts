@@ -102,8 +102,8 @@ async function startStack(corsOrigin: string): Promise<LocalStack> {
   stack = s;
   admin = createConfigClient({ transport: createNodeTransport({ baseUrl: s.url }), token: s.adminToken });
   const raw = admin.raw(OpenShell);
-  for (const name of ["dev", "staging", "prod", "qa"]) await raw.createSandbox({ name, labels: { env: name }, spec: { policy: POLICY_V1 } });
-  for (const name of WEB) await raw.createSandbox({ name, labels: { app: "web" }, spec: { policy: POLICY_V1 } });
+  for (const name of ["dev", "staging", "prod", "qa"]) await raw.createSandbox({ name, labels: { env: name }, spec: { policy: POLICY_V1 }, workspaceScope: workspaceScope() });
+  for (const name of WEB) await raw.createSandbox({ name, labels: { app: "web" }, spec: { policy: POLICY_V1 }, workspaceScope: workspaceScope() });
   // Slow enough that the rollout view visibly shows sandboxes being sent before their outcome.
   s.startSupervisor({ fleet: { prefix: "web-", count: WEB.length }, args: ["--apply-delay-ms", "400"] });
   // dev applies after a delay, so that its operations are visibly pending first. prod has no
@@ -113,7 +113,7 @@ async function startStack(corsOrigin: string): Promise<LocalStack> {
   qaSupervisor = s.startSupervisor({ sandbox: "qa" });
   const end = Date.now() + WAIT;
   for (const name of ["dev", "staging", "qa", ...WEB]) {
-    while ((await raw.getSandbox({ name })).sandbox?.status?.phase !== SandboxPhase.READY) {
+    while ((await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase !== SandboxPhase.READY) {
       if (Date.now() > end) throw new Error(`sandbox ${name} did not become ready; see ${s.logFile}`);
       await new Promise((r) => setTimeout(r, 100));
     }
