@@ -7,7 +7,7 @@ import { createInterface } from "node:readline";
 import { CompletionTimeoutError, createConfigClient, type ConfigClient } from "openshell-config";
 import { policyFor } from "./lib/policies.js";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, PolicyStatus, SandboxPhase } from "openshell-config/raw";
+import { OpenShell, PolicyStatus, SandboxPhase, workspaceScope } from "openshell-config/raw";
 
 interface Common {
   readonly url: string;
@@ -82,7 +82,7 @@ async function createSandboxes(client: ConfigClient, t: CreateTask): Promise<Wor
   const raw = client.raw(OpenShell);
   const t0 = performance.now();
   await pool(t.names, t.concurrency, async (name) => {
-    await raw.createSandbox({ name, spec: { policy: policyFor("initial") } });
+    await raw.createSandbox({ name, spec: { policy: policyFor("initial") }, workspaceScope: workspaceScope() });
   });
   return { created: t.names.length, ms: performance.now() - t0 };
 }
@@ -118,7 +118,7 @@ async function poll(client: ConfigClient, t: PollTask): Promise<WorkerResult<Pol
   const raw = client.raw(OpenShell);
   const out = { latencyMs: [] as number[], supervisorMs: [] as number[], byStatus: {} as Record<string, number> };
   // First the polling supervisor loads what is there now (its first poll), untimed.
-  for (const t0 = performance.now(); (await raw.getSandboxPolicyStatus({ sandbox: t.sandbox })).revision?.status !== PolicyStatus.LOADED; ) {
+  for (const t0 = performance.now(); (await raw.getSandboxPolicyStatus({ sandbox: t.sandbox, workspaceScope: workspaceScope() })).revision?.status !== PolicyStatus.LOADED; ) {
     if (performance.now() - t0 > 120_000) throw new Error("the polling supervisor never reported the initial policy LOADED");
     await sleep(100);
   }
@@ -129,7 +129,7 @@ async function poll(client: ConfigClient, t: PollTask): Promise<WorkerResult<Pol
     const t0 = performance.now();
     const r = await client.updatePolicy({ sandbox: t.sandbox, policy: policyFor(`p-${i}-${Date.now()}`) });
     for (;;) {
-      const s = await raw.getSandboxPolicyStatus({ sandbox: t.sandbox, version: r.policyVersion });
+      const s = await raw.getSandboxPolicyStatus({ sandbox: t.sandbox, version: r.policyVersion, workspaceScope: workspaceScope() });
       const rev = s.revision!;
       if (rev.status === PolicyStatus.LOADED || rev.status === PolicyStatus.FAILED) {
         out.latencyMs.push(performance.now() - t0);
@@ -250,7 +250,7 @@ async function ready(client: ConfigClient, t: ReadyTask): Promise<WorkerResult<R
     let count = 0;
     let pageToken = "";
     do {
-      const page = await raw.listSandboxes({ pageSize: 1000, pageToken });
+      const page = await raw.listSandboxes({ pageSize: 1000, pageToken, workspaceScope: workspaceScope() });
       count += page.sandboxes.filter((s) => s.status?.phase === SandboxPhase.READY).length;
       pageToken = page.nextPageToken;
     } while (pageToken !== "");

@@ -13,7 +13,7 @@ import { execFileSync } from "node:child_process";
 import { create } from "@bufbuild/protobuf";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
+import { OpenShell, SandboxPhase, SandboxPolicySchema, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import { rollout, type RolloutResult } from "openshell-config/rollout";
 import { fleetNames, startLocalStack } from "../examples/local-stack.js";
 
@@ -52,11 +52,11 @@ async function main() {
     const raw = client.raw(OpenShell);
     const setupStart = Date.now();
     for (let i = 0; i < names.length; i += 25) {
-      await Promise.all(names.slice(i, i + 25).map((name) => raw.createSandbox({ name, labels: { env: "bench" }, spec: { policy: fleetPolicy(["github.com"]) } })));
+      await Promise.all(names.slice(i, i + 25).map((name) => raw.createSandbox({ name, labels: { env: "bench" }, spec: { policy: fleetPolicy(["github.com"]) }, workspaceScope: workspaceScope() })));
     }
     stack.startSupervisor({ fleet: { prefix: "fleet-", count } });
     for (;;) {
-      const page = await raw.listSandboxes({ pageSize: 1000, labelSelector: "env=bench" });
+      const page = await raw.listSandboxes({ pageSize: 1000, labelSelector: "env=bench", workspaceScope: workspaceScope() });
       const ready = page.sandboxes.filter((s) => s.status?.phase === SandboxPhase.READY).length;
       if (ready === count) break;
       await new Promise((r) => setTimeout(r, 250));

@@ -5,7 +5,7 @@
 import { create } from "@bufbuild/protobuf";
 import { CompletionTimeoutError, createConfigClient, type Completion, type SandboxPolicyInput } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, SandboxPolicySchema } from "openshell-config/raw";
+import { OpenShell, SandboxPhase, SandboxPolicySchema, workspaceScope } from "openshell-config/raw";
 import { startLocalStack } from "./local-stack.js";
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
@@ -51,17 +51,17 @@ async function main(): Promise<void> {
     const base = { github: { host: "api.github.com" } };
     // An unreachable middleware service: the sandbox runs, but degraded.
     const unreachable = "127.0.0.1:9";
-    await raw.createSandbox({ name: "web", spec: { policy: policy(base) } });
-    await raw.createSandbox({ name: "audited", spec: { policy: policy(base, unreachable) } });
-    await raw.createSandbox({ name: "slow", spec: { policy: policy(base) } });
-    await raw.createSandbox({ name: "paused", spec: { policy: policy(base) } });
-    await raw.stopSandbox({ name: "paused" });
+    await raw.createSandbox({ name: "web", spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
+    await raw.createSandbox({ name: "audited", spec: { policy: policy(base, unreachable) }, workspaceScope: workspaceScope() });
+    await raw.createSandbox({ name: "slow", spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
+    await raw.createSandbox({ name: "paused", spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
+    await raw.stopSandbox({ name: "paused", workspaceScope: workspaceScope() });
     stack.startSupervisor({ sandbox: "web", args: ["--apply-delay-ms", "150"] });
     stack.startSupervisor({ sandbox: "audited" });
     stack.startSupervisor({ sandbox: "slow", args: ["--apply-delay-ms", "1500"] });
     for (const name of ["web", "audited", "slow"]) {
       for (let i = 0; ; i++) {
-        const phase = (await raw.getSandbox({ name })).sandbox?.status?.phase;
+        const phase = (await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase;
         if (phase === SandboxPhase.READY) break;
         if (i > 300) throw new Error(`sandbox ${name} did not become READY; see ${stack.logFile}`);
         await new Promise((r) => setTimeout(r, 50));
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
       if (!(err instanceof CompletionTimeoutError)) throw err;
       console.log(`   timed out after 400 ms: operation ${err.operationId ?? "(id not yet known)"} keeps running`);
       const resumed = await client.awaitCompletion({ sandbox: "slow", idempotencyKey, request: change }, { timeoutMs: 10_000 });
-      const versions = (await raw.listSandboxPolicies({ sandbox: "slow" })).revisions.map((r) => r.version);
+      const versions = (await raw.listSandboxPolicies({ sandbox: "slow", workspaceScope: workspaceScope() })).revisions.map((r) => r.version);
       console.log(`   resumed by key: ${describe(resumed)}; slow has policy versions ${versions.join(", ")}`);
     }
     console.log(bold("\ndone."));

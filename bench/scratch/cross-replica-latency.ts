@@ -6,7 +6,7 @@
 //   node --import tsx bench/scratch/cross-replica-latency.ts [N=200]
 
 import { createCluster, policyWith, until } from "../../gateway/test/cluster/cluster-harness.js";
-import { OpenShell, SandboxPhase } from "openshell-config/raw";
+import { OpenShell, SandboxPhase, workspaceScope } from "openshell-config/raw";
 
 const n = Number(process.argv[2] ?? 200);
 const cluster = await createCluster(["lat"]);
@@ -14,9 +14,9 @@ try {
   const [a, b] = await Promise.all([cluster.startReplica("A"), cluster.startReplica("B")]);
   const viaA = cluster.client(a.url);
   const viaB = cluster.client(b.url);
-  await viaA.raw(OpenShell).createSandbox({ name: "lat", spec: { policy: policyWith("h0.example.com") } });
+  await viaA.raw(OpenShell).createSandbox({ name: "lat", spec: { policy: policyWith("h0.example.com") }, workspaceScope: workspaceScope() });
   cluster.startSupervisor("lat", [a.url]);
-  await until(async () => (await viaA.raw(OpenShell).getSandbox({ name: "lat" })).sandbox?.status?.phase === SandboxPhase.READY, "READY");
+  await until(async () => (await viaA.raw(OpenShell).getSandbox({ name: "lat", workspaceScope: workspaceScope() })).sandbox?.status?.phase === SandboxPhase.READY, "READY");
   let v = 0;
   const run = async (client: typeof viaA, count: number) => {
     const ms: number[] = [];

@@ -118,17 +118,18 @@ beforeAll(async () => {
   const [started] = await Promise.all([startLocalStack({ sandboxes: [web, rejected, slow, tuned, audited, closed] }), build()]);
   stack = started;
   const raw = admin();
-  await raw.createSandbox({ name: web, spec: { policy: basePolicy }, labels: { team: "cli-a", tier: "web" } });
-  await raw.createSandbox({ name: rejected, spec: { policy: basePolicy }, labels: { team: "cli-a", tier: "batch" } });
-  await raw.createSandbox({ name: slow, spec: { policy: basePolicy }, labels: { team: "cli-b" } });
-  await raw.createSandbox({ name: tuned, spec: { policy: basePolicy } });
-  await raw.createSandbox({ name: paused, spec: { policy: basePolicy } });
+  await raw.createSandbox({ name: web, spec: { policy: basePolicy }, labels: { team: "cli-a", tier: "web" }, workspaceScope: workspaceScope() });
+  await raw.createSandbox({ name: rejected, spec: { policy: basePolicy }, labels: { team: "cli-a", tier: "batch" }, workspaceScope: workspaceScope() });
+  await raw.createSandbox({ name: slow, spec: { policy: basePolicy }, labels: { team: "cli-b" }, workspaceScope: workspaceScope() });
+  await raw.createSandbox({ name: tuned, spec: { policy: basePolicy }, workspaceScope: workspaceScope() });
+  await raw.createSandbox({ name: paused, spec: { policy: basePolicy }, workspaceScope: workspaceScope() });
   await raw.createSandbox({
     name: audited,
     spec: { policy: { ...basePolicy, networkMiddlewares: { audit: { name: "audit", middleware: "audit-log", config: { grpc_endpoint: unreachable }, order: 1 } } } },
+    workspaceScope: workspaceScope(),
   });
-  await raw.createSandbox({ name: closed, spec: { policy: basePolicy }, labels: { team: "cli-c" } });
-  await raw.stopSandbox({ name: paused });
+  await raw.createSandbox({ name: closed, spec: { policy: basePolicy }, labels: { team: "cli-c" }, workspaceScope: workspaceScope() });
+  await raw.stopSandbox({ name: paused, workspaceScope: workspaceScope() });
   stack.startSupervisor({ sandbox: web });
   stack.startSupervisor({ sandbox: rejected });
   stack.startSupervisor({ sandbox: tuned });
@@ -138,7 +139,7 @@ beforeAll(async () => {
   stack.startSupervisor({ sandbox: slow, args: ["--apply-delay-ms", "3000"] });
   for (const name of [web, rejected, slow, tuned, audited, closed]) {
     for (let i = 0; ; i++) {
-      if ((await raw.getSandbox({ name })).sandbox?.status?.phase === SandboxPhase.READY) break;
+      if ((await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase === SandboxPhase.READY) break;
       if (i > 400) throw new Error(`sandbox ${name} did not become READY; see ${stack.logFile}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -280,7 +281,7 @@ describe("openshell-config settings", () => {
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).toMatch(new RegExp(`^setting max_connections of sandbox ${tuned}: applied$`, "m"));
     expect(set.stdout).toMatch(/^value +64 \(int\)$/m);
-    let cfg = await admin().getSandboxConfig({ name: tuned });
+    let cfg = await admin().getSandboxConfig({ name: tuned, workspaceScope: workspaceScope() });
     expect(cfg.settings.max_connections?.value?.value).toEqual({ case: "intValue", value: 64n });
 
     const flag = await cli(["settings", "set", "--sandbox", tuned, "--key", "verbose", "--value", "true", "--type", "bool", "--wait", "-o", "json"]);
@@ -291,7 +292,7 @@ describe("openshell-config settings", () => {
     expect(del.code, del.stderr).toBe(0);
     expect(del.stdout).toMatch(new RegExp(`^deletion of setting max_connections of sandbox ${tuned}: applied$`, "m"));
     expect(del.stdout).toMatch(/^deleted +yes$/m);
-    cfg = await admin().getSandboxConfig({ name: tuned });
+    cfg = await admin().getSandboxConfig({ name: tuned, workspaceScope: workspaceScope() });
     expect(Object.keys(cfg.settings)).toEqual(["verbose"]);
   });
 });

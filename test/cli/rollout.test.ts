@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase } from "openshell-config/raw";
+import { OpenShell, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
 import { build, policyYaml, runBinary, type Run } from "./harness.js";
 
@@ -31,7 +31,7 @@ function admin() {
 }
 
 async function versions(selector: string): Promise<Map<string, number>> {
-  const res = await admin().listSandboxes({ labelSelector: selector, pageSize: 1000 });
+  const res = await admin().listSandboxes({ labelSelector: selector, pageSize: 1000, workspaceScope: workspaceScope() });
   return new Map(res.sandboxes.map((sb) => [sb.metadata!.name, sb.status!.desiredPolicyVersion]));
 }
 
@@ -50,12 +50,12 @@ beforeAll(async () => {
   const raw = admin();
   // The filesystem part of a policy is fixed at creation: the same as policyYaml's.
   const policy = { version: 1, filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] }, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] } } };
-  for (const name of fast) await raw.createSandbox({ name, labels: { env: "prod", speed: "fast" }, spec: { policy } });
-  for (const name of slow) await raw.createSandbox({ name, labels: { env: "prod", speed: "slow" }, spec: { policy } });
+  for (const name of fast) await raw.createSandbox({ name, labels: { env: "prod", speed: "fast" }, spec: { policy }, workspaceScope: workspaceScope() });
+  for (const name of slow) await raw.createSandbox({ name, labels: { env: "prod", speed: "slow" }, spec: { policy }, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "cr-", count: fast.length } });
   stack.startSupervisor({ fleet: { prefix: "cs-", count: slow.length }, args: ["--apply-delay-ms", "600"] });
   for (let i = 0; ; i++) {
-    const res = await raw.listSandboxes({ labelSelector: "env=prod", pageSize: 1000 });
+    const res = await raw.listSandboxes({ labelSelector: "env=prod", pageSize: 1000, workspaceScope: workspaceScope() });
     if (res.sandboxes.every((sb) => sb.status?.phase === SandboxPhase.READY) && res.sandboxes.length === fast.length + slow.length) break;
     if (i > 600) throw new Error(`the fleet did not become READY; see ${stack.logFile}`);
     await new Promise((r) => setTimeout(r, 100));

@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Completion, IdempotencyKeyRef } from "openshell-config";
-import { SandboxPhase } from "openshell-config/raw";
+import { SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { fleetNames, jsonLines, policy, sleep, startE2EStack, until, type E2EStack, type StackProcess } from "./stack.js";
 
 const [alpha, beta] = fleetNames("rs-", 2) as [string, string];
@@ -74,8 +74,8 @@ describe("gateway restart with operations pending", () => {
     expect(elapsed).toBeLessThan(20_000);
 
     // Nothing was committed twice: one revision per distinct change.
-    expect((await stack.raw.listSandboxPolicies({ sandbox: alpha })).revisions.map((r) => r.version).sort()).toEqual([1, 2]);
-    expect((await stack.raw.listSandboxPolicies({ sandbox: beta })).revisions.map((r) => r.version).sort()).toEqual([1, 2, 3]);
+    expect((await stack.raw.listSandboxPolicies({ sandbox: alpha, workspaceScope: workspaceScope() })).revisions.map((r) => r.version).sort()).toEqual([1, 2]);
+    expect((await stack.raw.listSandboxPolicies({ sandbox: beta, workspaceScope: workspaceScope() })).revisions.map((r) => r.version).sort()).toEqual([1, 2, 3]);
     // And the supervisors enforce the final desired state.
     await until(() => stack.effective(alpha)?.revision?.policyVersion === 2 && stack.effective(beta)?.revision?.policyVersion === 3, "the supervisors to enforce the final versions");
     expect(Object.keys((stack.effective(alpha) as unknown as { settings: Record<string, unknown> }).settings)).toContain("log_level");

@@ -3,7 +3,7 @@
 // processes: a gateway with --no-auth (no auth file) and reference supervisors without --token.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PolicyStatus, SandboxPhase } from "openshell-config/raw";
+import { PolicyStatus, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { fleetNames, jsonLines, policy, startE2EStack, until, type E2EStack, type StackProcess } from "./stack.js";
 
 const base = { github: { host: "api.github.com" } };
@@ -52,7 +52,7 @@ describe("--no-auth and supervisors without a token", () => {
     const { policyVersion } = await stack.client.updatePolicy({ sandbox: "polled", policy: policy({ ...base, npm: { host: "registry.npmjs.org" } }) });
     expect(policyVersion).toBe(2);
     await until(
-      async () => (await stack.raw.getSandboxPolicyStatus({ sandbox: "polled", version: 2 })).revision?.status === PolicyStatus.LOADED,
+      async () => (await stack.raw.getSandboxPolicyStatus({ sandbox: "polled", version: 2, workspaceScope: workspaceScope() })).revision?.status === PolicyStatus.LOADED,
       `polled to report policy v2 loaded (see ${stack.logFile})`,
       15_000,
     );

@@ -11,7 +11,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Completion } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, PolicyStatus, SandboxPhase, SandboxPolicySchema, SupervisorHelloSchema, SupervisorMessageSchema, type SupervisorMessage } from "openshell-config/raw";
+import { OpenShell, PolicyStatus, SandboxPhase, SandboxPolicySchema, SupervisorHelloSchema, SupervisorMessageSchema, workspaceScope, type SupervisorMessage } from "openshell-config/raw";
 import { create } from "@bufbuild/protobuf";
 import { fleetNames, policy, startE2EStack, until, type E2EStack, type StackProcess } from "./stack.js";
 
@@ -53,7 +53,7 @@ beforeAll(async () => {
   // Invalid from the start: the supervisor never has a last known good policy for it.
   await stack.createSandbox(closed, policy({ ...base, files: { host: "files.example.com", protocol: "ftp" } }));
   for (const name of [reborn, replaced, doomed, busy, pinned, paused, legacy]) await stack.createSandbox(name, policy(base));
-  await stack.raw.stopSandbox({ name: paused });
+  await stack.raw.stopSandbox({ name: paused, workspaceScope: workspaceScope() });
 
   const localPolicy = join(stack.dir, "local-policy.json");
   writeFileSync(localPolicy, toJsonString(SandboxPolicySchema, policy({ internal: { host: "internal.example.com" } })));
@@ -107,10 +107,10 @@ describe("every outcome through real processes", () => {
     const after = stack.effective(web)!;
     expect(after.revision?.policyVersion).toBe(2);
     expect(after.writtenAt).toBe(before.writtenAt);
-    const v3 = (await stack.raw.getSandboxPolicyStatus({ sandbox: web, version: 3 })).revision;
+    const v3 = (await stack.raw.getSandboxPolicyStatus({ sandbox: web, version: 3, workspaceScope: workspaceScope() })).revision;
     expect(v3).toMatchObject({ version: 3, status: PolicyStatus.FAILED });
     expect(v3?.loadError).toContain(FTP_REJECTED);
-    expect((await stack.raw.getSandboxPolicyStatus({ sandbox: web })).activeVersion).toBe(2);
+    expect((await stack.raw.getSandboxPolicyStatus({ sandbox: web, workspaceScope: workspaceScope() })).activeVersion).toBe(2);
   });
 
   it("without a last known good policy an invalid update fails closed (deny-all), and a valid one then makes the sandbox READY", async () => {
@@ -162,7 +162,7 @@ describe("every outcome through real processes", () => {
     const pending = await stack.client.updatePolicy({ sandbox: doomed, policy: policy({ ...base, d: { host: "d.example.com" } }) });
     expect(pending.operation?.state).toBe("pending");
     const waiting = stack.client.awaitCompletion(pending.handle, { timeoutMs: 10_000 });
-    await stack.raw.deleteSandbox({ name: doomed });
+    await stack.raw.deleteSandbox({ name: doomed, workspaceScope: workspaceScope() });
     const c = await waiting;
     expectCompletion(c, { state: "cancelled" });
     expect(c.error).toMatch(/no longer exists/);
@@ -174,7 +174,7 @@ describe("every outcome through real processes", () => {
   it("deleting a sandbox ends its supervisor's session, and a sandbox re-created under the same name gets that supervisor back", async () => {
     const ended = () => stack.supervisorLines(fast, reborn, "supervisor stream ended; reconnecting").length;
     expect(ended()).toBe(0);
-    await stack.raw.deleteSandbox({ name: reborn });
+    await stack.raw.deleteSandbox({ name: reborn, workspaceScope: workspaceScope() });
     await until(() => ended() > 0, "the deleted sandbox's session to end", 5_000);
     await stack.createSandbox(reborn, policy({ ...base, again: { host: "again.example.com" } }));
     await stack.waitPhase(reborn, SandboxPhase.READY);

@@ -3,7 +3,7 @@
 // the sandbox's policy version says how many revisions a rollout created.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SandboxPhase } from "openshell-config/raw";
+import { SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { restoreRolloutState, rollout, type RolloutEvent, type RolloutState } from "openshell-config/rollout";
 import { fleetNames, policy, startE2EStack, until, type E2EStack, type RuleSpec } from "./stack.js";
 
@@ -22,21 +22,21 @@ let stack: E2EStack;
 
 /** Each sandbox's newest desired policy version at the gateway (one ListSandboxes page). */
 async function policyVersions(): Promise<Map<string, number>> {
-  const res = await stack.raw.listSandboxes({ pageSize: 1000 });
+  const res = await stack.raw.listSandboxes({ pageSize: 1000, workspaceScope: workspaceScope() });
   return new Map(res.sandboxes.map((sb) => [sb.metadata!.name, sb.status!.desiredPolicyVersion]));
 }
 
 beforeAll(async () => {
   stack = await startE2EStack({ sandboxes: names });
-  for (const name of groupA) await stack.raw.createSandbox({ name, labels: { env: "prod", fleet: "a" }, spec: { policy: policy(base) } });
+  for (const name of groupA) await stack.raw.createSandbox({ name, labels: { env: "prod", fleet: "a" }, spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
   for (const name of groupB) {
-    await stack.raw.createSandbox({ name, labels: { env: "prod", fleet: "b" }, spec: { policy: withApi(l4.has(name) ? "" : "rest") } });
+    await stack.raw.createSandbox({ name, labels: { env: "prod", fleet: "b" }, spec: { policy: withApi(l4.has(name) ? "" : "rest") }, workspaceScope: workspaceScope() });
   }
-  await stack.raw.createSandbox({ name: stopped, labels: { fleet: "s" }, spec: { policy: policy(base) } });
-  await stack.raw.stopSandbox({ name: stopped });
+  await stack.raw.createSandbox({ name: stopped, labels: { fleet: "s" }, spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
+  await stack.raw.stopSandbox({ name: stopped, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "ro-", count: names.length } });
   await until(async () => {
-    const res = await stack.raw.listSandboxes({ pageSize: 1000, labelSelector: "env=prod" });
+    const res = await stack.raw.listSandboxes({ pageSize: 1000, labelSelector: "env=prod", workspaceScope: workspaceScope() });
     return res.sandboxes.filter((sb) => sb.status?.phase === SandboxPhase.READY).length === names.length;
   }, "every fleet sandbox to be READY", 90_000, 250);
 }, 150_000);

@@ -11,7 +11,7 @@ import type { Client } from "@connectrpc/connect";
 import { afterEach } from "vitest";
 import { createConfigClient, type ConfigClient, type SandboxPolicyInput } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
+import { OpenShell, SandboxPhase, SandboxPolicySchema, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import { startLocalStack, type LocalStack, type LocalStackOptions, type StackProcess } from "../../examples/local-stack.js";
 
 export { fleetNames, type StackProcess, type SupervisorSpec } from "../../examples/local-stack.js";
@@ -132,13 +132,13 @@ export async function startE2EStack(options: Omit<LocalStackOptions, "dir">): Pr
   const transport = createNodeTransport({ baseUrl: stack.url, protocol: "grpc" });
   const client = createConfigClient({ transport, token: stack.adminToken });
   const raw = client.raw(OpenShell);
-  const phase = async (name: string) => (await raw.getSandbox({ name })).sandbox?.status?.phase;
+  const phase = async (name: string) => (await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase;
   // The stack's own getters (gateway) must stay live: extend the object rather than copy it.
   return Object.assign(stack, {
     client,
     raw,
     async createSandbox(name: string, initial: SandboxPolicyInput) {
-      await raw.createSandbox({ name, spec: { policy: initial } });
+      await raw.createSandbox({ name, spec: { policy: initial }, workspaceScope: workspaceScope() });
     },
     phase,
     async waitPhase(name: string, want: SandboxPhase, timeoutMs = 15_000) {

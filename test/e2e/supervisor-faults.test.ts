@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CompletionTimeoutError } from "openshell-config";
-import { SandboxPhase } from "openshell-config/raw";
+import { SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { jsonLines, policy, sleep, startE2EStack, until, type E2EStack, type LogLine, type StackProcess } from "./stack.js";
 
 const flaky = "flaky";
@@ -26,7 +26,7 @@ beforeAll(async () => {
   stack = await startE2EStack({ sandboxes: [flaky, crashy, mute, laggy], gatewayArgs: ["--ack-timeout", "1s", "--reconcile", "250ms"] });
   for (const name of [flaky, crashy, mute, laggy]) {
     await stack.createSandbox(name, policy(base));
-    sandboxIds.set(name, (await stack.raw.getSandbox({ name })).sandbox!.metadata!.id);
+    sandboxIds.set(name, (await stack.raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox!.metadata!.id);
   }
   // Started together so that their start-up (and slow bootstraps) overlap.
   flakySup = stack.startSupervisor({ sandbox: flaky, args: ["--disconnect-after", "1"] });
@@ -87,7 +87,7 @@ describe("reconnects", () => {
     await until(() => processed(second, crashy).length > 0, "the new supervisor's log");
     expect(processed(second, crashy)).toEqual([{ version: 2, outcome: "APPLIED" }]);
     expect(stack.effective(crashy)?.revision?.policyVersion).toBe(2);
-    expect((await stack.raw.listSandboxPolicies({ sandbox: crashy })).revisions.map((r) => r.version).sort()).toEqual([1, 2]);
+    expect((await stack.raw.listSandboxPolicies({ sandbox: crashy, workspaceScope: workspaceScope() })).revisions.map((r) => r.version).sort()).toEqual([1, 2]);
   });
 });
 

@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { createConfigClient, type ConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, type SandboxPolicy } from "openshell-config/raw";
+import { OpenShell, SandboxPhase, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import type { Client } from "@connectrpc/connect";
 import { fleetNames } from "../../examples/local-stack.js";
 
@@ -237,7 +237,7 @@ export class FaultStack {
 
   /** Creates every sandbox of the fleet, `policyFor(name)` as its first policy. */
   async createSandboxes(policyFor: (name: string) => SandboxPolicy): Promise<void> {
-    for (const name of this.sandboxes) await this.raw.createSandbox({ name, spec: { policy: policyFor(name) } });
+    for (const name of this.sandboxes) await this.raw.createSandbox({ name, spec: { policy: policyFor(name) }, workspaceScope: workspaceScope() });
   }
 
   /** Resolves once every sandbox of the fleet is READY (its supervisor applied its bootstrap). */
@@ -246,7 +246,7 @@ export class FaultStack {
       let ready = 0;
       let pageToken = "";
       do {
-        const page = await this.raw.listSandboxes({ pageSize: 1000, pageToken });
+        const page = await this.raw.listSandboxes({ pageSize: 1000, pageToken, workspaceScope: workspaceScope() });
         ready += page.sandboxes.filter((x) => x.status?.phase === SandboxPhase.READY).length;
         pageToken = page.nextPageToken;
       } while (pageToken !== "");

@@ -6,6 +6,7 @@
 
 import { expect } from "vitest";
 import type { ConfigClient } from "openshell-config";
+import { workspaceScope } from "openshell-config/raw";
 import { configRevision } from "../../gateway/src/model/snapshot.js";
 import type { FaultStack, Proc } from "./fault-stack.js";
 import type { Ack, UpdateLoad } from "./update-load.js";
@@ -49,7 +50,7 @@ async function revisionsOf(stack: FaultStack, sandbox: string) {
   const all: { version: number; policyHash: string }[] = [];
   let pageToken = "";
   do {
-    const page = await stack.raw.listSandboxPolicies({ sandbox, pageSize: 1000, pageToken });
+    const page = await stack.raw.listSandboxPolicies({ sandbox, pageSize: 1000, pageToken, workspaceScope: workspaceScope() });
     all.push(...page.revisions.map((r) => ({ version: r.version, policyHash: r.policyHash })));
     pageToken = page.nextPageToken;
   } while (pageToken !== "");

@@ -8,7 +8,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell } from "openshell-config/raw";
+import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { FaultStack, LONG, sleep, until } from "./fault-stack.js";
 import { checkLedger, expectLedgerClean } from "./ledger-checks.js";
 import { PrivateCluster } from "./private-postgres.js";
@@ -58,7 +58,7 @@ describe("a private PostgreSQL cluster restarted under load", () => {
             const signal = AbortSignal.timeout(ANSWER_BOUND_MS * 2);
             const key = `pg-probe-${r}-${t0}`;
             const code = await probe
-              .updateConfig({ sandbox: s.sandboxes[0]!, idempotencyKey: key, policy: policyFor(key) }, { signal })
+              .updateConfig({ sandbox: s.sandboxes[0]!, idempotencyKey: key, policy: policyFor(key), workspaceScope: workspaceScope() }, { signal })
               .then(() => "OK", (err: unknown) => Code[ConnectError.from(err).code]);
             answers.push({ code, ms: Date.now() - t0 });
             await sleep(200);
@@ -69,9 +69,9 @@ describe("a private PostgreSQL cluster restarted under load", () => {
           // Recovered: a read and a commit succeed again, without restarting the gateway.
           await until(async () => {
             try {
-              await probe.getSandbox({ name: s.sandboxes[0]! });
+              await probe.getSandbox({ name: s.sandboxes[0]!, workspaceScope: workspaceScope() });
               const key = `pg-after-${r}-${Date.now()}`;
-              await probe.updateConfig({ sandbox: s.sandboxes[0]!, idempotencyKey: key, policy: policyFor(key) });
+              await probe.updateConfig({ sandbox: s.sandboxes[0]!, idempotencyKey: key, policy: policyFor(key), workspaceScope: workspaceScope() });
               return true;
             } catch {
               return false;

@@ -17,7 +17,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
+import { OpenShell, SandboxPolicySchema, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import { FaultStack, sleep, until } from "./fault-stack.js";
 import { basePolicy } from "./update-load.js";
 
@@ -60,7 +60,7 @@ function integrity(path: string): string {
 }
 
 async function storedVersions(stack: FaultStack, sandbox: string): Promise<Map<number, string>> {
-  const page = await stack.raw.listSandboxPolicies({ sandbox, pageSize: 1000 });
+  const page = await stack.raw.listSandboxPolicies({ sandbox, pageSize: 1000, workspaceScope: workspaceScope() });
   return new Map(page.revisions.map((r) => [r.version, r.policyHash]));
 }
 
@@ -86,7 +86,7 @@ describe("SQLite disk faults", () => {
     let failure: ConnectError | undefined;
     for (let i = 0; i < 1_000 && !failure; i++) {
       try {
-        const r = await probe.updateConfig({ sandbox, idempotencyKey: `fill-${i}`, policy: bigPolicy(`fill-${i}`) });
+        const r = await probe.updateConfig({ sandbox, idempotencyKey: `fill-${i}`, policy: bigPolicy(`fill-${i}`), workspaceScope: workspaceScope() });
         acked.set(r.version, r.policyHash);
       } catch (err) {
         failure = ConnectError.from(err);
@@ -105,11 +105,11 @@ describe("SQLite disk faults", () => {
       // Retryable and nothing committed: the same code as any database outage, never INTERNAL.
       expect(Code[failure!.code]).toBe("Unavailable");
       // Still serving: reads answer, and the gateway process is up.
-      await probe.getSandbox({ name: sandbox });
+      await probe.getSandbox({ name: sandbox, workspaceScope: workspaceScope() });
       expect(s.gateway.running).toBe(true);
       // Room again (the limit lifted on the running process): writes succeed without a restart.
       await new Promise<void>((res, rej) => execFile("prlimit", ["--pid", String(s.gateway.pid), "--fsize=unlimited:unlimited"], (e) => (e ? rej(e) : res())));
-      const after = await probe.updateConfig({ sandbox, idempotencyKey: "after-room", policy: bigPolicy("after-room") });
+      const after = await probe.updateConfig({ sandbox, idempotencyKey: "after-room", policy: bigPolicy("after-room"), workspaceScope: workspaceScope() });
       acked.set(after.version, after.policyHash);
 
       await s.killGateway("SIGKILL");
@@ -178,7 +178,7 @@ describe("SQLite disk faults", () => {
         answer = `${(fatal[0]!.err as { message?: string } | undefined)?.message ?? ""} (${String(fatal[0]!.msg)})`;
       } else {
         const err = await probeOf(s)
-          .updateConfig({ sandbox, idempotencyKey: "ro-write", policy: bigPolicy("ro-write") })
+          .updateConfig({ sandbox, idempotencyKey: "ro-write", policy: bigPolicy("ro-write"), workspaceScope: workspaceScope() })
           .then(() => undefined, (e: unknown) => ConnectError.from(e));
         expect(err, "a write to a read-only database succeeded").toBeDefined();
         answer = `${Code[err!.code]}: ${err!.rawMessage}`;

@@ -16,7 +16,7 @@ import {
 } from "../../src/index.js";
 import { createWebTransport, type WebTransportOptions } from "../../src/transport/web.js";
 import { toSdkError } from "../../src/errors.js";
-import { OpenShell } from "../../src/raw.js";
+import { OpenShell, workspaceScope } from "../../src/raw.js";
 import {
   ConfigApplyOutcome as Outcome,
   ConfigUpdateOperationState as State,
@@ -190,6 +190,7 @@ describe.each(PROTOCOLS)("over fetch with $name", ({ transport, unaryContentType
         policy: samplePolicy(),
         waitMode: ConfigUpdateWaitMode.WAIT_FOR_COMPLETION,
         waitTimeout: { seconds: 0n, nanos: 20_000_000 },
+        workspaceScope: workspaceScope(),
       })
       .then(
         () => undefined,

@@ -14,7 +14,7 @@ import { create } from "@bufbuild/protobuf";
 import pg from "pg";
 import { createConfigClient, type ConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
+import { OpenShell, SandboxPhase, SandboxPolicySchema, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 export const ADMIN_URL = process.env.OSC_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -260,9 +260,9 @@ export function policyWith(host: string): SandboxPolicy {
 export async function startThree(cluster: Cluster, name: string, replicaArgs: readonly string[] = [], supervisorArgs: readonly string[] = []) {
   const [a, b, c] = await Promise.all(["A", "B", "C"].map((r) => cluster.startReplica(r, replicaArgs)));
   const viaA = cluster.client(a!.url);
-  await viaA.raw(OpenShell).createSandbox({ name, spec: { policy: policyWith("start.example.com") } });
+  await viaA.raw(OpenShell).createSandbox({ name, spec: { policy: policyWith("start.example.com") }, workspaceScope: workspaceScope() });
   const supervisor = cluster.startSupervisor(name, [b!.url, c!.url], supervisorArgs);
-  await until(async () => (await viaA.raw(OpenShell).getSandbox({ name })).sandbox?.status?.phase === SandboxPhase.READY, `${name} to be READY`);
+  await until(async () => (await viaA.raw(OpenShell).getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase === SandboxPhase.READY, `${name} to be READY`);
   return { a: a!, b: b!, c: c!, supervisor, viaA, viaC: cluster.client(c!.url) };
 }
 

@@ -5,7 +5,7 @@
 // its idempotency key on A; and no revision is created or applied twice.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { OpenShell } from "openshell-config/raw";
+import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { appliedRevisions, createCluster, ownerOf, policyWith, postgresReachable, startThree, until, type Cluster } from "./cluster-harness.js";
 
 const reachable = await postgresReachable();
@@ -52,7 +52,7 @@ describe.skipIf(!reachable)("replica loss", () => {
       expect(supervisor.json().some((l) => l.msg === "session accepted" && l.gateway === c.url)).toBe(true);
 
       // The retried wait replayed the original commit: one revision per request, none twice.
-      const { revisions } = await viaA.raw(OpenShell).listSandboxPolicies({ sandbox: SANDBOX });
+      const { revisions } = await viaA.raw(OpenShell).listSandboxPolicies({ sandbox: SANDBOX, workspaceScope: workspaceScope() });
       expect(revisions.map((r) => r.version).sort()).toEqual([1, 2]);
       const applied = appliedRevisions(supervisor);
       expect(new Set(applied).size).toBe(applied.length);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ConfigApplyOutcome as Outcome, SandboxPhase } from "openshell-config/raw";
+import { ConfigApplyOutcome as Outcome, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "../rpc/harness.js";
 import { createSandbox, policy } from "../rpc/fixtures.js";
 import { connectSupervisorDouble, type SupervisorDouble } from "./supervisor-double.js";
@@ -47,7 +47,7 @@ describe("delivery bounds", () => {
       decide: (s) => (s.version === 1 ? { outcome: Outcome.FAILED_CLOSED, message: "bad bootstrap" } : { outcome: Outcome.APPLIED }),
     });
     await sup.ready;
-    const phase = async () => (await gw!.raw("admin").getSandbox({ name: "dev" })).sandbox?.status?.phase;
+    const phase = async () => (await gw!.raw("admin").getSandbox({ name: "dev", workspaceScope: workspaceScope() })).sandbox?.status?.phase;
     await expect.poll(phase).toBe(SandboxPhase.ERROR);
     const res = await gw.sdk().updatePolicy({ sandbox: "dev", policy: policy({ fixed: "fixed.example.com" }), wait: { timeoutMs: 5_000 } });
     expect(res.completion.state).toBe("applied");

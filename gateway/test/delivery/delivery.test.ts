@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ConfigApplyOutcome as Outcome, SandboxPhase } from "openshell-config/raw";
+import { ConfigApplyOutcome as Outcome, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "../rpc/harness.js";
 import { createSandbox, policy } from "../rpc/fixtures.js";
 import { connectSupervisorDouble, type SupervisorDouble } from "./supervisor-double.js";
@@ -25,11 +25,11 @@ describe("pushing desired state to a supervisor", () => {
   });
 
   it("the sandbox becomes READY only after its supervisor applied the bootstrap", async () => {
-    const before = await gw.raw("admin").getSandbox({ name: "dev" });
+    const before = await gw.raw("admin").getSandbox({ name: "dev", workspaceScope: workspaceScope() });
     expect(before.sandbox?.status?.phase).toBe(SandboxPhase.PROVISIONING);
     sup = connectSupervisorDouble(gw);
     await sup.ready;
-    await expect.poll(async () => (await gw.raw("admin").getSandbox({ name: "dev" })).sandbox?.status?.phase).toBe(SandboxPhase.READY);
+    await expect.poll(async () => (await gw.raw("admin").getSandbox({ name: "dev", workspaceScope: workspaceScope() })).sandbox?.status?.phase).toBe(SandboxPhase.READY);
   });
 
   it("a waited update is pushed, applied and reported as applied", async () => {

@@ -95,10 +95,10 @@ describe.each<Backend>(["sqlite", "postgres"])("isolation matrix (%s)", (backend
       case "UpdateConfig":
         return c.updateConfig({ sandbox: name, settingKey: "iso", settingValue: { value: { case: "stringValue", value: `v${n}` } }, ...scope(t) });
       case "GetConfigUpdateOperation":
-        return c.getConfigUpdateOperation({ operationId: operations.get(name)! });
+        return c.getConfigUpdateOperation({ operationId: operations.get(name)!, ...scope(t) });
       case "WatchConfigUpdateOperations": {
         const abort = new AbortController();
-        for await (const m of c.watchConfigUpdateOperations({ operationIds: [operations.get(name)!] }, { signal: abort.signal })) {
+        for await (const m of c.watchConfigUpdateOperations({ operationIds: [operations.get(name)!], ...scope(t) }, { signal: abort.signal })) {
           abort.abort();
           return m;
         }

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { create, toBinary, toJsonString, type DescMessage } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { OpenShell, ServiceStatus } from "openshell-config/raw";
+import { OpenShell, ServiceStatus, workspaceScope } from "openshell-config/raw";
 import { policy } from "../rpc/fixtures.js";
 import { PROTOCOLS, startReliabilityGateway, type Protocol, type ReliabilityGateway } from "./reliability-gateway.js";
 import { envelope, sendRaw } from "./raw-wire.js";
@@ -77,7 +77,7 @@ describe("raw bytes on every RPC and protocol", () => {
   const perProtocol = new Map<Protocol, number>();
   beforeAll(async () => {
     gw = await startReliabilityGateway("sqlite", { waitDefaultMs: 5, waitMaxMs: 20 });
-    for (const name of ["dev", "other"]) await gw.client("admin").createSandbox({ name, spec: { policy: policy() } });
+    for (const name of ["dev", "other"]) await gw.client("admin").createSandbox({ name, spec: { policy: policy() }, workspaceScope: workspaceScope() });
   });
   afterAll(async () => {
     console.log(`${tally.report()}; per protocol: ${[...perProtocol].map(([p, n]) => `${p} ${n}`).join(", ")}`);

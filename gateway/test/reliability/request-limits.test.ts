@@ -4,7 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
-import { ConfigUpdateWaitMode, ServiceStatus } from "openshell-config/raw";
+import { ConfigUpdateWaitMode, ServiceStatus, workspaceScope } from "openshell-config/raw";
 import { findNulText } from "../../src/rpc/nul-text.js";
 import { createWaiterSlots } from "../../src/rpc/request-limits.js";
 import { parseCommandLine, UsageError } from "../../src/config.js";
@@ -17,7 +17,7 @@ const MiB = 1024 * 1024;
 let gw: ReliabilityGateway;
 beforeAll(async () => {
   gw = await startReliabilityGateway("sqlite", { limits: { maxWaitersPerCaller: 3 }, waitMaxMs: 60_000 });
-  for (const name of ["dev", "other", "third"]) await gw.client("admin").createSandbox({ name, spec: { policy: policy() } });
+  for (const name of ["dev", "other", "third"]) await gw.client("admin").createSandbox({ name, spec: { policy: policy() }, workspaceScope: workspaceScope() });
 });
 afterAll(() => gw.close());
 
@@ -25,7 +25,7 @@ afterAll(() => gw.close());
 function paddedUpdate(bytes: number) {
   const p = policy();
   p.networkPolicies!["big"] = { name: "big", endpoints: [{ host: "h".repeat(bytes), ports: [443] }] };
-  return { sandbox: "dev", policy: p };
+  return { sandbox: "dev", policy: p, workspaceScope: workspaceScope() };
 }
 
 describe("message size", () => {
@@ -55,13 +55,13 @@ describe("concurrent waits per caller", () => {
   it("the fourth concurrent wait of one caller is RESOURCE_EXHAUSTED and commits nothing; others are unaffected; a finished wait frees its slot", async () => {
     const admin = gw.client("admin");
     const aborts = [new AbortController(), new AbortController(), new AbortController()];
-    const waited = { sandbox: "dev", waitMode: ConfigUpdateWaitMode.WAIT_FOR_COMPLETION, waitTimeout: { seconds: 60n } };
+    const waited = { sandbox: "dev", waitMode: ConfigUpdateWaitMode.WAIT_FOR_COMPLETION, waitTimeout: { seconds: 60n }, workspaceScope: workspaceScope() };
     // Two waited updates and one watch stream hold all three slots.
     const holds = [
       settle(admin.updateConfig({ ...waited, policy: policy({ a: "a.example.com" }) }, { signal: aborts[0]!.signal })),
       settle(admin.updateConfig({ ...waited, sandbox: "other", policy: policy({ b: "b.example.com" }) }, { signal: aborts[1]!.signal })),
       settle((async () => {
-        for await (const _ of admin.watchConfigUpdateOperations({ sandbox: "dev" }, { signal: aborts[2]!.signal })) void _;
+        for await (const _ of admin.watchConfigUpdateOperations({ sandbox: "dev", workspaceScope: workspaceScope() }, { signal: aborts[2]!.signal })) void _;
       })()),
     ];
     await eventually(async () => (await gw.store.countPending()) >= 2);
@@ -72,13 +72,13 @@ describe("concurrent waits per caller", () => {
     expect(err && Code[err.code]).toBe(Code[Code.ResourceExhausted]);
     expect(err!.rawMessage).toMatch(/too many concurrent waits.*limit 3/);
     const watchErr = await settle((async () => {
-      for await (const _ of admin.watchConfigUpdateOperations({ sandbox: "third" })) void _;
+      for await (const _ of admin.watchConfigUpdateOperations({ sandbox: "third", workspaceScope: workspaceScope() })) void _;
     })());
     expect(watchErr && Code[watchErr.code]).toBe(Code[Code.ResourceExhausted]);
     expect(await gw.dumpTables()).toBe(before);
 
     // Commit-only calls and other callers do not count against alice.
-    expect((await admin.updateConfig({ sandbox: "third", policy: policy({ d: "d.example.com" }) })).operation).toBeDefined();
+    expect((await admin.updateConfig({ sandbox: "third", policy: policy({ d: "d.example.com" }), workspaceScope: workspaceScope() })).operation).toBeDefined();
     const platform = await gw.client("platform").updateConfig({ ...waited, sandbox: "third", settingKey: "k", settingValue: { value: { case: "boolValue", value: true } }, waitTimeout: { nanos: 1_000_000 } }).catch((e: unknown) => e);
     expect(platform).toMatchObject({ code: Code.DeadlineExceeded });
 
@@ -116,7 +116,7 @@ describe("idempotency keys and text", () => {
   ];
   it.each(cases)("a key with %s is INVALID_ARGUMENT naming idempotency_key, and nothing is stored", async (_what, key, message) => {
     const before = await gw.dumpTables();
-    const err = await settle(gw.client("admin", "connect-json").updateConfig({ sandbox: "dev", policy: policy({ k: "k.example.com" }), idempotencyKey: key }));
+    const err = await settle(gw.client("admin", "connect-json").updateConfig({ sandbox: "dev", policy: policy({ k: "k.example.com" }), idempotencyKey: key, workspaceScope: workspaceScope() }));
     expect(err && Code[err.code]).toBe(Code[Code.InvalidArgument]);
     expect(err!.rawMessage).toMatch(message);
     expect(await gw.dumpTables()).toBe(before);
@@ -125,7 +125,7 @@ describe("idempotency keys and text", () => {
   it("a 256-byte key of printable characters, non-ASCII included, is accepted", async () => {
     const key = `${"é".repeat(100)}${"k".repeat(56)}`;
     expect(Buffer.byteLength(key)).toBe(256);
-    const res = await gw.client("admin").updateConfig({ sandbox: "dev", policy: policy({ k: "k.example.com" }), idempotencyKey: key });
+    const res = await gw.client("admin").updateConfig({ sandbox: "dev", policy: policy({ k: "k.example.com" }), idempotencyKey: key, workspaceScope: workspaceScope() });
     expect(res.operation?.operationId).toBeTruthy();
   });
 
@@ -133,10 +133,10 @@ describe("idempotency keys and text", () => {
     const before = await gw.dumpTables();
     const admin = gw.client("admin");
     const calls: [Promise<unknown>, RegExp][] = [
-      [admin.updateConfig({ sandbox: "dev", policy: policy(), annotations: { "example.com/why": "a\u0000b" } }), /^annotations\["example.com\/why"\] must not contain NUL/],
-      [admin.createSandbox({ name: "fresh", labels: { team: "x\u0000" }, spec: { policy: policy() } }), /^labels\["team"\]/],
+      [admin.updateConfig({ sandbox: "dev", policy: policy(), annotations: { "example.com/why": "a\u0000b" }, workspaceScope: workspaceScope() }), /^annotations\["example.com\/why"\] must not contain NUL/],
+      [admin.createSandbox({ name: "fresh", labels: { team: "x\u0000" }, spec: { policy: policy() }, workspaceScope: workspaceScope() }), /^labels\["team"\]/],
       [admin.getSandbox({ name: "dev", workspaceScope: { selection: { case: "workspace", value: "default\u0000" } } }), /^workspace_scope\.workspace/],
-      [admin.createProvider({ provider: { metadata: { name: "p" }, type: "t", credentials: { KEY: "v\u0000" } } }), /^provider\.credentials\["KEY"\]/],
+      [admin.createProvider({ provider: { metadata: { name: "p" }, type: "t", credentials: { KEY: "v\u0000" } }, workspaceScope: workspaceScope() }), /^provider\.credentials\["KEY"\]/],
     ];
     for (const [call, message] of calls) {
       const err = await settle(call);
@@ -201,7 +201,7 @@ describe("over the HTTP layer's 16 MiB read limit", () => {
     const first = await settle(client.updateConfig(paddedUpdate(17 * MiB), { signal: AbortSignal.timeout(5_000) }));
     expect(first && Code[first.code]).toBe(Code[Code.ResourceExhausted]);
     // The abort below also destroys the stuck connection, so later tests start clean.
-    const next = await settle(client.getSandbox({ name: "dev" }, { signal: AbortSignal.timeout(2_000) }));
+    const next = await settle(client.getSandbox({ name: "dev", workspaceScope: workspaceScope() }, { signal: AbortSignal.timeout(2_000) }));
     expect(next).toBeUndefined();
   });
 

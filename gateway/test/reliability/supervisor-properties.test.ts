@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { ServiceStatus, type SupervisorMessageSchema } from "openshell-config/raw";
+import { ServiceStatus, workspaceScope, type SupervisorMessageSchema } from "openshell-config/raw";
 import { policy } from "../rpc/fixtures.js";
 import { startReliabilityGateway, type ReliabilityGateway } from "./reliability-gateway.js";
 import { createTally, outcomeName, runs, SERVER_FAULT_CODES, settle, timeoutFor } from "./property-support.js";
@@ -59,9 +59,9 @@ describe("the supervisor stream under generated messages", () => {
   const tally = createTally("ConnectSupervisor properties");
   beforeAll(async () => {
     gw = await startReliabilityGateway("sqlite");
-    await gw.client("admin").createSandbox({ name: "dev", spec: { policy: policy() } });
+    await gw.client("admin").createSandbox({ name: "dev", spec: { policy: policy() }, workspaceScope: workspaceScope() });
     // A pending operation that a made-up result must not complete.
-    await gw.client("admin").updateConfig({ sandbox: "dev", policy: policy({ a: "a.example.com" }) });
+    await gw.client("admin").updateConfig({ sandbox: "dev", policy: policy({ a: "a.example.com" }), workspaceScope: workspaceScope() });
   });
   afterAll(async () => {
     console.log(tally.report());

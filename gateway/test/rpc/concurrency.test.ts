@@ -3,7 +3,7 @@
 // updates to many sandboxes do not interfere.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigUpdateOperationState as State } from "openshell-config/raw";
+import { ConfigUpdateOperationState as State, workspaceScope } from "openshell-config/raw";
 import { startTestGateway, type Backend, type TestGateway } from "./harness.js";
 import { createSandbox, policy, sandboxRecord } from "./fixtures.js";
 
@@ -79,7 +79,7 @@ describe.each<Backend>(["sqlite", "postgres"])("concurrent updates (%s)", (backe
       expect(sb.policyVersion).toBe(4);
       const hosts = (await gw.store.listPolicyRevisions(sb.id, 100, "")).items.length;
       expect(hosts).toBe(4);
-      const latest = await gw.raw("admin").getSandboxConfig({ name });
+      const latest = await gw.raw("admin").getSandboxConfig({ name, workspaceScope: workspaceScope() });
       expect(Object.keys(latest.policy!.networkPolicies)[0]).toMatch(new RegExp(`^${name}-[123]$`));
     }
   });

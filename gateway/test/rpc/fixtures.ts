@@ -9,6 +9,7 @@ import {
   SandboxPolicySchema,
   type SandboxPolicy,
   type UpdateConfigRequestSchema,
+  workspaceScope,
 } from "openshell-config/raw";
 import type { TestGateway } from "./harness.js";
 
@@ -32,7 +33,7 @@ export async function createSandbox(gw: TestGateway, name = "dev", options: { wo
     name,
     labels: options.labels ?? {},
     spec: { policy: policy(), template: { image: "ghcr.io/example/agent:1" } },
-    ...(options.workspace ? { workspaceScope: { selection: { case: "workspace", value: options.workspace } } } : {}),
+    workspaceScope: workspaceScope(options.workspace),
   });
   return res.sandbox!;
 }

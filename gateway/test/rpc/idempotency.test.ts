@@ -4,7 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
-import { ConfigApplyOutcome, ConfigUpdateOperationState as State, ConfigUpdateWaitMode } from "openshell-config/raw";
+import { ConfigApplyOutcome, ConfigUpdateOperationState as State, ConfigUpdateWaitMode, workspaceScope } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "./harness.js";
 import { createSandbox, dumpState, policy, resolve, rpcError, sandboxRecord } from "./fixtures.js";
 
@@ -22,7 +22,7 @@ const teamA = { workspaceScope: { selection: { case: "workspace" as const, value
 describe("idempotency keys", () => {
   it("one key on different sandboxes and workspaces commits independently", async () => {
     const raw = gw.raw("admin");
-    const change = { policy: policy({ shared: "shared.example.com" }), idempotencyKey: "shared-key" };
+    const change = { policy: policy({ shared: "shared.example.com" }), idempotencyKey: "shared-key", workspaceScope: workspaceScope() };
     const a = await raw.updateConfig({ sandbox: "dev", ...change });
     const b = await raw.updateConfig({ sandbox: "other", ...change });
     const c = await raw.updateConfig({ sandbox: "dev", ...change, ...teamA });
@@ -33,9 +33,9 @@ describe("idempotency keys", () => {
 
   it("a replay returns the original operation even after it was superseded, and creates nothing", async () => {
     const raw = gw.raw("admin");
-    const first = { sandbox: "dev", policy: policy({ v1: "v1.example.com" }), idempotencyKey: "replay-superseded" };
+    const first = { sandbox: "dev", policy: policy({ v1: "v1.example.com" }), idempotencyKey: "replay-superseded", workspaceScope: workspaceScope() };
     const original = await raw.updateConfig(first);
-    await raw.updateConfig({ sandbox: "dev", policy: policy({ v2: "v2.example.com" }) });
+    await raw.updateConfig({ sandbox: "dev", policy: policy({ v2: "v2.example.com" }), workspaceScope: workspaceScope() });
     const before = await dumpState(gw);
     const replay = await raw.updateConfig(first);
     expect(replay.version).toBe(original.version);
@@ -46,7 +46,7 @@ describe("idempotency keys", () => {
 
   it("a retry may change its wait settings: WAIT on a replay waits for the original operation", async () => {
     const raw = gw.raw("admin");
-    const req = { sandbox: "other", settingKey: "mode", settingValue: { value: { case: "stringValue" as const, value: "strict" } }, idempotencyKey: "retry-wait" };
+    const req = { sandbox: "other", settingKey: "mode", settingValue: { value: { case: "stringValue" as const, value: "strict" } }, idempotencyKey: "retry-wait", workspaceScope: workspaceScope() };
     const committed = await raw.updateConfig(req);
     const id = committed.operation!.operationId;
     const waiting = raw.updateConfig({ ...req, waitMode: ConfigUpdateWaitMode.WAIT_FOR_COMPLETION, waitTimeout: { seconds: 10n } });
@@ -62,7 +62,7 @@ describe("idempotency keys", () => {
   it("a replay skips the expected_resource_version check the original passed", async () => {
     const raw = gw.raw("admin");
     const rv = (await sandboxRecord(gw, "other")).resourceVersion;
-    const req = { sandbox: "other", policy: policy({ erv: "erv.example.com" }), idempotencyKey: "erv-key", expectedResourceVersion: rv };
+    const req = { sandbox: "other", policy: policy({ erv: "erv.example.com" }), idempotencyKey: "erv-key", expectedResourceVersion: rv, workspaceScope: workspaceScope() };
     const original = await raw.updateConfig(req);
     expect((await sandboxRecord(gw, "other")).resourceVersion).toBe(rv + 1n);
     const replay = await raw.updateConfig(req);
@@ -72,9 +72,9 @@ describe("idempotency keys", () => {
 
   it("a key of exactly 256 bytes is accepted", async () => {
     const key = "é".repeat(128);
-    const res = await gw.raw("admin").updateConfig({ sandbox: "dev", settingKey: "k256", settingValue: { value: { case: "intValue", value: 1n } }, idempotencyKey: key });
+    const res = await gw.raw("admin").updateConfig({ sandbox: "dev", settingKey: "k256", settingValue: { value: { case: "intValue", value: 1n } }, idempotencyKey: key, workspaceScope: workspaceScope() });
     expect(res.operation?.state).toBe(State.PENDING);
-    const again = await gw.raw("admin").updateConfig({ sandbox: "dev", settingKey: "k256", settingValue: { value: { case: "intValue", value: 1n } }, idempotencyKey: key });
+    const again = await gw.raw("admin").updateConfig({ sandbox: "dev", settingKey: "k256", settingValue: { value: { case: "intValue", value: 1n } }, idempotencyKey: key, workspaceScope: workspaceScope() });
     expect(again.operation?.operationId).toBe(res.operation?.operationId);
   });
 });

@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
-import { DeletionOutcome, PolicyStatus, SandboxPhase } from "openshell-config/raw";
+import { DeletionOutcome, PolicyStatus, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "./harness.js";
 import { createSandbox, dumpState, policy, rpcError } from "./fixtures.js";
 
@@ -13,7 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => gw.close());
 
-const get = async (name: string) => (await gw.raw("admin").getSandbox({ name })).sandbox!;
+const get = async (name: string) => (await gw.raw("admin").getSandbox({ name, workspaceScope: workspaceScope() })).sandbox!;
 
 describe("create, get, stop, start, delete", () => {
   it("phases: PROVISIONING after create, STOPPED after stop, PROVISIONING after start; resource_version bumps", async () => {
@@ -25,12 +25,12 @@ describe("create, get, stop, start, delete", () => {
     // Desired v1; nothing enforced until a supervisor has applied the bootstrap.
     expect(created.status).toMatchObject({ currentPolicyVersion: 0, desiredPolicyVersion: 1 });
 
-    const stopped = (await gw.raw("admin").stopSandbox({ name: "phases" })).sandbox!;
+    const stopped = (await gw.raw("admin").stopSandbox({ name: "phases", workspaceScope: workspaceScope() })).sandbox!;
     expect(stopped.status?.phase).toBe(SandboxPhase.STOPPED);
     expect(stopped.metadata?.resourceVersion).toBe(2n);
     expect((await get("phases")).status?.phase).toBe(SandboxPhase.STOPPED);
 
-    const started = (await gw.raw("admin").startSandbox({ name: "phases" })).sandbox!;
+    const started = (await gw.raw("admin").startSandbox({ name: "phases", workspaceScope: workspaceScope() })).sandbox!;
     expect(started.status?.phase).toBe(SandboxPhase.PROVISIONING);
     expect(started.metadata?.resourceVersion).toBe(3n);
     expect(await get("phases")).toEqual(started);
@@ -38,13 +38,13 @@ describe("create, get, stop, start, delete", () => {
 
   it("stopping a stopped sandbox changes nothing", async () => {
     await createSandbox(gw, "stop-twice");
-    const once = (await gw.raw("admin").stopSandbox({ name: "stop-twice" })).sandbox!;
-    const twice = (await gw.raw("admin").stopSandbox({ name: "stop-twice" })).sandbox!;
+    const once = (await gw.raw("admin").stopSandbox({ name: "stop-twice", workspaceScope: workspaceScope() })).sandbox!;
+    const twice = (await gw.raw("admin").stopSandbox({ name: "stop-twice", workspaceScope: workspaceScope() })).sandbox!;
     expect(twice).toEqual(once);
   });
 
   it("an empty name is generated", async () => {
-    const sb = (await gw.raw("admin").createSandbox({ spec: { policy: policy() } })).sandbox!;
+    const sb = (await gw.raw("admin").createSandbox({ spec: { policy: policy() }, workspaceScope: workspaceScope() })).sandbox!;
     expect(sb.metadata?.name).toMatch(/^sandbox-[0-9a-f]{8}$/);
     expect((await get(sb.metadata!.name)).metadata?.id).toBe(sb.metadata?.id);
   });
@@ -74,27 +74,27 @@ describe("create, get, stop, start, delete", () => {
   });
 
   it("an invalid create-time policy is INVALID_ARGUMENT naming spec.policy", async () => {
-    const err = await rpcError(gw.raw("admin").createSandbox({ name: "bad-policy", spec: { policy: { networkPolicies: { r: { name: "r", endpoints: [{ host: "" }] } } } } }));
+    const err = await rpcError(gw.raw("admin").createSandbox({ name: "bad-policy", spec: { policy: { networkPolicies: { r: { name: "r", endpoints: [{ host: "" }] } } } }, workspaceScope: workspaceScope() }));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(err.rawMessage).toMatch(/spec\.policy\.network_policies\["r"\]\.endpoints\[0\]\.host/);
   });
 
   it("an unknown sandbox is NOT_FOUND for get, stop and start", async () => {
     const raw = gw.raw("admin");
-    for (const call of [() => raw.getSandbox({ name: "ghost" }), () => raw.stopSandbox({ name: "ghost" }), () => raw.startSandbox({ name: "ghost" })]) {
+    for (const call of [() => raw.getSandbox({ name: "ghost", workspaceScope: workspaceScope() }), () => raw.stopSandbox({ name: "ghost", workspaceScope: workspaceScope() }), () => raw.startSandbox({ name: "ghost", workspaceScope: workspaceScope() })]) {
       expect((await rpcError(call())).code).toBe(Code.NotFound);
     }
   });
 
   it("delete: COMPLETED with the id, then NOT_FOUND, or ALREADY_ABSENT with allow_missing", async () => {
     const sb = await createSandbox(gw, "doomed");
-    const res = await gw.raw("admin").deleteSandbox({ name: "doomed" });
+    const res = await gw.raw("admin").deleteSandbox({ name: "doomed", workspaceScope: workspaceScope() });
     expect(res).toMatchObject({ outcome: DeletionOutcome.COMPLETED, sandboxId: sb.metadata?.id });
-    expect((await rpcError(gw.raw("admin").getSandbox({ name: "doomed" }))).code).toBe(Code.NotFound);
+    expect((await rpcError(gw.raw("admin").getSandbox({ name: "doomed", workspaceScope: workspaceScope() }))).code).toBe(Code.NotFound);
     const before = await dumpState(gw);
-    const err = await rpcError(gw.raw("admin").deleteSandbox({ name: "doomed" }));
+    const err = await rpcError(gw.raw("admin").deleteSandbox({ name: "doomed", workspaceScope: workspaceScope() }));
     expect(err.code).toBe(Code.NotFound);
-    const absent = await gw.raw("admin").deleteSandbox({ name: "doomed", allowMissing: true });
+    const absent = await gw.raw("admin").deleteSandbox({ name: "doomed", allowMissing: true, workspaceScope: workspaceScope() });
     expect(absent.outcome).toBe(DeletionOutcome.ALREADY_ABSENT);
     expect(await dumpState(gw)).toBe(before);
     // The name is free again.
@@ -110,30 +110,30 @@ describe("ListSandboxes", () => {
   });
 
   it("label_selector keeps only sandboxes with every listed label", async () => {
-    const blue = await gw.raw("admin").listSandboxes({ labelSelector: "fleet=blue" });
+    const blue = await gw.raw("admin").listSandboxes({ labelSelector: "fleet=blue", workspaceScope: workspaceScope() });
     expect(blue.sandboxes.map((s) => s.metadata!.name)).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => `fleet-${i}`));
-    const odd = await gw.raw("admin").listSandboxes({ labelSelector: "fleet=blue, parity=odd" });
+    const odd = await gw.raw("admin").listSandboxes({ labelSelector: "fleet=blue, parity=odd", workspaceScope: workspaceScope() });
     expect(odd.sandboxes.map((s) => s.metadata!.name)).toEqual(["fleet-1", "fleet-3", "fleet-5"]);
-    expect((await gw.raw("admin").listSandboxes({ labelSelector: "fleet=green" })).sandboxes).toEqual([]);
+    expect((await gw.raw("admin").listSandboxes({ labelSelector: "fleet=green", workspaceScope: workspaceScope() })).sandboxes).toEqual([]);
   });
 
   it("a malformed label_selector, a negative page_size or a forged page_token is INVALID_ARGUMENT", async () => {
-    expect((await rpcError(gw.raw("admin").listSandboxes({ labelSelector: "fleet" }))).code).toBe(Code.InvalidArgument);
-    expect((await rpcError(gw.raw("admin").listSandboxes({ pageSize: -1 }))).code).toBe(Code.InvalidArgument);
-    expect((await rpcError(gw.raw("admin").listSandboxes({ pageToken: "not-a-token" }))).code).toBe(Code.InvalidArgument);
+    expect((await rpcError(gw.raw("admin").listSandboxes({ labelSelector: "fleet", workspaceScope: workspaceScope() }))).code).toBe(Code.InvalidArgument);
+    expect((await rpcError(gw.raw("admin").listSandboxes({ pageSize: -1, workspaceScope: workspaceScope() }))).code).toBe(Code.InvalidArgument);
+    expect((await rpcError(gw.raw("admin").listSandboxes({ pageToken: "not-a-token", workspaceScope: workspaceScope() }))).code).toBe(Code.InvalidArgument);
     // A well-formed token of another list (policy history) is not a sandbox page token.
     const policyToken = Buffer.from(JSON.stringify(["p", 3])).toString("base64url");
-    expect((await rpcError(gw.raw("admin").listSandboxes({ pageToken: policyToken }))).code).toBe(Code.InvalidArgument);
+    expect((await rpcError(gw.raw("admin").listSandboxes({ pageToken: policyToken, workspaceScope: workspaceScope() }))).code).toBe(Code.InvalidArgument);
   });
 
   it("paging with page_size and page_token visits every sandbox exactly once", async () => {
-    const all = (await gw.raw("admin").listSandboxes({ pageSize: 1000 })).sandboxes.map((s) => s.metadata!.name);
+    const all = (await gw.raw("admin").listSandboxes({ pageSize: 1000, workspaceScope: workspaceScope() })).sandboxes.map((s) => s.metadata!.name);
     expect(all.length).toBeGreaterThanOrEqual(10);
     const seen: string[] = [];
     let pageToken = "";
     let pages = 0;
     do {
-      const page = await gw.raw("admin").listSandboxes({ pageSize: 3, pageToken });
+      const page = await gw.raw("admin").listSandboxes({ pageSize: 3, pageToken, workspaceScope: workspaceScope() });
       expect(page.sandboxes.length).toBeLessThanOrEqual(3);
       seen.push(...page.sandboxes.map((s) => s.metadata!.name));
       pageToken = page.nextPageToken;
@@ -148,7 +148,7 @@ describe("ListSandboxes", () => {
     const seen: string[] = [];
     let pageToken = "";
     do {
-      const page = await gw.raw("admin").listSandboxes({ pageSize: 2, pageToken, labelSelector: "parity=even" });
+      const page = await gw.raw("admin").listSandboxes({ pageSize: 2, pageToken, labelSelector: "parity=even", workspaceScope: workspaceScope() });
       seen.push(...page.sandboxes.map((s) => s.metadata!.name));
       pageToken = page.nextPageToken;
     } while (pageToken !== "");
@@ -172,27 +172,27 @@ describe("policy status and history", () => {
   });
 
   it("GetSandboxPolicyStatus reports the latest version by default, or the one asked for", async () => {
-    const latest = await gw.raw("admin").getSandboxPolicyStatus({ sandbox: "history" });
+    const latest = await gw.raw("admin").getSandboxPolicyStatus({ sandbox: "history", workspaceScope: workspaceScope() });
     expect(latest.revision).toMatchObject({ version: 6, status: PolicyStatus.PENDING });
     expect(latest.revision?.policyHash).toMatch(/^[0-9a-f]{64}$/);
     expect(latest.activeVersion).toBe(0);
-    const first = await gw.raw("admin").getSandboxPolicyStatus({ sandbox: "history", version: 1 });
+    const first = await gw.raw("admin").getSandboxPolicyStatus({ sandbox: "history", version: 1, workspaceScope: workspaceScope() });
     expect(first.revision?.version).toBe(1);
     expect(first.revision?.policyHash).not.toBe(latest.revision?.policyHash);
-    expect((await rpcError(gw.raw("admin").getSandboxPolicyStatus({ sandbox: "history", version: 99 }))).code).toBe(Code.NotFound);
-    expect((await rpcError(gw.raw("admin").getSandboxPolicyStatus({ sandbox: "ghost" }))).code).toBe(Code.NotFound);
+    expect((await rpcError(gw.raw("admin").getSandboxPolicyStatus({ sandbox: "history", version: 99, workspaceScope: workspaceScope() }))).code).toBe(Code.NotFound);
+    expect((await rpcError(gw.raw("admin").getSandboxPolicyStatus({ sandbox: "ghost", workspaceScope: workspaceScope() }))).code).toBe(Code.NotFound);
   });
 
   it("ListSandboxPolicies pages newest first and visits every version once", async () => {
     const versions: number[] = [];
     let pageToken = "";
     do {
-      const page = await gw.raw("admin").listSandboxPolicies({ sandbox: "history", pageSize: 2, pageToken });
+      const page = await gw.raw("admin").listSandboxPolicies({ sandbox: "history", pageSize: 2, pageToken, workspaceScope: workspaceScope() });
       expect(page.revisions.length).toBeLessThanOrEqual(2);
       versions.push(...page.revisions.map((r) => r.version));
       pageToken = page.nextPageToken;
     } while (pageToken !== "");
     expect(versions).toEqual([6, 5, 4, 3, 2, 1]);
-    expect((await rpcError(gw.raw("admin").listSandboxPolicies({ sandbox: "history", pageSize: -1 }))).code).toBe(Code.InvalidArgument);
+    expect((await rpcError(gw.raw("admin").listSandboxPolicies({ sandbox: "history", pageSize: -1, workspaceScope: workspaceScope() }))).code).toBe(Code.InvalidArgument);
   });
 });

@@ -9,6 +9,7 @@ import {
   ConfigUpdateOperationState as State,
   ConfigUpdateWaitMode,
   type WatchConfigUpdateOperationsResponse,
+  workspaceScope,
 } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "./harness.js";
 import { commitKeyed, createSandbox, eventually, policy, resolve, rpcError } from "./fixtures.js";
@@ -22,7 +23,7 @@ afterAll(() => gw.close());
 
 let n = 0;
 /** A policy change that always differs from the previous one. */
-const change = () => ({ sandbox: "dev", policy: policy({ [`rule-${++n}`]: `h${n}.example.com` }) });
+const change = () => ({ sandbox: "dev", policy: policy({ [`rule-${++n}`]: `h${n}.example.com` }), workspaceScope: workspaceScope() });
 
 function collect(stream: AsyncIterable<WatchConfigUpdateOperationsResponse>) {
   const messages: { id: string; state: State; initial: boolean }[] = [];
@@ -35,7 +36,7 @@ function collect(stream: AsyncIterable<WatchConfigUpdateOperationsResponse>) {
 describe("initial state and lifecycle transitions", () => {
   it("an update of a stopped sandbox is INACTIVE at once, with completed_time set", async () => {
     await createSandbox(gw, "stopped");
-    await gw.raw("admin").stopSandbox({ name: "stopped" });
+    await gw.raw("admin").stopSandbox({ name: "stopped", workspaceScope: workspaceScope() });
     const res = await gw.sdk().updatePolicy({ sandbox: "stopped", policy: policy({ x: "x.example.com" }) });
     expect(res.policyVersion).toBe(2);
     expect(res.operation?.state).toBe("inactive");
@@ -48,7 +49,7 @@ describe("initial state and lifecycle transitions", () => {
     const client = gw.sdk();
     const p = await client.updatePolicy({ sandbox: "to-stop", policy: policy({ x: "x.example.com" }) });
     const s = await client.updateSettings({ sandbox: "to-stop", key: "log_level", value: "debug" });
-    await gw.raw("admin").stopSandbox({ name: "to-stop" });
+    await gw.raw("admin").stopSandbox({ name: "to-stop", workspaceScope: workspaceScope() });
     for (const id of [p.operation!.operationId, s.operation!.operationId]) {
       const op = await client.getOperation({ operationId: id });
       expect(op.state).toBe("inactive");
@@ -59,7 +60,7 @@ describe("initial state and lifecycle transitions", () => {
   it("deleting a sandbox resolves its pending operations CANCELLED, and they stay readable by id", async () => {
     await createSandbox(gw, "to-delete");
     const res = await gw.sdk().updatePolicy({ sandbox: "to-delete", policy: policy({ x: "x.example.com" }) });
-    await gw.raw("admin").deleteSandbox({ name: "to-delete" });
+    await gw.raw("admin").deleteSandbox({ name: "to-delete", workspaceScope: workspaceScope() });
     const op = await gw.sdk().getOperation({ operationId: res.operation!.operationId });
     expect(op).toMatchObject({ state: "cancelled", error: "sandbox no longer exists" });
     expect(op.completedAt).toBeInstanceOf(Date);
@@ -82,7 +83,7 @@ describe("transitions", () => {
     const res = await gw.raw("admin").updateConfig(change());
     const id = res.operation!.operationId;
     await resolve(gw, id, ConfigApplyOutcome.FAILED_CLOSED, "€".repeat(400));
-    const op = (await gw.raw("admin").getConfigUpdateOperation({ operationId: id })).operation!;
+    const op = (await gw.raw("admin").getConfigUpdateOperation({ operationId: id, workspaceScope: workspaceScope() })).operation!;
     expect(op.state).toBe(State.FAILED);
     expect(op.outcome).toBe(ConfigApplyOutcome.FAILED_CLOSED);
     expect(Buffer.byteLength(op.sanitizedError, "utf8")).toBe(1023);
@@ -92,13 +93,13 @@ describe("transitions", () => {
 
 describe("GetConfigUpdateOperation", () => {
   it("a missing id is INVALID_ARGUMENT", async () => {
-    const err = await rpcError(gw.raw("admin").getConfigUpdateOperation({ operationId: "" }));
+    const err = await rpcError(gw.raw("admin").getConfigUpdateOperation({ operationId: "", workspaceScope: workspaceScope() }));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(err.rawMessage).toBe("operation_id is required");
   });
 
   it("an unknown id is NOT_FOUND", async () => {
-    const err = await rpcError(gw.raw("admin").getConfigUpdateOperation({ operationId: "00000000-0000-4000-8000-000000000000" }));
+    const err = await rpcError(gw.raw("admin").getConfigUpdateOperation({ operationId: "00000000-0000-4000-8000-000000000000", workspaceScope: workspaceScope() }));
     expect(err.code).toBe(Code.NotFound);
     expect(err.rawMessage).toBe("update operation not found");
   });
@@ -108,7 +109,7 @@ describe("GetConfigUpdateOperation", () => {
     const id = res.operation!.operationId;
     const byScope = await rpcError(gw.raw("admin").getConfigUpdateOperation({ operationId: id, workspaceScope: { selection: { case: "workspace", value: "team-a" } } }));
     expect(byScope.code).toBe(Code.NotFound);
-    const byPrincipal = await rpcError(gw.raw("otherAdmin").getConfigUpdateOperation({ operationId: id }));
+    const byPrincipal = await rpcError(gw.raw("otherAdmin").getConfigUpdateOperation({ operationId: id, workspaceScope: workspaceScope() }));
     expect(byPrincipal.code).toBe(Code.NotFound);
     expect(byPrincipal.rawMessage).toBe("update operation not found");
   });
@@ -185,8 +186,8 @@ describe("WatchConfigUpdateOperations", () => {
     await resolve(gw, done, ConfigApplyOutcome.APPLIED);
     // One policy and one settings operation: neither supersedes the other.
     const a = (await gw.raw("admin").updateConfig(change())).operation!.operationId;
-    const b = (await gw.raw("admin").updateConfig({ sandbox: "dev", settingKey: "watch-b", settingValue: { value: { case: "intValue", value: 2n } } })).operation!.operationId;
-    const watch = collect(gw.raw("admin").watchConfigUpdateOperations({ operationIds: [done, a, b] }));
+    const b = (await gw.raw("admin").updateConfig({ sandbox: "dev", settingKey: "watch-b", settingValue: { value: { case: "intValue", value: 2n } }, workspaceScope: workspaceScope() })).operation!.operationId;
+    const watch = collect(gw.raw("admin").watchConfigUpdateOperations({ operationIds: [done, a, b], workspaceScope: workspaceScope() }));
     await eventually(() => watch.messages.length === 3);
     expect(watch.messages).toEqual([
       { id: done, state: State.APPLIED, initial: true },
@@ -209,11 +210,11 @@ describe("WatchConfigUpdateOperations", () => {
 
   it("by sandbox: recent operations first, then new ones and their transitions", async () => {
     await createSandbox(gw, "watched");
-    const first = (await gw.raw("admin").updateConfig({ sandbox: "watched", policy: policy({ w1: "w1.example.com" }) })).operation!.operationId;
+    const first = (await gw.raw("admin").updateConfig({ sandbox: "watched", policy: policy({ w1: "w1.example.com" }), workspaceScope: workspaceScope() })).operation!.operationId;
     const stop = new AbortController();
-    const watch = collect(gw.raw("admin").watchConfigUpdateOperations({ sandbox: "watched" }, { signal: stop.signal }));
+    const watch = collect(gw.raw("admin").watchConfigUpdateOperations({ sandbox: "watched", workspaceScope: workspaceScope() }, { signal: stop.signal }));
     await eventually(() => watch.messages.length === 1);
-    const second = (await gw.raw("admin").updateConfig({ sandbox: "watched", policy: policy({ w2: "w2.example.com" }) })).operation!.operationId;
+    const second = (await gw.raw("admin").updateConfig({ sandbox: "watched", policy: policy({ w2: "w2.example.com" }), workspaceScope: workspaceScope() })).operation!.operationId;
     await resolve(gw, second, ConfigApplyOutcome.APPLIED);
     await eventually(() => watch.messages.length === 4);
     stop.abort();
@@ -227,14 +228,14 @@ describe("WatchConfigUpdateOperations", () => {
   });
 
   it("an unknown id is NOT_FOUND", async () => {
-    const watch = collect(gw.raw("admin").watchConfigUpdateOperations({ operationIds: ["00000000-0000-4000-8000-000000000000"] }));
+    const watch = collect(gw.raw("admin").watchConfigUpdateOperations({ operationIds: ["00000000-0000-4000-8000-000000000000"], workspaceScope: workspaceScope() }));
     const err = await rpcError(watch.done);
     expect(err.code).toBe(Code.NotFound);
     expect(watch.messages).toEqual([]);
   });
 
   it("another workspace's sandbox is NOT_FOUND", async () => {
-    const watch = collect(gw.raw("otherAdmin").watchConfigUpdateOperations({ sandbox: "dev" }));
+    const watch = collect(gw.raw("otherAdmin").watchConfigUpdateOperations({ sandbox: "dev", workspaceScope: workspaceScope() }));
     expect((await rpcError(watch.done)).code).toBe(Code.NotFound);
   });
 });

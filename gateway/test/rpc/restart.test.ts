@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
-import { ConfigApplyOutcome, ConfigUpdateOperationState as State, ConfigUpdateWaitMode } from "openshell-config/raw";
+import { ConfigApplyOutcome, ConfigUpdateOperationState as State, ConfigUpdateWaitMode, workspaceScope } from "openshell-config/raw";
 import { startTestGateway, type Backend, type TestGateway } from "./harness.js";
 import { createSandbox, eventually, policy, resolve, rpcError, sandboxRecord } from "./fixtures.js";
 import type { OperationRecord } from "../../src/store/store.js";
@@ -84,6 +84,7 @@ describe.each<Backend>(["sqlite", "postgres"])("after a restart (%s)", (backend)
         settingValue: { value: { case: "stringValue", value: "debug" } },
         waitMode: ConfigUpdateWaitMode.WAIT_FOR_COMPLETION,
         waitTimeout: { seconds: 30n },
+        workspaceScope: workspaceScope(),
       }),
     );
     const patient = gw.sdk("admin", { retry: { retries: 100, minDelayMs: 20, maxDelayMs: 100 } });
@@ -114,7 +115,7 @@ describe.each<Backend>(["sqlite", "postgres"])("after a restart (%s)", (backend)
     const seen: boolean[] = [];
     const raw = rpcError(
       (async () => {
-        for await (const m of gw.raw("admin").watchConfigUpdateOperations({ operationIds: [id] })) seen.push(m.initial);
+        for await (const m of gw.raw("admin").watchConfigUpdateOperations({ operationIds: [id], workspaceScope: workspaceScope() })) seen.push(m.initial);
       })(),
     );
     const patient = gw.sdk("admin", { retry: { retries: 100, minDelayMs: 20, maxDelayMs: 100 } });

@@ -4,7 +4,7 @@
 // annotations and resource_version follow the sandbox.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigApplyOutcome, ConfigUpdateOperationState as State, type SandboxPolicy } from "openshell-config/raw";
+import { ConfigApplyOutcome, ConfigUpdateOperationState as State, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "./harness.js";
 import { createSandbox, policy, sandboxRecord } from "./fixtures.js";
 
@@ -21,7 +21,7 @@ async function storedOperation(id: string | undefined) {
 }
 
 async function currentPolicy(sandbox: string): Promise<SandboxPolicy> {
-  const res = await gw.raw("admin").getSandboxConfig({ name: sandbox });
+  const res = await gw.raw("admin").getSandboxConfig({ name: sandbox, workspaceScope: workspaceScope() });
   return res.policy!;
 }
 
@@ -69,7 +69,7 @@ describe("policy revisions", () => {
     const superseded = await client.getOperation({ operationId: older.operation!.operationId });
     expect(superseded).toMatchObject({ state: "superseded", outcome: "ignored-stale", error: "a newer desired revision replaced this update before application" });
     expect(superseded.completedAt).toBeInstanceOf(Date);
-    const raw = await gw.raw("admin").getConfigUpdateOperation({ operationId: older.operation!.operationId });
+    const raw = await gw.raw("admin").getConfigUpdateOperation({ operationId: older.operation!.operationId, workspaceScope: workspaceScope() });
     expect(raw.operation?.state).toBe(State.SUPERSEDED);
     expect(raw.operation?.outcome).toBe(ConfigApplyOutcome.IGNORED_STALE);
 
@@ -120,7 +120,7 @@ describe("policy revisions", () => {
     expect(p.networkPolicies["npm"]!.endpoints.map((e) => e.host)).toEqual(["registry.npmjs.org"]);
     expect(p.networkPolicies["npm"]!.binaries.map((b) => b.path)).toEqual(["/usr/bin/npm"]);
 
-    const history = await gw.raw("admin").listSandboxPolicies({ sandbox: "merge" });
+    const history = await gw.raw("admin").listSandboxPolicies({ sandbox: "merge", workspaceScope: workspaceScope() });
     expect(history.revisions.map((r) => r.version)).toEqual([3, 2, 1]);
     expect(history.revisions[0]!.policyHash).toBe(removed.policyHash);
   });
@@ -137,7 +137,7 @@ describe("settings revisions", () => {
     expect(again.operation?.operationId).not.toBe(first.operation?.operationId);
     expect((await storedOperation(again.operation?.operationId)).desiredRevision).toBe(1n);
     expect((await storedOperation(other.operation?.operationId)).desiredRevision).toBe(2n);
-    const config = await gw.raw("admin").getSandboxConfig({ name: "settings" });
+    const config = await gw.raw("admin").getSandboxConfig({ name: "settings", workspaceScope: workspaceScope() });
     expect(config.settingsRevision).toBe(2n);
     expect(config.settings["log_level"]?.value?.value).toEqual({ case: "stringValue", value: "trace" });
   });
@@ -162,7 +162,7 @@ describe("settings revisions", () => {
     expect(res.deleted).toBe(true);
     expect(res.settingsRevision).toBe(2n);
     expect(res.operation?.state).toBe("pending");
-    const config = await gw.raw("admin").getSandboxConfig({ name: "settings-delete" });
+    const config = await gw.raw("admin").getSandboxConfig({ name: "settings-delete", workspaceScope: workspaceScope() });
     expect(config.settings["verbose"]).toBeUndefined();
   });
 
@@ -181,7 +181,7 @@ describe("settings revisions", () => {
 
 describe("sandbox metadata", () => {
   it("annotations are merged into the sandbox's annotations, returned, and kept as provenance", async () => {
-    await gw.raw("admin").createSandbox({ name: "annotated", annotations: { team: "infra" }, spec: { policy: policy() } });
+    await gw.raw("admin").createSandbox({ name: "annotated", annotations: { team: "infra" }, spec: { policy: policy() }, workspaceScope: workspaceScope() });
     const res = await gw.sdk().updatePolicy({
       sandbox: "annotated",
       policy: policy({ pypi: "pypi.org" }),
@@ -190,9 +190,9 @@ describe("sandbox metadata", () => {
     expect(res.annotations).toEqual({ team: "infra", "example.com/ticket": "OPS-1" });
     const later = await gw.sdk().updateSettings({ sandbox: "annotated", key: "log_level", value: "info", annotations: { team: "platform" } });
     expect(later.annotations).toEqual({ team: "platform", "example.com/ticket": "OPS-1" });
-    const sb = await gw.raw("admin").getSandbox({ name: "annotated" });
+    const sb = await gw.raw("admin").getSandbox({ name: "annotated", workspaceScope: workspaceScope() });
     expect(sb.sandbox?.metadata?.annotations).toEqual({ team: "platform", "example.com/ticket": "OPS-1" });
-    const history = await gw.raw("admin").listSandboxPolicies({ sandbox: "annotated" });
+    const history = await gw.raw("admin").listSandboxPolicies({ sandbox: "annotated", workspaceScope: workspaceScope() });
     expect(history.revisions[0]?.provenance).toEqual({ "example.com/ticket": "OPS-1" });
   });
 
@@ -206,7 +206,7 @@ describe("sandbox metadata", () => {
 
   it("resource_version bumps on each change and not on an unchanged update", async () => {
     await createSandbox(gw, "rv");
-    const rv = async () => (await gw.raw("admin").getSandbox({ name: "rv" })).sandbox!.metadata!.resourceVersion;
+    const rv = async () => (await gw.raw("admin").getSandbox({ name: "rv", workspaceScope: workspaceScope() })).sandbox!.metadata!.resourceVersion;
     const client = gw.sdk();
     const seen = [await rv()];
     await client.updatePolicy({ sandbox: "rv", policy: policy({ x: "x.example.com" }) });

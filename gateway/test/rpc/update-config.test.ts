@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CompletionTimeoutError, IdempotencyConflictError, ConflictError, InvalidArgumentError } from "openshell-config";
-import { ConfigApplyOutcome, ConfigUpdateWaitMode, PolicyStatus } from "openshell-config/raw";
+import { ConfigApplyOutcome, ConfigUpdateWaitMode, PolicyStatus, workspaceScope } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "./harness.js";
 import { createSandbox, dumpState, policy, policyMessage, resolve } from "./fixtures.js";
 
@@ -20,7 +20,7 @@ describe("UpdateConfig through the SDK against a real gateway", () => {
     expect(res.operation?.state).toBe("pending");
     expect(res.operation?.createdAt).toBeInstanceOf(Date);
     expect(res.operation?.completedAt).toBeUndefined();
-    const status = await gw.raw("admin").getSandboxPolicyStatus({ sandbox: "dev", version: 2 });
+    const status = await gw.raw("admin").getSandboxPolicyStatus({ sandbox: "dev", version: 2, workspaceScope: workspaceScope() });
     expect(status.revision?.status).toBe(PolicyStatus.PENDING);
   });
 
@@ -49,6 +49,7 @@ describe("UpdateConfig through the SDK against a real gateway", () => {
         idempotencyKey: "deadline-1",
         waitMode: ConfigUpdateWaitMode.WAIT_FOR_COMPLETION,
         waitTimeout: { seconds: 0n, nanos: 50_000_000 },
+        workspaceScope: workspaceScope(),
       })
       .catch((e: unknown) => ConnectError.from(e));
     expect(err).toBeInstanceOf(ConnectError);

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { ServiceStatus } from "openshell-config/raw";
+import { ServiceStatus, workspaceScope } from "openshell-config/raw";
 import { openShell } from "./harness.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
@@ -85,7 +85,7 @@ describe("openshell-gateway", () => {
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       const client = openShell(createNodeTransport({ baseUrl: url, protocol: "grpc" }));
       expect((await client.health({})).status).toBe(ServiceStatus.HEALTHY);
-      const err = await client.listSandboxes({}).catch((e: unknown) => ConnectError.from(e));
+      const err = await client.listSandboxes({ workspaceScope: workspaceScope() }).catch((e: unknown) => ConnectError.from(e));
       expect(err).toBeInstanceOf(ConnectError);
       expect((err as ConnectError).code).toBe(Code.Unauthenticated);
       expect(await (await fetch(`${url}/healthz`)).text()).toBe("ok");
