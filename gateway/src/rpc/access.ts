@@ -34,10 +34,20 @@ export function requirePlatformAdmin(ctx: HandlerContext): Principal {
   return p;
 }
 
-/** The single workspace a request names (unset = the default workspace). */
+/**
+ * The single workspace a request names. As upstream (UPSTREAM.md §2.1: "Single-resource requests
+ * need a named workspace (`default` = default workspace; empty is invalid)"; §7: "An absent scope
+ * is not the upstream form"), a missing selector, or one with no selection, is INVALID_ARGUMENT
+ * "workspace_scope is required", like the upstream gateway's `selected_workspace`; callers name
+ * `default` for the default workspace. The one exception: a supervisor reading its own
+ * configuration may omit the scope (§2.6: GetSandboxConfig, "scope optional for sandbox callers at
+ * bootstrap"), so getSandboxConfig does not call this for supervisor principals (nor, under
+ * --no-auth, for a request without a scope, which may be a tokenless polling supervisor). Global
+ * requests must omit it (§2.2) and never get here.
+ */
 export function singleWorkspace(selector: WorkspaceSelector | undefined, field = "workspace_scope"): string {
   const s = selector?.selection;
-  if (s === undefined || s.case === undefined) return DEFAULT_WORKSPACE;
+  if (s === undefined || s.case === undefined) throw new ConnectError(`${field} is required`, Code.InvalidArgument);
   if (s.case === "allWorkspaces") throw new ConnectError(`${field} must name one workspace for this method`, Code.InvalidArgument);
   if (s.value === "") throw new ConnectError(`${field}.workspace must not be empty`, Code.InvalidArgument);
   return s.value;

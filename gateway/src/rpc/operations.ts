@@ -22,9 +22,9 @@ const MAX_WATCHED_IDS = 100;
 const SANDBOX_WATCH_INITIAL = 50;
 
 /** Loads an operation the principal may see, or throws NOT_FOUND (also for other workspaces). */
-async function visibleOperation(deps: GatewayDeps, p: Principal, id: string, workspace: string | undefined): Promise<OperationRecord> {
+async function visibleOperation(deps: GatewayDeps, p: Principal, id: string, workspace: string): Promise<OperationRecord> {
   const op = await deps.store.operation(id);
-  if (!op || !canAccessWorkspace(p, op.workspace) || (workspace !== undefined && workspace !== op.workspace)) {
+  if (!op || !canAccessWorkspace(p, op.workspace) || workspace !== op.workspace) {
     throw new ConnectError("update operation not found", Code.NotFound);
   }
   return op;
@@ -37,7 +37,7 @@ export async function getConfigUpdateOperation(
 ): Promise<GetConfigUpdateOperationResponse> {
   const p = requireUser(ctx);
   if (req.operationId === "") throw new ConnectError("operation_id is required", Code.InvalidArgument);
-  const workspace = req.workspaceScope ? singleWorkspace(req.workspaceScope) : undefined;
+  const workspace = singleWorkspace(req.workspaceScope);
   const op = await visibleOperation(deps, p, req.operationId, workspace);
   return { $typeName: "openshell.v1.GetConfigUpdateOperationResponse", operation: toOperation(op) };
 }
@@ -91,7 +91,7 @@ export async function* watchConfigUpdateOperations(
     create(WatchConfigUpdateOperationsResponseSchema, { operation: toOperation(op), initial });
   try {
     if (ids.length > 0) {
-      const workspace = req.workspaceScope ? singleWorkspace(req.workspaceScope) : undefined;
+      const workspace = singleWorkspace(req.workspaceScope);
       // Subscribe first, then read: a transition in between is queued, not lost.
       for (const id of ids) unsubscribe.push(deps.bus.onOperation(id, queue.push));
       const open = new Set<string>();
