@@ -53,6 +53,8 @@ export interface GetOperationOptions {
 
 /** The typed configuration client. */
 export interface ConfigClient {
+  /** The workspace used when a call names none (`options.workspace`); undefined: the gateway's default. */
+  readonly workspace: string | undefined;
   /** Commits a policy change (full replacement or merge operations); with `wait`, also its outcome. */
   updatePolicy(update: PolicyUpdate & { readonly wait: true | WaitOptions }): Promise<WaitedUpdateResult>;
   /** Commits a policy change (full replacement or merge operations) and returns once it is committed. */
@@ -122,6 +124,7 @@ export function createConfigClient(options: ConfigClientOptions): ConfigClient {
 
   const update = (input: UpdateOptions, change: PolicyChange | SettingChange) => runUpdate(ctx, input, change);
   return {
+    workspace: options.workspace,
     updatePolicy: ((input: PolicyUpdate) => update(input, input)) as ConfigClient["updatePolicy"],
     updateSettings: ((input: SettingsUpdate) => update(input, input)) as ConfigClient["updateSettings"],
     async awaitCompletion(ref, waitOptions = {}) {

@@ -90,7 +90,7 @@ interface Plan {
 }
 
 /** Validates options into a plan; throws InvalidArgumentError naming the field. */
-function plan(options: RolloutOptions): Plan {
+function plan(options: RolloutOptions, clientWorkspace: string | undefined): Plan {
   const concurrency = checkCount(options.concurrency ?? options.resume?.concurrency ?? DEFAULT_CONCURRENCY, "concurrency", 1);
   const maxFailures = options.maxFailures ?? options.resume?.maxFailures;
   if (maxFailures !== undefined && maxFailures !== Infinity) checkCount(maxFailures, "maxFailures", 1);
@@ -125,13 +125,16 @@ function plan(options: RolloutOptions): Plan {
       : options.mergeOperations !== undefined
         ? { mergeOperations: options.mergeOperations }
         : options.settings!;
-  const requestJson = changeToRequestJson(change, { workspace: options.workspace, annotations: options.annotations });
-  return { ...limits, id, workspace: options.workspace, labelSelector, names, requestJson, change, annotations: options.annotations, refs: {} };
+  // The client's workspace when none is named, fixed in the state: the sandboxes are listed, the
+  // changes committed and a resumed rollout replayed in the same one.
+  const workspace = options.workspace ?? clientWorkspace;
+  const requestJson = changeToRequestJson(change, { workspace, annotations: options.annotations });
+  return { ...limits, id, workspace, labelSelector, names, requestJson, change, annotations: options.annotations, refs: {} };
 }
 
 /** Starts a rollout with `client`. Throws InvalidArgumentError (naming the field) before anything is sent. */
 export function startRollout(client: ConfigClient, options: RolloutOptions): RolloutRun {
-  const p = plan(options);
+  const p = plan(options, client.workspace);
   const log = createEventLog(options.onProgress);
   let targets: readonly string[] = p.names ?? [];
   const state = (): RolloutState => ({

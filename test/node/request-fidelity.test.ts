@@ -181,4 +181,16 @@ describe("the workspace scope of every request", () => {
       ["UpdateConfig", { case: "workspace", value: "team-b" }],
     ]);
   });
+
+  it("a rollout that names no workspace lists and commits in the client's workspace, and its state keeps it", async () => {
+    const gw = capturingGateway({ operations: true });
+    const client = createConfigClient({ ...FAST, transport: gw.transport, workspace: "team-a" });
+    const run = rollout(client, { labelSelector: "env=prod", policy: samplePolicy() });
+    await run.result;
+    expect(gw.seen.map((s) => [s.method, s.scope])).toEqual([
+      ["ListSandboxes", { case: "workspace", value: "team-a" }],
+      ["UpdateConfig", { case: "workspace", value: "team-a" }],
+    ]);
+    expect(run.state().workspace).toBe("team-a");
+  });
 });
