@@ -88,7 +88,8 @@ export function fleetNames(prefix: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(width, "0")}`);
 }
 
-function freePort(): Promise<number> {
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export function freePort(): Promise<number> {
   return new Promise((res, rej) => {
     const srv = createServer();
     srv.once("error", rej);

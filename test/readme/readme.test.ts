@@ -16,10 +16,10 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOKEN_ENV, URL_ENV } from "../../src/cli/config.js";
+import { freePort } from "../../examples/local-stack.js";
 import { build, ROOT } from "../cli/harness.js";
 import { missingLines, readmeBlocks, shellCommands, shownOutputs, type ShellCommand } from "./readme-blocks.js";
 
@@ -34,17 +34,6 @@ const commandsOf = (marker: string): ShellCommand[] => shBlocks(marker).flatMap(
 const SHOWN = BLOCKS.filter((b) => b.lang === "text").flatMap((b) => shownOutputs(b.body));
 
 let scratch: string;
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
 
 /** The environment of a user's shell: no npm lifecycle variables, no gateway settings of ours. */
 function userEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
