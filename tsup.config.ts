@@ -21,12 +21,12 @@ const common = {
   minify: false,
 } satisfies Options;
 
-// The `openshell-config` command line (package.json "bin"): Node only, ESM only, no declarations
+// The `openshell-config` command line (cli/, started by bin/openshell-config.js): Node only, ESM only, no declarations
 // (it is not an API entry point). The SDK's own modules stay external and are imported by package
 // name, which Node resolves to this package's dist/ (self-reference through "exports"): the CLI
 // uses the public API exactly as an application would, and adds no second copy of the SDK.
 const cli = {
-  entry: { main: "src/cli/main.ts" },
+  entry: { main: "cli/main.ts" },
   outDir: "dist/cli",
   format: "esm",
   platform: "node",

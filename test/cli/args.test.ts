@@ -1,9 +1,9 @@
-// Command-line parsing of `openshell-config` (src/cli/args.ts): what each command accepts, what
+// Command-line parsing of `openshell-config` (cli/args.ts): what each command accepts, what
 // it requires, how values are converted, and that everything wrong is a UsageError with the
 // right usage text.
 
 import { describe, expect, it } from "vitest";
-import { DEFAULT_TIMEOUT_MS, parseCommandLine, parseDuration, parseSelector, parseSettingValue, UsageError } from "../../src/cli/args.js";
+import { DEFAULT_TIMEOUT_MS, parseCommandLine, parseDuration, parseSelector, parseSettingValue, UsageError } from "../../cli/args.js";
 
 function usageError(argv: string[]): UsageError {
   try {

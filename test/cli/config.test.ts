@@ -1,11 +1,11 @@
-// Where the command line gets the gateway URL and the token (src/cli/config.ts): flags win over
+// Where the command line gets the gateway URL and the token (cli/config.ts): flags win over
 // the environment, which wins over the config file, for each of the two independently.
 
 import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, defaultConfigPath, resolveConfig } from "../../src/cli/config.js";
+import { ConfigError, defaultConfigPath, resolveConfig } from "../../cli/config.js";
 
 /** A home directory whose config file holds `content` (an object, or raw text). */
 function home(content?: unknown): string {

@@ -7,7 +7,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import type { Enforcement } from "openshell-config";
 import { ConfigApplyOutcome, PolicyEnforcementState, PolicySource, SandboxSchema, type PolicyEnforcement } from "openshell-config/raw";
-import { enforcedCell, enforcedText, enforcementJson, listedEnforcement } from "../../src/cli/enforcement.js";
+import { enforcedCell, enforcedText, enforcementJson, listedEnforcement } from "../../cli/enforcement.js";
 
 const at = new Date("2026-12-01T09:00:00.000Z");
 const REASON = 'invalid policy: network_policies["files"].endpoints[0]: protocol "ftp" is not supported';

@@ -41,7 +41,7 @@ function distIsFresh(): boolean {
     Math.max(0, ...readdirSync(d, { withFileTypes: true }).map((e) => (e.isDirectory() ? newest(join(d, e.name)) : mtime(join(d, e.name)))));
   try {
     const outputs = ["dist/cli/main.js", "dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/raw.js", "dist/rollout.js", "dist/transport/node.js"].map((p) => mtime(join(ROOT, p)));
-    const inputs = [newest(join(ROOT, "src")), ...["package.json", "tsup.config.ts", "tsconfig.json"].map((p) => mtime(join(ROOT, p)))];
+    const inputs = [newest(join(ROOT, "src")), newest(join(ROOT, "cli")), ...["package.json", "tsup.config.ts", "tsconfig.json"].map((p) => mtime(join(ROOT, p)))];
     return Math.min(...outputs) > Math.max(...inputs);
   } catch {
     return false; // an output is missing

@@ -1,10 +1,10 @@
-// What the command line prints (src/cli/output.ts) and its spinner (src/cli/spinner.ts): the
+// What the command line prints (cli/output.ts) and its spinner (cli/spinner.ts): the
 // token is never printed, gateway text cannot drive the terminal, JSON is one document, and the
 // spinner appears only on a terminal.
 
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createOutput, toJsonText } from "../../src/cli/output.js";
-import { formatElapsed, startSpinner } from "../../src/cli/spinner.js";
+import { createOutput, toJsonText } from "../../cli/output.js";
+import { formatElapsed, startSpinner } from "../../cli/spinner.js";
 
 function stream(isTTY = false) {
   const chunks: string[] = [];

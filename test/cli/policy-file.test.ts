@@ -1,4 +1,4 @@
-// Policy files for `policy set` (src/cli/policy-file.ts): YAML or JSON in the protobuf JSON
+// Policy files for `policy set` (cli/policy-file.ts): YAML or JSON in the protobuf JSON
 // mapping of SandboxPolicy, validated by protobuf-es fromJson; errors name the file, the line and
 // column, and the field.
 
@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { NetworkTlsMode } from "../../src/raw.js";
-import { parsePolicy, PolicyFileError, readPolicyFile } from "../../src/cli/policy-file.js";
+import { parsePolicy, PolicyFileError, readPolicyFile } from "../../cli/policy-file.js";
 
 const dir = mkdtempSync(join(tmpdir(), "openshell-cli-policy-"));
 function file(name: string, text: string): string {

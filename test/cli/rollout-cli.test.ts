@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { parseCommandLine, UsageError } from "../../src/cli/args.js";
-import { renderBar, startProgressBar } from "../../src/cli/progress-bar.js";
-import { exitCodeOf } from "../../src/cli/commands/rollout.js";
-import { createRolloutStore, rolloutStateDir } from "../../src/cli/rollout-store.js";
+import { parseCommandLine, UsageError } from "../../cli/args.js";
+import { renderBar, startProgressBar } from "../../cli/progress-bar.js";
+import { exitCodeOf } from "../../cli/commands/rollout.js";
+import { createRolloutStore, rolloutStateDir } from "../../cli/rollout-store.js";
 import type { RolloutResult } from "../../src/rollout.js";
 
 function stream(isTTY: boolean) {

@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TOKEN_ENV, URL_ENV } from "../../src/cli/config.js";
+import { TOKEN_ENV, URL_ENV } from "../../cli/config.js";
 import { freePort } from "../../examples/local-stack.js";
 import { build, ROOT } from "../cli/harness.js";
 import { missingLines, readmeBlocks, shellCommands, shownOutputs, type ShellCommand } from "./readme-blocks.js";

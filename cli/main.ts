@@ -35,8 +35,9 @@ const COMMANDS: { readonly [N in CommandName]: Runner<N> } = {
 const RETRY = { retries: 3, minDelayMs: 200, maxDelayMs: 2_000 };
 
 function version(): string {
-  // dist/cli/main.js and src/cli/main.ts both sit two levels below package.json.
-  return (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
+  // The package's own package.json, by name (self-reference), from dist/cli/main.js and from
+  // cli/main.ts alike.
+  return (createRequire(import.meta.url)("openshell-config/package.json") as { version: string }).version;
 }
 
 /** The connection flags that were given, to repeat in a follow-up command (never the token). */
