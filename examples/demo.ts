@@ -16,9 +16,10 @@ const paint = (state: string) => {
 };
 
 function describe(c: Completion): string {
+  // The time before the reason: a long reason would otherwise seem to end "… unreachable in 14 ms".
   const parts = [`${paint(c.state)} (${c.outcome})`];
-  if (c.error) parts.push(`— ${c.error}`);
   if (c.createdAt && c.completedAt) parts.push(`in ${c.completedAt.getTime() - c.createdAt.getTime()} ms`);
+  if (c.error) parts.push(`— ${c.error}`);
   return parts.join(" ");
 }
 
