@@ -16,7 +16,9 @@ import {
 } from "./gen/openshell/v1/config_pb.js";
 import { fromOperation, isTerminal, type Completion, type OperationStatus } from "./completion.js";
 import { CompletionTimeoutError, CompletionUnavailableError, InvalidArgumentError, operationIdOf, toSdkError } from "./errors.js";
-import { handleRequest, isOperationHandle, type CompletionRef } from "./refs.js";
+import { handleRequest } from "./refs.js";
+import { isOperationHandle, type CompletionRef, type IdempotencyKeyRef } from "./handle.js";
+import type { ProgressEvent, WaitOptions } from "./wait-options.js";
 import { buildRequest } from "./update.js";
 import { workspaceScope } from "./workspace.js";
 import { deadlineSignal, isTransient, withRetry } from "./retry.js";
@@ -25,33 +27,6 @@ import { policyStatusOnce } from "./policy-status.js";
 import { drainWatch } from "./watch-drain.js";
 import { toDuration } from "./convert/timestamp.js";
 import type { ClientContext } from "./context.js";
-
-/** Something that happened while waiting, for progress displays. */
-export type ProgressEvent =
-  | {
-      /** The operation's observed state changed. */
-      readonly type: "state";
-      /** The newly observed status. */
-      readonly status: OperationStatus;
-    }
-  | {
-      /** A transient failure (gateway unavailable, broken connection) is being retried. */
-      readonly type: "retry";
-      /** Which retry this is, counting from 1. */
-      readonly attempt: number;
-      /** The failure being retried. */
-      readonly error: unknown;
-    };
-
-/** Options of `awaitCompletion` (and of `wait` on an update). */
-export interface WaitOptions {
-  /** Local bound on the whole wait. Default 60 s; `Infinity` waits until the outcome or an abort. */
-  readonly timeoutMs?: number;
-  /** Ends the wait (not the operation) with CompletionTimeoutError, reason `aborted`. */
-  readonly signal?: AbortSignal;
-  /** Called on each observed state change and on each transient failure that is retried. */
-  readonly onProgress?: (event: ProgressEvent) => void;
-}
 
 /** What the wait targets, normalized from any ref form. */
 export interface WaitTarget {
@@ -89,7 +64,7 @@ export function resolveRef(ctx: ClientContext, ref: CompletionRef): WaitTarget {
   }
   const r = ref as unknown as Partial<Record<string, unknown>>;
   if (typeof r.idempotencyKey === "string" && typeof r.request === "object" && r.request !== null) {
-    const k = ref as import("./refs.js").IdempotencyKeyRef;
+    const k = ref as IdempotencyKeyRef;
     const workspace = k.workspace ?? ctx.workspace;
     return {
       operationId: undefined,

@@ -5,6 +5,7 @@
 // recognised by another copy (a bundled dashboard next to a CLI, two versions in node_modules).
 
 import { isNetworkFailure } from "./retry.js";
+import type { CompletionRef } from "./handle.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 const BRAND = Symbol.for("openshell-config.error");
@@ -76,7 +77,7 @@ export class CompletionTimeoutError extends OpenShellConfigError {
   /** Why the wait ended: the local deadline, the caller's AbortSignal, or the gateway's own wait bound. */
   readonly reason: "deadline" | "aborted" | "server-deadline";
   /** A reference that resumes the wait; JSON-serializable. */
-  readonly ref: import("./refs.js").CompletionRef | undefined;
+  readonly ref: CompletionRef | undefined;
   /** The operation being waited for, when known. */
   readonly operationId: string | undefined;
 
@@ -84,7 +85,7 @@ export class CompletionTimeoutError extends OpenShellConfigError {
     message: string,
     details: {
       reason: "deadline" | "aborted" | "server-deadline";
-      ref?: import("./refs.js").CompletionRef;
+      ref?: CompletionRef;
       operationId?: string;
     } & ErrorOptions,
   ) {
@@ -221,7 +222,7 @@ export const OPERATION_ID_METADATA = "operation-id";
  * Maps any failure of an RPC to an SDK error. Errors that are already ours pass through, so this
  * can wrap a whole call chain. `ref` is attached to a server-side wait timeout.
  */
-export function toSdkError(err: unknown, ref?: import("./refs.js").CompletionRef): Error {
+export function toSdkError(err: unknown, ref?: CompletionRef): Error {
   if (err instanceof OpenShellConfigError) return err;
   const ce = ConnectError.from(err);
   const message = ce.rawMessage || Code[ce.code];

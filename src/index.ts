@@ -3,19 +3,10 @@
 
 export { createConfigClient } from "./client.js";
 export type { ConfigClient, ConfigClientOptions, GetOperationOptions } from "./client.js";
-export type {
-  PolicyUpdate,
-  SettingsUpdate,
-  PolicyChange,
-  SettingChange,
-  UpdateOptions,
-  UpdateResult,
-  WaitedUpdateResult,
-  SandboxPolicyInput,
-  PolicyMergeOperationInput,
-} from "./update.js";
+export type { PolicyUpdate, SettingsUpdate, UpdateOptions, UpdateResult, WaitedUpdateResult } from "./update.js";
+export type { PolicyChange, SettingChange, SandboxPolicyInput, PolicyMergeOperationInput } from "./change.js";
 export { newIdempotencyKey, validateIdempotencyKey } from "./update.js";
-export type { WaitOptions, ProgressEvent } from "./await.js";
+export type { WaitOptions, ProgressEvent } from "./wait-options.js";
 export type {
   Completion,
   OperationStatus,
@@ -40,10 +31,11 @@ export type {
   PolicyVersionTarget,
   PolicySourceName,
 } from "./convert/revision.js";
-export type { SettingInput, SettingOutput } from "./convert/setting-value.js";
+export type { SettingInput, SettingOutput } from "./convert/setting-types.js";
 export { toSettingValue, fromSettingValue } from "./convert/setting-value.js";
-export type { OperationHandle, OperationIdRef, IdempotencyKeyRef, CompletionRef } from "./refs.js";
-export { restoreHandle, isOperationHandle, HANDLE_KIND } from "./refs.js";
+export type { OperationHandle, OperationIdRef, IdempotencyKeyRef, CompletionRef } from "./handle.js";
+export { isOperationHandle, HANDLE_KIND } from "./handle.js";
+export { restoreHandle } from "./refs.js";
 export type {
   GetConfigOptions,
   SandboxConfig,

@@ -2,7 +2,7 @@
 // Every update carries an idempotency key (the caller's, or a fresh UUIDv4), chosen once here so
 // that every retry and every resumed wait re-sends byte-identical payloads.
 
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import {
   UpdateConfigRequestSchema,
   PolicyMergeOperationSchema,
@@ -12,49 +12,12 @@ import {
 import { SandboxPolicySchema } from "./gen/openshell/sandbox/v1/sandbox_pb.js";
 import { InvalidArgumentError } from "./errors.js";
 import { workspaceScope } from "./workspace.js";
-import { toSettingValue, type SettingInput } from "./convert/setting-value.js";
+import { toSettingValue } from "./convert/setting-value.js";
 import { fromOperation, type Completion, type OperationStatus } from "./completion.js";
-import { createHandle, type OperationHandle } from "./refs.js";
-import type { WaitOptions } from "./await.js";
-
-/** A SandboxPolicy as a protobuf message or a plain object of the same shape. */
-export type SandboxPolicyInput = MessageInitShape<typeof SandboxPolicySchema>;
-/** One policy merge operation as a protobuf message or a plain object. */
-export type PolicyMergeOperationInput = MessageInitShape<typeof PolicyMergeOperationSchema>;
-
-/** A policy change: a full replacement, or merge operations applied to the current policy. */
-export type PolicyChange =
-  | {
-      /** The complete new policy; replaces the sandbox's current policy. */
-      readonly policy: SandboxPolicyInput;
-      /** Not allowed together with `policy`. */
-      readonly mergeOperations?: undefined;
-    }
-  | {
-      /** Operations applied in order to the sandbox's current policy; must not be empty. */
-      readonly mergeOperations: readonly PolicyMergeOperationInput[];
-      /** Not allowed together with `mergeOperations`. */
-      readonly policy?: undefined;
-    };
-
-/** A settings change: upsert one key, or delete it. */
-export type SettingChange =
-  | {
-      /** The setting's key. */
-      readonly key: string;
-      /** The value to store under `key`. */
-      readonly value: SettingInput;
-      /** Not allowed together with `value`. */
-      readonly delete?: undefined;
-    }
-  | {
-      /** The setting's key. */
-      readonly key: string;
-      /** Removes the setting. */
-      readonly delete: true;
-      /** Not allowed together with `delete`. */
-      readonly value?: undefined;
-    };
+import { createHandle } from "./refs.js";
+import type { OperationHandle } from "./handle.js";
+import type { PolicyChange, SettingChange } from "./change.js";
+import type { WaitOptions } from "./wait-options.js";
 
 /** Options shared by `updatePolicy` and `updateSettings`. */
 export interface UpdateOptions {

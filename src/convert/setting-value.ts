@@ -4,15 +4,7 @@
 import { create } from "@bufbuild/protobuf";
 import { SettingValueSchema, type SettingValue } from "../gen/openshell/sandbox/v1/sandbox_pb.js";
 import { InvalidArgumentError } from "../errors.js";
-
-/**
- * A setting value. Numbers must be safe integers (the wire type is int64); integers read back
- * from the gateway are always `bigint` so that no value is rounded.
- */
-export type SettingInput = string | boolean | number | bigint | Uint8Array;
-
-/** A setting value as read from the gateway. */
-export type SettingOutput = string | boolean | bigint | Uint8Array;
+import type { SettingInput, SettingOutput } from "./setting-types.js";
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;

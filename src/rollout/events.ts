@@ -2,7 +2,7 @@
 // results (`for await … of`). Every event is kept for the rollout's life, so an iterator started
 // late still sees the rollout from its first event (a few hundred bytes per sandbox).
 
-import type { OperationHandle } from "../refs.js";
+import type { OperationHandle } from "../handle.js";
 import type { RolloutResult, SandboxRolloutResult } from "./result.js";
 
 /** How far a rollout has got. */

@@ -3,7 +3,7 @@
 // whether the rollout halted. Pure functions over plain data.
 
 import type { ApplyOutcome, Completion, OperationState } from "../completion.js";
-import type { OperationHandle } from "../refs.js";
+import type { OperationHandle } from "../handle.js";
 import type { RolloutState } from "./state.js";
 
 /** One sandbox's part of a rollout. Discriminated on `status`. */

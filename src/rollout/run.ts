@@ -7,8 +7,9 @@
 
 import type { ConfigClient } from "../client.js";
 import { CompletionTimeoutError, InvalidArgumentError, toSdkError } from "../errors.js";
-import { createHandle, isOperationHandle, type OperationHandle } from "../refs.js";
-import type { PolicyMergeOperationInput, SandboxPolicyInput, SettingChange } from "../update.js";
+import { createHandle } from "../refs.js";
+import { isOperationHandle, type OperationHandle } from "../handle.js";
+import type { PolicyMergeOperationInput, SandboxPolicyInput, SettingChange } from "../change.js";
 import { buildRequest, newIdempotencyKey } from "../update.js";
 import {
   ROLLOUT_KIND,

@@ -7,8 +7,10 @@ import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { UpdateConfigRequestSchema, type UpdateConfigRequest } from "../gen/openshell/v1/config_pb.js";
 import { InvalidArgumentError } from "../errors.js";
 import { fromSettingValue } from "../convert/setting-value.js";
-import { buildRequest, type PolicyChange, type SettingChange } from "../update.js";
-import { restoreHandle, type OperationHandle } from "../refs.js";
+import { buildRequest } from "../update.js";
+import type { PolicyChange, SettingChange } from "../change.js";
+import { restoreHandle } from "../refs.js";
+import type { OperationHandle } from "../handle.js";
 
 /** Marks a JSON object as a rollout state of this SDK (and its format version). */
 export const ROLLOUT_KIND = "openshell-config/rollout@1";
