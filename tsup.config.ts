@@ -15,7 +15,11 @@ const common = {
   outDir: "dist",
   // Declarations per format: .d.ts next to the ESM .js files, .d.cts next to the CJS .cjs files.
   dts: true,
-  sourcemap: true,
+  // No source maps in the package. The output is not minified (readable as it is, with the
+  // sources' names), and a map would have to either embed every source (`sourcesContent`: 1.2 MB
+  // unpacked, more than the code itself) or point at src/, which is not published, so a debugger
+  // would show "source not found". Stack traces name dist/ files and lines a reader can open.
+  sourcemap: false,
   target: "es2022",
   platform: "neutral",
   minify: false,
@@ -32,7 +36,8 @@ const cli = {
   platform: "node",
   target: "node20",
   dts: false,
-  sourcemap: true,
+  // Unminified and without maps, like the SDK builds above.
+  sourcemap: false,
   splitting: false,
   minify: false,
   // Only dist/cli/: the SDK builds exclude it from their own cleaning.
@@ -52,14 +57,14 @@ export default defineConfig([
     // Shared code (errors, generated descriptors) goes into chunks, loaded once however many
     // entry points an application imports.
     splitting: true,
-    clean: ["!**/*.cjs", "!**/*.cjs.map", "!cli/**"],
+    clean: ["!**/*.cjs", "!cli/**"],
   },
   {
     ...common,
     format: "cjs",
     // Each CJS entry is self-contained (no chunks).
     splitting: false,
-    clean: ["!**/*.js", "!**/*.js.map", "!cli/**"],
+    clean: ["!**/*.js", "!cli/**"],
     // p-retry is ESM-only. esbuild's Node-mode interop would turn `import pRetry from "p-retry"`
     // into the module namespace (not the function) under require(esm), and Node before 20.19
     // cannot require it at all; bundling it keeps `require("openshell-config")` working on
