@@ -1,19 +1,22 @@
 // The shared flow of `policy set`, `settings set` and `settings delete`: commit, optionally wait
 // with a spinner, report the outcome and turn it into the exit status. Also the report of a wait
-// that ended here (timeout or Ctrl-C), shared with `operation wait`.
+// that ended here (timeout or Ctrl-C), shared with `operation wait`: one message on stderr with
+// the committed version and the command that resumes the wait as it was asked for.
 
 import {
   CompletionTimeoutError,
   newIdempotencyKey,
   type Completion,
   type IdempotencyKeyRef,
+  type OperationStatus,
   type UpdateResult,
   type WaitOptions,
   type WaitedUpdateResult,
 } from "openshell-config";
 import { EXIT, exitCodeOf, reportProblems, statusJson, statusRows, summarize } from "../outcome.js";
-import { formatElapsed, startSpinner, type Spinner } from "../spinner.js";
-import type { WaitFlags } from "../args.js";
+import { startSpinner, type Spinner } from "../spinner.js";
+import { formatTimeoutFlag, rerunCommand, waitCommand, type Repeat } from "../resume.js";
+import { DEFAULT_TIMEOUT_MS, type WaitFlags } from "../args.js";
 import type { CommandContext } from "./context.js";
 
 export interface UpdateSpec extends WaitFlags {
@@ -38,16 +41,36 @@ export interface UpdateSpec extends WaitFlags {
   json(res: UpdateResult): Record<string, unknown>;
 }
 
-/** Progress text for the spinner. */
+/** Progress text for the spinner: `base: pending`, `base: gateway unavailable, retry 2`. */
 export function progressHandler(spinner: Spinner, base: string): NonNullable<WaitOptions["onProgress"]> {
-  return (e) => {
-    if (e.type === "state") {
-      const id = e.status.operationId ? `operation ${e.status.operationId}, ` : "";
-      spinner.update(`${base} (${id}${e.status.state})`);
-    } else {
-      spinner.update(`${base} (gateway unavailable, retry ${e.attempt})`);
-    }
-  };
+  return (e) => spinner.update(e.type === "state" ? `${base}: ${e.status.state}` : `${base}: gateway unavailable, retry ${e.attempt}`);
+}
+
+/** What follow-up commands repeat of this command line. */
+function repeatOf(ctx: CommandContext): Repeat {
+  return { connectionArgs: ctx.connectionArgs, format: ctx.out.format };
+}
+
+/** The policy version an operation's target names, if any. */
+function policyVersionOf(s: OperationStatus | undefined): number | undefined {
+  const t = s?.target;
+  return t?.kind === "sandbox-config" || t?.kind === "policy-version" ? t.policyVersion : undefined;
+}
+
+/** `policy v3`, `policy v3 (settings revision 5)`, for an operation known by id alone. */
+function describeTarget(s: OperationStatus): string | undefined {
+  const t = s.target;
+  if (t === undefined) return undefined;
+  switch (t.kind) {
+    case "sandbox-config":
+      return `policy v${t.policyVersion}${t.settingsRevision > 0n ? ` (settings revision ${t.settingsRevision})` : ""}`;
+    case "policy-version":
+      return `policy v${t.policyVersion}`;
+    case "provider-environment":
+      return `provider environment revision ${t.providerEnvRevision}`;
+    case "provider-target":
+      return `provider ${t.providerId}`;
+  }
 }
 
 export async function runUpdate(ctx: CommandContext, spec: UpdateSpec): Promise<number> {
@@ -60,56 +83,84 @@ export async function runUpdate(ctx: CommandContext, spec: UpdateSpec): Promise<
     out.fields([...spec.rows(res), ["idempotency key", idempotencyKey], ["operation", id || undefined], ["state", res.operation?.state]]);
     if (id) {
       out.line();
-      out.line(`wait for the outcome: ${ctx.resumeCommand(id, spec.workspace)}`);
+      out.line(`wait for the outcome: ${waitCommand(repeatOf(ctx), id, { workspace: spec.workspace })}`);
     }
     out.json({ ...spec.json(res), idempotencyKey, operationId: id ?? null, operation: res.operation ? statusJson(res.operation) : null });
     return EXIT.ok;
   }
 
-  const base = `waiting for sandbox ${spec.sandbox} to apply the ${spec.what}`;
-  const spinner = startSpinner(ctx.spinnerStream, base);
-  let res: WaitedUpdateResult;
+  // Commit first, then wait by the handle: from the commit on, the version and the operation are
+  // known (to the spinner, and to the message when the wait ends here).
+  const deadline = Date.now() + spec.timeoutMs;
+  const spinner = startSpinner(ctx.spinnerStream, `committing the ${spec.what} of sandbox ${spec.sandbox}`);
+  let res: UpdateResult;
   try {
-    res = (await spec.send({
-      idempotencyKey,
+    res = await spec.send({ idempotencyKey, signal: ctx.signal });
+  } catch (err) {
+    spinner.stop();
+    if (ctx.signal.aborted) return reportNotConfirmed(ctx, spec, idempotencyKey);
+    throw err;
+  }
+  const subject = spec.subject(res);
+  const committed = spec.what === "policy" ? subject : `${subject} (settings revision ${res.settingsRevision})`;
+  const change = spec.what === "policy" ? `policy v${res.policyVersion}` : spec.what;
+  const base = `${change} committed, waiting for sandbox ${spec.sandbox}`;
+  spinner.update(`${base}: ${res.operation?.state ?? "pending"}`);
+  let seen = res.operation;
+  let completion: Completion;
+  try {
+    const onProgress = progressHandler(spinner, base);
+    completion = await ctx.client.awaitCompletion(res.handle, {
+      timeoutMs: Math.max(1, deadline - Date.now()),
       signal: ctx.signal,
-      wait: { timeoutMs: spec.timeoutMs, signal: ctx.signal, onProgress: progressHandler(spinner, base) },
-    })) as WaitedUpdateResult;
+      onProgress: (e) => {
+        if (e.type === "state") seen = e.status;
+        onProgress(e);
+      },
+    });
   } catch (err) {
     spinner.stop();
     if (err instanceof CompletionTimeoutError) {
       return reportWaitEnded(ctx, err, {
-        operationId: err.operationId ?? (err.reason === "aborted" ? undefined : await lookUpOperation(ctx, spec, idempotencyKey)),
+        operationId: res.operation?.operationId || undefined,
+        status: seen,
+        describe: () => committed,
         timeoutMs: spec.timeoutMs,
-        subject: `${spec.what} of sandbox ${spec.sandbox}`,
+        subject: committed,
         workspace: spec.workspace,
         idempotencyKey,
-        extra: { sandbox: spec.sandbox, idempotencyKey },
+        extra: { ...spec.json(res), idempotencyKey },
       });
     }
     throw err;
   }
   spinner.stop();
-  const c = res.completion;
-  const subject = spec.subject(res);
-  out.line(summarize(c, subject));
-  out.fields([...spec.rows(res), ["idempotency key", idempotencyKey], ...statusRows(c)]);
-  out.json({ ...spec.json(res), idempotencyKey, operationId: c.operationId || null, completion: statusJson(c) });
-  reportProblems(out, c, subject);
-  return exitCodeOf(c);
+  out.line(summarize(completion, subject));
+  out.fields([...spec.rows(res), ["idempotency key", idempotencyKey], ...statusRows(completion)]);
+  out.json({ ...spec.json(res), idempotencyKey, operationId: completion.operationId || null, completion: statusJson(completion) });
+  reportProblems(out, completion, subject);
+  return exitCodeOf(completion);
 }
 
 /**
- * The operation id of an update whose wait timed out before the gateway named it (a very short
- * --timeout, a slow gateway): replays the identical commit-only request with the same key, which
- * returns the original operation and never creates a second revision. Not after Ctrl-C: a user
- * who interrupted must not have an update committed on their behalf.
+ * Ctrl-C before the gateway answered the commit: the change may or may not be committed. The
+ * same command with the same idempotency key commits it at most once.
  */
-async function lookUpOperation(ctx: CommandContext, spec: UpdateSpec, idempotencyKey: string): Promise<string | undefined> {
+function reportNotConfirmed(ctx: CommandContext, spec: UpdateSpec, idempotencyKey: string): number {
+  const rerun = rerunCommand(process.argv.slice(2), idempotencyKey);
+  ctx.out.json({ sandbox: spec.sandbox, idempotencyKey, operationId: null, state: "unknown", timedOut: false, interrupted: true, resume: rerun });
+  ctx.out.note(`interrupted before the gateway confirmed the ${spec.what} of sandbox ${spec.sandbox}: it may or may not be committed; the same command with its idempotency key commits it at most once`);
+  ctx.out.note(`resume with: ${rerun}`);
+  return EXIT.interrupted;
+}
+
+// Reads after a wait ended are bounded: the user is waiting for the prompt.
+const READ_AFTER_WAIT_MS = 3_000;
+
+/** The operation's current status (read only), or undefined when it cannot be read quickly. */
+async function readOperation(ctx: CommandContext, operationId: string, workspace: string | undefined): Promise<OperationStatus | undefined> {
   try {
-    const ref: IdempotencyKeyRef = { sandbox: spec.sandbox, idempotencyKey, request: spec.change, ...(spec.workspace !== undefined ? { workspace: spec.workspace } : {}) };
-    const status = await ctx.client.getOperation(ref, { signal: AbortSignal.timeout(3_000) });
-    return status.operationId || undefined;
+    return await ctx.client.getOperation(workspace === undefined ? { operationId } : { operationId, workspace }, { signal: AbortSignal.timeout(READ_AFTER_WAIT_MS) });
   } catch {
     return undefined;
   }
@@ -126,49 +177,70 @@ export function reportCompletion(ctx: CommandContext, c: Completion, subject: st
 
 /**
  * A wait that ended here: by the local deadline (exit 124) or Ctrl-C (exit 130). The operation
- * keeps running at the gateway; prints its id and the command that resumes the wait.
+ * keeps running at the gateway. One message on stderr, e.g.
+ *
+ *     policy v3 of sandbox web committed; still pending after 2s (operation 0f3c…)
+ *     resume with: openshell-config operation wait 0f3c… --timeout 2s
+ *
+ * and with `--output json` the same facts as a document on stdout (nothing on stdout otherwise:
+ * there is no outcome to print).
  */
-export function reportWaitEnded(
+export async function reportWaitEnded(
   ctx: CommandContext,
   err: CompletionTimeoutError,
   info: {
     /** The operation, when known (`err.operationId`, or looked up). */
     readonly operationId: string | undefined;
     readonly timeoutMs: number;
+    /** What was waited for, e.g. `policy of sandbox web` or `operation 0f3c…`. */
     readonly subject: string;
     readonly workspace: string | undefined;
+    /** The operation's status after the wait; read here by id when not given. */
+    readonly status?: OperationStatus | undefined;
+    /** The committed change named from the status, e.g. `policy v3 of sandbox web`. */
+    readonly describe?: (status: OperationStatus) => string | undefined;
     /** For an update whose operation id never arrived: resending with this key resumes it. */
     readonly idempotencyKey?: string;
     readonly extra?: Record<string, unknown>;
   },
-): number {
+): Promise<number> {
   const { out } = ctx;
   const interrupted = err.reason === "aborted";
   const id = info.operationId;
-  const resume = id ? ctx.resumeCommand(id, info.workspace) : undefined;
-  const why = interrupted ? "interrupted" : `timed out after ${formatElapsed(info.timeoutMs)}`;
-  out.line(
-    id
-      ? `${info.subject}: still pending (${why}); the operation keeps running at the gateway`
-      : `${info.subject}: outcome unknown (${why}); the update may or may not have been committed`,
-  );
-  out.fields([
-    ["operation", id],
-    ["idempotency key", info.idempotencyKey],
-  ]);
-  out.line();
-  if (resume) out.line(`resume with: ${resume}`);
-  else if (info.idempotencyKey) {
-    out.line(`resume by running the same command again with --idempotency-key ${info.idempotencyKey} (it commits the change at most once)`);
+  const status = info.status ?? (id !== undefined ? await readOperation(ctx, id, info.workspace) : undefined);
+  const committed = status === undefined ? undefined : (info.describe ?? describeTarget)(status);
+  // Repeated only when it differs from the default; `0` (no limit) never times out.
+  const timeoutMs = info.timeoutMs === DEFAULT_TIMEOUT_MS ? undefined : info.timeoutMs;
+  const after = interrupted ? "when interrupted" : err.reason === "server-deadline" ? "when the gateway ended the wait" : `after ${formatTimeoutFlag(info.timeoutMs)}`;
+  const still = status === undefined || status.state === "pending" ? `still pending ${after}` : `${status.state} just after the wait ended (${after.replace(/^(after|when) /, "")})`;
+
+  let message: string;
+  let resume: string | undefined;
+  if (id !== undefined) {
+    resume = waitCommand(repeatOf(ctx), id, { workspace: info.workspace, timeoutMs });
+    message =
+      committed !== undefined
+        ? `${committed} committed; ${still} (operation ${id})`
+        : info.subject.includes(id)
+          ? `${info.subject}: ${still}`
+          : `${info.subject} committed; ${still} (operation ${id})`;
+  } else {
+    // Committed on a gateway that tracks no operation: the same command with the same key waits
+    // again without a second revision.
+    message = `${committed ?? info.subject} committed; ${still} (the gateway tracks no operation for it)`;
+    if (info.idempotencyKey !== undefined) resume = rerunCommand(process.argv.slice(2), info.idempotencyKey);
   }
   out.json({
     ...info.extra,
     operationId: id ?? null,
-    state: id ? "pending" : "unknown",
+    state: status?.state ?? (id !== undefined ? "pending" : "unknown"),
+    policyVersion: policyVersionOf(status) ?? null,
+    target: status?.target ?? null,
     timedOut: !interrupted,
     interrupted,
     resume: resume ?? null,
   });
-  out.error(id ? `${why} waiting for the outcome of operation ${id}; it keeps running at the gateway` : `${why} before the gateway confirmed the update`);
+  out.note(message);
+  if (resume !== undefined) out.note(`resume with: ${resume}`);
   return interrupted ? EXIT.interrupted : EXIT.timeout;
 }
