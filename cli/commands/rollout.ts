@@ -1,8 +1,11 @@
 // `policy rollout`: one policy to every sandbox a label selector matches, through the SDK's
 // rollout(). Prints the rollout id first, keeps the state on disk while it runs (so that a crash
 // or Ctrl-C can be resumed with --resume ID), draws a progress bar on a terminal, and ends with a
-// summary: counts by state and outcome, the sandboxes that did not apply, the slowest ones.
+// summary on stdout: counts by state and outcome, the sandboxes that did not apply (each with its
+// operation id), the slowest of those that finished; the resume command, when one is needed, on
+// stderr.
 
+import type { OperationHandle } from "openshell-config";
 import { rollout, type RolloutOptions, type RolloutResult, type SandboxRolloutResult } from "openshell-config/rollout";
 import { usageOf, UsageError } from "../args.js";
 import type { RolloutCommand } from "../rollout-args.js";
@@ -11,7 +14,8 @@ import { EXIT } from "../outcome.js";
 import { readPolicyFile } from "../policy-file.js";
 import { startProgressBar } from "../progress-bar.js";
 import { formatElapsed } from "../spinner.js";
-import { shellQuote, type CommandContext } from "./context.js";
+import { rolloutResumeCommand } from "../resume.js";
+import type { CommandContext } from "./context.js";
 
 // Sandboxes listed one by one in the summary (those that did not apply); the JSON has them all.
 const LISTED = 20;
@@ -51,9 +55,9 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
   }
   const options = await rolloutOptions(cmd, saved);
 
-  const bar = startProgressBar(ctx.spinnerStream, "rolling out");
-  let lastSave = 0;
   let selector = cmd.selector ?? saved?.labelSelector;
+  const bar = startProgressBar(ctx.spinnerStream, "rolling out", { starting: `finding the sandboxes${selector ? ` (${selector})` : ""}` });
+  let lastSave = 0;
   const run = rollout(ctx.client, {
     ...options,
     signal: ctx.signal,
@@ -62,22 +66,21 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
         store.save(run.state());
         lastSave = Date.now();
         bar.update(0, e.sandboxes.length, "");
-        out.note(`rollout ${e.id}: ${e.sandboxes.length} sandboxes${selector ? ` (${selector})` : ""}${e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : ""}`);
+        bar.above(() => out.note(`rollout ${e.id}: ${e.sandboxes.length} sandboxes${selector ? ` (${selector})` : ""}${e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : ""}`));
       } else if (e.type === "sent" && Date.now() - lastSave >= SAVE_EVERY_MS) {
         store.save(run.state());
         lastSave = Date.now();
       } else if (e.type === "result") {
         const { done, total, failures } = e.progress;
-        bar.update(done, total, failures > 0 ? `(${failures} failed)` : "");
+        bar.update(done, total, failures > 0 ? `${failures} failed` : "");
       } else if (e.type === "halted") {
-        bar.stop();
-        out.warn(`${e.failures} sandboxes failed (--max-failures ${e.maxFailures}): no further sandbox is sent; waiting for those already sent`);
+        bar.above(() => out.warn(`${e.failures} sandboxes failed (--max-failures ${e.maxFailures}): no further sandbox is sent; waiting for those already sent`));
       }
     },
   });
   let result: RolloutResult;
   try {
-    result = await run;
+    result = await withOperationIds(ctx, await run);
   } finally {
     bar.stop();
   }
@@ -89,12 +92,10 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
     out.json({ id: result.id, selector: selector ?? null, total: 0 });
     return EXIT.failed;
   }
-  const resume = ["openshell-config", "policy", "rollout", "--resume", result.id, ...ctx.connectionArgs].map(shellQuote).join(" ");
-  printSummary(ctx, result, selector);
-  if (!result.complete) {
-    out.line();
-    out.line(`resume with: ${resume}`);
-  }
+  const resume = rolloutResumeCommand({ connectionArgs: ctx.connectionArgs, format: out.format }, result.id, { timeoutMs: cmd.timeoutMs });
+  const slowest = slowestFinished(result);
+  printSummary(ctx, result, selector, slowest);
+  if (!result.complete) out.note(`resume with: ${resume}`);
   out.json({
     id: result.id,
     selector: selector ?? null,
@@ -107,10 +108,41 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
     aborted: result.aborted,
     complete: result.complete,
     durationMs: result.durationMs,
-    slowest: result.slowest,
+    slowest,
     sandboxes: result.sandboxes.map(sandboxJson),
   });
   return exitCodeOf(result);
+}
+
+// The lookups after a rollout ended are bounded: the user is waiting for the prompt.
+const LOOKUP_MS = 3_000;
+
+/**
+ * The result with an operation id for every pending sandbox, in its rows and in the state to
+ * save. A sandbox whose wait ended (Ctrl-C, the timeout) before the gateway answered its request
+ * has none: its change was sent, so replaying the request with its key (what --resume does
+ * anyway) reads the one commit back, and commits it at most once if it never arrived.
+ */
+async function withOperationIds(ctx: CommandContext, r: RolloutResult): Promise<RolloutResult> {
+  const missing = r.sandboxes.filter((s): s is Extract<SandboxRolloutResult, { status: "pending" }> => s.status === "pending" && !s.handle.operationId);
+  if (missing.length === 0) return r;
+  const found = new Map<string, OperationHandle>();
+  await Promise.all(
+    missing.map(async (s) => {
+      try {
+        const status = await ctx.client.getOperation(s.handle, { signal: AbortSignal.timeout(LOOKUP_MS) });
+        if (status.operationId) found.set(s.sandbox, { ...s.handle, operationId: status.operationId });
+      } catch {
+        // Left without an id: --resume still finds it by its key.
+      }
+    }),
+  );
+  if (found.size === 0) return r;
+  return {
+    ...r,
+    sandboxes: r.sandboxes.map((s) => (s.status === "pending" && found.has(s.sandbox) ? { ...s, handle: found.get(s.sandbox)! } : s)),
+    state: { ...r.state, refs: { ...r.state.refs, ...Object.fromEntries(found) } },
+  };
 }
 
 /** 130 interrupted; 1 a failure, supersession, error or halt; 124 a wait timed out; else 0. */
@@ -122,21 +154,45 @@ export function exitCodeOf(r: RolloutResult): number {
   return EXIT.ok;
 }
 
-/** State (or status) and the detail a person needs, for one sandbox. */
-function describe(s: SandboxRolloutResult): { state: string; outcome: string; detail: string } {
+/** The sandboxes that finished (completed) in this run, slowest first: those never finished have no duration to compare. */
+export function slowestFinished(r: RolloutResult, n = 5): { sandbox: string; durationMs: number; state: string }[] {
+  return r.sandboxes
+    .filter((s): s is Extract<SandboxRolloutResult, { status: "completed" }> => s.status === "completed")
+    .map((s) => ({ sandbox: s.sandbox, durationMs: s.durationMs, state: s.completion.state }))
+    .sort((a, b) => b.durationMs - a.durationMs || a.sandbox.localeCompare(b.sandbox))
+    .slice(0, n);
+}
+
+const WAIT_ENDED = { deadline: "wait timed out", aborted: "interrupted", "server-deadline": "the gateway ended the wait" } as const;
+
+/** The operation id of a sandbox's result, when it has one. */
+function operationIdOf(s: SandboxRolloutResult): string | undefined {
+  if (s.status === "completed") return s.completion.operationId || s.handle.operationId || undefined;
+  if (s.status === "skipped") return undefined;
+  return s.handle?.operationId || undefined;
+}
+
+/**
+ * One sandbox for the tables: its state, its outcome (the supervisor's report; `-` when there is
+ * none: pending, not sent, an error) and the detail a person needs (why, and the operation).
+ */
+export function describe(s: SandboxRolloutResult): { state: string; outcome: string; detail: string } {
+  const id = operationIdOf(s);
+  const op = id ? `operation ${id}` : "";
+  const join = (...parts: string[]) => parts.filter((p) => p !== "").join("; ");
   switch (s.status) {
     case "completed":
-      return { state: s.completion.state, outcome: s.completion.outcome, detail: s.completion.error ?? "" };
+      return { state: s.completion.state, outcome: s.completion.outcome === "unspecified" ? "-" : s.completion.outcome, detail: join(s.completion.error ?? "", op) };
     case "pending":
-      return { state: "pending", outcome: s.reason, detail: s.handle.operationId ? `operation ${s.handle.operationId}` : "" };
+      return { state: "pending", outcome: "-", detail: join(WAIT_ENDED[s.reason], op) };
     case "error":
-      return { state: "error", outcome: (s.error as { code?: string }).code ?? "error", detail: s.error.message };
+      return { state: "error", outcome: "-", detail: join(`${(s.error as { code?: string }).code ?? "error"}: ${s.error.message}`, op) };
     case "skipped":
-      return { state: "skipped", outcome: s.reason, detail: "" };
+      return { state: "skipped", outcome: "-", detail: s.reason === "halted" ? "not sent (halted)" : "not sent (interrupted)" };
   }
 }
 
-function printSummary(ctx: CommandContext, r: RolloutResult, selector: string | undefined): void {
+function printSummary(ctx: CommandContext, r: RolloutResult, selector: string | undefined, slowest: readonly { sandbox: string; durationMs: number }[]): void {
   const { out } = ctx;
   const groups = new Map<string, number>();
   for (const s of r.sandboxes) {
@@ -167,9 +223,9 @@ function printSummary(ctx: CommandContext, r: RolloutResult, selector: string | 
     );
     if (notApplied.length > LISTED) out.line(`… and ${notApplied.length - LISTED} more (--output json lists every sandbox)`);
   }
-  if (r.slowest.length > 0) {
+  if (slowest.length > 0) {
     out.line();
-    out.line(`slowest: ${r.slowest.map((s) => `${s.sandbox} ${formatElapsed(s.durationMs)}`).join(", ")}`);
+    out.line(`slowest: ${slowest.map((s) => `${s.sandbox} ${formatElapsed(s.durationMs)}`).join(", ")}`);
   }
 }
 
@@ -179,9 +235,10 @@ function sandboxJson(s: SandboxRolloutResult) {
     sandbox: s.sandbox,
     status: s.status,
     state: d.state,
-    outcome: d.outcome,
-    error: d.detail || null,
-    operationId: (s.status === "completed" ? s.completion.operationId : s.status === "skipped" ? undefined : s.handle?.operationId) || null,
+    outcome: s.status === "completed" ? s.completion.outcome : null,
+    reason: s.status === "pending" || s.status === "skipped" ? s.reason : null,
+    error: s.status === "completed" ? (s.completion.error ?? null) : s.status === "error" ? s.error.message : null,
+    operationId: operationIdOf(s) ?? null,
     durationMs: s.status === "skipped" ? null : s.durationMs,
   };
 }

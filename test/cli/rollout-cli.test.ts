@@ -1,15 +1,17 @@
 // The pieces of `policy rollout` that need no gateway: its options, its progress bar (only on a
-// terminal), its exit statuses and where it keeps state.
+// terminal), its summary rows, the resume commands, its exit statuses and where it keeps state.
 
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseCommandLine, UsageError } from "../../cli/args.js";
-import { renderBar, startProgressBar } from "../../cli/progress-bar.js";
-import { exitCodeOf } from "../../cli/commands/rollout.js";
+import { parseDuration } from "../../cli/values.js";
+import { startProgressBar } from "../../cli/progress-bar.js";
+import { describe as describe_, exitCodeOf, slowestFinished } from "../../cli/commands/rollout.js";
+import { formatTimeoutFlag, rerunCommand, rolloutResumeCommand, waitCommand } from "../../cli/resume.js";
 import { createRolloutStore, rolloutStateDir } from "../../cli/rollout-store.js";
-import type { RolloutResult } from "../../src/rollout.js";
+import type { RolloutResult, SandboxRolloutResult } from "../../src/rollout.js";
 
 function stream(isTTY: boolean) {
   const chunks: string[] = [];
@@ -70,19 +72,57 @@ describe("rollout progress bar", () => {
     vi.useFakeTimers();
     let now = 0;
     const s = stream(true);
-    const bar = startProgressBar(s, "rolling out", { now: () => now });
+    const bar = startProgressBar(s, "rolling out", { now: () => now, env: { NO_COLOR: "1" } });
     now = 1_000;
-    bar.update(12, 48, "(1 failed)");
+    bar.update(12, 48, "1 failed");
     bar.stop();
-    expect(s.chunks).toContainEqual(`\r\x1b[2Krolling out [######------------------] 12/48 (1 failed) 1.0s`);
-    expect(s.chunks.at(-1)).toBe("\r\x1b[2K");
+    expect(s.chunks).toContainEqual(`\rrolling out [#######-----------------------] 12/48 1 failed 1.0s\x1b[K\r`);
+    expect(s.chunks.at(-1)).toBe("\r\x1b[K");
+  });
+});
+
+describe("rollout summary rows", () => {
+  const handle = (operationId?: string) => ({ kind: "openshell-config/operation-handle@1", sandbox: "s", idempotencyKey: "k", dimension: "policy", request: {}, ...(operationId ? { operationId } : {}) }) as never;
+  const completed = (sandbox: string, durationMs: number, outcome = "applied") =>
+    ({ status: "completed", sandbox, durationMs, handle: handle("op-c"), completion: { state: "applied", outcome, operationId: `op-${sandbox}` } }) as unknown as SandboxRolloutResult;
+  const pending = (sandbox: string, durationMs: number, reason: "deadline" | "aborted") => ({ status: "pending", sandbox, durationMs, reason, handle: handle(`op-${sandbox}`) }) as SandboxRolloutResult;
+
+  it("show the supervisor's outcome in OUTCOME and the reason a wait ended, with the operation, in DETAIL", () => {
+    expect(describe_(pending("a", 10, "deadline"))).toEqual({ state: "pending", outcome: "-", detail: "wait timed out; operation op-a" });
+    expect(describe_(pending("b", 10, "aborted"))).toEqual({ state: "pending", outcome: "-", detail: "interrupted; operation op-b" });
+    expect(describe_(completed("c", 10, "degraded"))).toEqual({ state: "applied", outcome: "degraded", detail: "operation op-c" });
+    expect(describe_({ status: "skipped", sandbox: "d", reason: "halted" })).toEqual({ state: "skipped", outcome: "-", detail: "not sent (halted)" });
   });
 
-  it("fills the bar in proportion, never beyond its width", () => {
-    expect(renderBar(0, 4, 4)).toBe("[----]");
-    expect(renderBar(2, 4, 4)).toBe("[##--]");
-    expect(renderBar(4, 4, 4)).toBe("[####]");
-    expect(renderBar(0, 0, 4)).toBe("[####]");
+  it("list as slowest only sandboxes that finished, slowest first", () => {
+    const r = { sandboxes: [completed("fast", 100), pending("stuck", 60_000, "deadline"), completed("slow", 900), pending("cut", 5_000, "aborted")] } as unknown as RolloutResult;
+    expect(slowestFinished(r).map((s) => s.sandbox)).toEqual(["slow", "fast"]);
+  });
+});
+
+describe("resume commands", () => {
+  const repeat = { connectionArgs: ["--url", "https://gw.example:8443", "--protocol", "connect"], format: "json" };
+
+  it("repeat the timeout, the workspace, the output format and the connection flags of the wait that ended", () => {
+    expect(waitCommand(repeat, "0f3c", { workspace: "team a", timeoutMs: 2_000 })).toBe(
+      "openshell-config operation wait 0f3c --workspace 'team a' --timeout 2s -o json --url https://gw.example:8443 --protocol connect",
+    );
+    expect(waitCommand({ connectionArgs: [], format: "table" }, "0f3c", {})).toBe("openshell-config operation wait 0f3c");
+    expect(rolloutResumeCommand(repeat, "r-1", { timeoutMs: 1_500 })).toBe("openshell-config policy rollout --resume r-1 --timeout 1.5s -o json --url https://gw.example:8443 --protocol connect");
+  });
+
+  it("write a timeout as --timeout reads it back", () => {
+    for (const [ms, text] of [[500, "500ms"], [1_500, "1.5s"], [2_000, "2s"], [120_000, "2m"], [90_000, "90s"], [3_600_000, "1h"], [Infinity, "0"]] as const) {
+      expect(formatTimeoutFlag(ms)).toBe(text);
+      expect(parseDuration(text)).toBe(ms);
+    }
+  });
+
+  it("rerun an update with its idempotency key and without the token", () => {
+    expect(rerunCommand(["policy", "set", "-s", "web", "-f", "p.yaml", "--token", "s3cret", "--token=s3cret", "--wait"], "k-1")).toBe(
+      "openshell-config policy set -s web -f p.yaml --wait --idempotency-key k-1",
+    );
+    expect(rerunCommand(["policy", "set", "--idempotency-key", "mine"], "k-1")).toBe("openshell-config policy set --idempotency-key mine");
   });
 });
 
