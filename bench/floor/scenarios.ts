@@ -1,0 +1,201 @@
+// The floor runs, each the shape of one real scenario with the floor stack (bench/floor/*): the
+// same process layout, messages, libraries and transport settings, none of the work. Run back to
+// back with the real scenario; the report divides ours by these.
+
+import { cpuPercent, machineBusyPercent, sampleMachine, sampleProc, sleep, type ProcSample } from "../lib/proc.js";
+import { groupNames, type Group } from "../lib/stack.js";
+import { mb, round, summarize, type Summary } from "../lib/stats.js";
+import { groupsFor, IntegrityError, type Context } from "../scenarios/common.js";
+import type { UpdatesResult } from "./client.js";
+import { FloorStack, type FloorStats } from "./stack.js";
+
+/** Waited updates at one shape (the probe's or the fleet's). */
+export interface FloorUpdatesResult {
+  readonly sandboxes: number;
+  readonly supervisorProcesses: number;
+  readonly clientProcesses: number;
+  readonly concurrency: number;
+  readonly operations: number;
+  readonly wallMs: number;
+  readonly completedPerSec: number;
+  readonly latencyMs: Summary;
+  /** CPU ms per update of each kind of process (supervisors and clients summed over their processes). */
+  readonly cpuMsPerOp: { readonly gateway: number; readonly supervisors: number; readonly clients: number };
+  readonly gatewayCpuPercent: number;
+  readonly gatewayPeakRssMb: number;
+  /** Whole-machine CPU busy during the timed part, percent. */
+  readonly machineBusyPercent: number;
+}
+
+export interface FloorLatencyResult {
+  readonly updates: number;
+  readonly waitedMs: Summary;
+}
+
+export interface FloorScaleResult {
+  readonly sessions: number;
+  readonly supervisorProcesses: number;
+  /** Supervisor processes spawned → every sandbox READY, seen by paging ListSandboxes like the real scale run. */
+  readonly bootstrapMs: number;
+  readonly rssBeforeMb: number;
+  readonly rssAfterMb: number;
+  readonly rssPerSessionKb: number;
+}
+
+export interface FloorRecoveryResult {
+  readonly sessions: number;
+  readonly supervisorProcesses: number;
+  /** Gateway spawned → listening. */
+  readonly startToListeningMs: number;
+  /** Gateway spawned → every session re-opened and bootstrapped (supervisors started when it listened). */
+  readonly startToAllReadyMs: number;
+}
+
+const PER_PROCESS = 2_500;
+
+function checkStats(what: string, stats: FloorStats | undefined, sessions: number): void {
+  if (!stats) throw new IntegrityError(`${what}: the floor gateway did not report its counters`);
+  if (stats.unmatched > 0) throw new IntegrityError(`${what}: ${stats.unmatched} supervisor result(s) matched no update in flight`);
+  if (stats.ready !== sessions) throw new IntegrityError(`${what}: ${stats.ready} of ${sessions} sessions bootstrapped at the end`);
+}
+
+function checkUpdates(what: string, rs: readonly UpdatesResult[], ops: number): void {
+  const lost = rs.flatMap((r) => r.lost);
+  const wrong = rs.flatMap((r) => r.mismatches);
+  const done = rs.reduce((a, r) => a + r.completed, 0);
+  if (lost.length > 0 || wrong.length > 0 || done !== ops) {
+    throw new IntegrityError(`${what}: ${done} of ${ops} completed, ${lost.length} lost, ${wrong.length} wrong: ${[...lost, ...wrong].slice(0, 5).join("; ")}`);
+  }
+}
+
+/** Runs `fn` on a started floor stack; stops it, checks its counters, keeps its logs on failure. */
+async function withFloor<T>(what: string, sessions: number, fn: (s: FloorStack) => Promise<T>): Promise<T> {
+  const stack = await FloorStack.start({ expectReady: sessions });
+  let result: T;
+  try {
+    result = await fn(stack);
+  } catch (err) {
+    await stack.stop().catch(() => undefined);
+    throw stack.keepLogs(err);
+  }
+  checkStats(what, await stack.stop(), sessions);
+  return result;
+}
+
+/**
+ * Waited policy updates: `sandboxes` on `supervisors` processes, `clients` processes × `loops`,
+ * `ops` in all; `warmup`: first one untimed update per sandbox from a separate client.
+ */
+export async function floorUpdates(
+  ctx: Context,
+  what: string,
+  o: { sandboxes: number; supervisors: number; clients: number; loopsPerClient: number; ops: number; warmup: boolean },
+): Promise<FloorUpdatesResult> {
+  const groups = groupsFor("f", o.sandboxes, Math.ceil(o.sandboxes / o.supervisors));
+  const names = groups.flatMap(groupNames);
+  return withFloor(what, o.sandboxes, async (stack) => {
+    await stack.bootstrap(groups, 300_000);
+    if (o.warmup) checkUpdates(`${what} warm-up`, [await stack.run({ kind: "updates", sandboxes: names, loops: o.loopsPerClient, ops: names.length, tag: "warm", timeoutMs: 60_000 })], names.length);
+    ctx.say(`${what}: ${o.ops} waited updates over ${o.sandboxes} sandboxes, ${o.clients} clients × ${o.loopsPerClient} loops (floor)`);
+    const tasks = Array.from({ length: o.clients }, (_, c) => ({
+      kind: "updates" as const,
+      sandboxes: names.filter((_, i) => i % o.clients === c),
+      loops: o.loopsPerClient,
+      ops: Math.floor(o.ops / o.clients) + (c < o.ops % o.clients ? 1 : 0),
+      tag: `run-c${c}`,
+      timeoutMs: 120_000,
+    }));
+    const supCpu = () => stack.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
+    let before: ProcSample = stack.gatewaySample();
+    let sup0 = 0;
+    let m0 = sampleMachine();
+    const { results, goAt } = await stack.runTogether(tasks, () => {
+      before = stack.gatewaySample();
+      sup0 = supCpu();
+      m0 = sampleMachine();
+    });
+    const after = stack.gatewaySample();
+    const sup1 = supCpu();
+    const m1 = sampleMachine();
+    checkUpdates(what, results, o.ops);
+    const wallMs = Math.max(...results.map((r) => r.endAt)) - goAt;
+    return {
+      sandboxes: o.sandboxes,
+      supervisorProcesses: groups.length,
+      clientProcesses: o.clients,
+      concurrency: o.clients * o.loopsPerClient,
+      operations: o.ops,
+      wallMs: Math.round(wallMs),
+      completedPerSec: round((o.ops / wallMs) * 1000, 0),
+      latencyMs: summarize(results.flatMap((r) => r.latencyMs)),
+      cpuMsPerOp: {
+        gateway: round((after.cpuMs - before.cpuMs) / o.ops, 3),
+        supervisors: round((sup1 - sup0) / o.ops, 3),
+        clients: round(results.reduce((a, r) => a + r.cpuMs, 0) / o.ops, 3),
+      },
+      gatewayCpuPercent: round(cpuPercent(before, after)),
+      gatewayPeakRssMb: mb(after.peakRssBytes),
+      machineBusyPercent: round(machineBusyPercent(m0, m1)),
+    };
+  });
+}
+
+/** Sequential waited updates of one sandbox (the latency scenario's shape). */
+export async function floorLatency(ctx: Context, o: { n: number; warmup: number }): Promise<FloorLatencyResult> {
+  const group: Group = { prefix: "lat-", count: 1 };
+  return withFloor("latency/floor", 1, async (stack) => {
+    await stack.bootstrap([group], 60_000);
+    ctx.say(`latency/floor: ${o.n} waited updates (floor)`);
+    const r = await stack.run({ kind: "latency", sandbox: groupNames(group)[0]!, n: o.n, warmup: o.warmup });
+    if (r.mismatches.length > 0) throw new IntegrityError(`latency/floor: ${r.mismatches.length} wrong: ${r.mismatches.slice(0, 5).join("; ")}`);
+    return { updates: o.n, waitedMs: summarize(r.waitedMs) };
+  });
+}
+
+/** `sessions` sessions opened at once (2,500 per supervisor process) → all READY; gateway memory per held session. */
+export async function floorScale(ctx: Context, sessions: number, o: { idleMs: number }): Promise<FloorScaleResult> {
+  const groups = groupsFor("s", sessions, PER_PROCESS);
+  return withFloor(`scale/${sessions}/floor`, sessions, async (stack) => {
+    // As the real run: settle, sample, release a READY watcher and the supervisors together.
+    await sleep(1000);
+    const base = stack.gatewaySample();
+    ctx.say(`scale/${sessions}/floor: ${sessions} sessions from ${groups.length} floor supervisor process(es) started at once`);
+    const { results, goAt } = await stack.runTogether([{ kind: "ready", count: sessions, intervalMs: sessions > 2000 ? 250 : 100, timeoutMs: Math.max(90_000, sessions * 15) }], () => {
+      for (const g of groups) stack.startSupervisor(g);
+    });
+    const bootstrapMs = results[0]!.readyAt - goAt;
+    // The same wait as the real run before its memory sample (2 s settle + the idle window).
+    await sleep(2000 + o.idleMs);
+    const held = stack.gatewaySample();
+    return {
+      sessions,
+      supervisorProcesses: groups.length,
+      bootstrapMs: Math.round(bootstrapMs),
+      rssBeforeMb: mb(base.rssBytes),
+      rssAfterMb: mb(held.rssBytes),
+      rssPerSessionKb: round((held.rssBytes - base.rssBytes) / 1024 / sessions),
+    };
+  });
+}
+
+/** The recovery scenario's floor: a gateway started, and `sessions` sessions re-opened on it as soon as it listens. */
+export async function floorRecovery(ctx: Context, sessions: number): Promise<FloorRecoveryResult> {
+  const groups = groupsFor("r", sessions, PER_PROCESS);
+  ctx.say(`recovery/floor: gateway start → ${sessions} sessions re-opened and bootstrapped (floor)`);
+  return withFloor("recovery/floor", sessions, async (stack) => {
+    await stack.bootstrap(groups, 600_000);
+    return {
+      sessions,
+      supervisorProcesses: groups.length,
+      startToListeningMs: Math.round(stack.gatewayStartMs),
+      startToAllReadyMs: Math.round(performance.now() - stack.gateway.spawnedAt),
+    };
+  });
+}
+
+/** The floor stack's self-check: 64 sessions, 600 waited updates, 20 sequential; throws on anything lost or wrong. */
+export async function floorSmoke(ctx: Context): Promise<{ updates: number; perSec: number }> {
+  const r = await floorUpdates(ctx, "floor/smoke", { sandboxes: 64, supervisors: 1, clients: 1, loopsPerClient: 16, ops: 600, warmup: true });
+  await floorLatency({ ...ctx, say: () => {} }, { n: 20, warmup: 2 });
+  return { updates: r.operations, perSec: r.completedPerSec };
+}
