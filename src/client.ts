@@ -58,21 +58,88 @@ export interface GetOperationOptions {
 export interface ConfigClient {
   /** The workspace used when a call names none (`options.workspace`); undefined: the gateway's default. */
   readonly workspace: string | undefined;
-  /** Commits a policy change (full replacement or merge operations); with `wait`, also its outcome. */
+  /**
+   * Commits a policy change (full replacement or merge operations); with `wait`, also its outcome.
+   * The outcome is returned whatever it is; only a wait that ends on this side throws
+   * (CompletionTimeoutError).
+   *
+   * @example
+   * ```ts
+   * const { policyVersion, completion } = await client.updatePolicy({
+   *   sandbox: "agent-7",
+   *   policy, // a whole SandboxPolicy, as a plain object or a message from openshell-config/raw
+   *   idempotencyKey: "deploy-2026-11-30-agent-7", // optional; a fresh UUIDv4 otherwise
+   *   wait: { timeoutMs: 30_000 }, // or true (60 s); without wait, returns once committed
+   * });
+   * if (completion.state === "failed") throw new Error(`v${policyVersion} rejected: ${completion.error}`);
+   * if (completion.state === "applied" && completion.outcome === "degraded") console.warn(completion.error);
+   * ```
+   */
   updatePolicy(update: PolicyUpdate & { readonly wait: true | WaitOptions }): Promise<WaitedUpdateResult>;
-  /** Commits a policy change (full replacement or merge operations) and returns once it is committed. */
+  /**
+   * Commits a policy change (full replacement or merge operations) and returns once it is
+   * committed, with a handle to wait on later, in this process or another.
+   *
+   * @example
+   * ```ts
+   * const { policyVersion, handle } = await client.updatePolicy({ sandbox: "agent-7", policy });
+   * localStorage.setItem("pending", JSON.stringify(handle)); // plain JSON; restoreHandle reads it back
+   * ```
+   */
   updatePolicy(update: PolicyUpdate): Promise<UpdateResult>;
-  /** Commits a setting upsert or delete; with `wait`, also its outcome. */
+  /**
+   * Commits a setting upsert or delete; with `wait`, also its outcome. Values are plain:
+   * `string`, `boolean`, a safe-integer `number` or a `bigint` (int64), `Uint8Array` (bytes).
+   *
+   * @example
+   * ```ts
+   * const { completion } = await client.updateSettings({ sandbox: "agent-7", key: "log_level", value: "debug", wait: true });
+   * await client.updateSettings({ sandbox: "agent-7", key: "max_connections", value: 64, wait: true }); // read back as 64n
+   * await client.updateSettings({ sandbox: "agent-7", key: "log_level", delete: true, wait: true });
+   * ```
+   */
   updateSettings(update: SettingsUpdate & { readonly wait: true | WaitOptions }): Promise<WaitedUpdateResult>;
-  /** Commits a setting upsert or delete and returns once it is committed. */
+  /**
+   * Commits a setting upsert or delete and returns once it is committed.
+   *
+   * @example
+   * ```ts
+   * const { settingsRevision, handle } = await client.updateSettings({ sandbox: "agent-7", key: "log_level", value: "info" });
+   * ```
+   */
   updateSettings(update: SettingsUpdate): Promise<UpdateResult>;
   /**
    * Waits for the terminal outcome of a committed update. Resumable: pass a handle, an
    * `{ operationId }`, or `{ sandbox, idempotencyKey, request }`. Throws CompletionTimeoutError
    * when the wait ends locally; a failed, superseded, inactive or cancelled update is returned.
+   *
+   * @example
+   * ```ts
+   * import { restoreHandle } from "openshell-config";
+   *
+   * // From a handle saved when the update was committed (here, before a page reload):
+   * const completion = await client.awaitCompletion(restoreHandle(localStorage.getItem("pending")!), {
+   *   timeoutMs: 120_000, // default 60 s; Infinity waits until the outcome or an abort
+   *   onProgress: (e) => console.log(e.type === "state" ? e.status.state : `retry ${e.attempt}`),
+   * });
+   *
+   * // By operation id alone, e.g. from a dashboard link:
+   * const same = await client.awaitCompletion({ operationId: "0b6f7c1e-3f7a-4c59-9d2e-1c2b3a4d5e6f" });
+   * ```
    */
   awaitCompletion(ref: CompletionRef, options?: WaitOptions): Promise<Completion>;
-  /** The current state of an operation, without waiting. */
+  /**
+   * The current state of an operation, without waiting: a terminal outcome, or `pending`.
+   *
+   * @example
+   * ```ts
+   * import { isTerminal } from "openshell-config";
+   *
+   * const { handle } = await client.updatePolicy({ sandbox: "agent-7", policy });
+   * const status = await client.getOperation(handle); // or { operationId }
+   * console.log(isTerminal(status) ? `${status.state} (${status.outcome})` : "still pending");
+   * ```
+   */
   getOperation(ref: CompletionRef, options?: GetOperationOptions): Promise<OperationStatus>;
   /**
    * A sandbox's configuration: what the gateway delivers (`desired`), what the sandbox enforces
@@ -95,7 +162,26 @@ export interface ConfigClient {
   raw<S extends DescService>(service: S): Client<S>;
 }
 
-/** Creates a configuration client. Throws InsecureTransportError for a token over plain remote http. */
+/**
+ * Creates a configuration client. Throws InsecureTransportError for a token over plain remote
+ * http (`allowInsecureToken` overrides), InvalidArgumentError without `baseUrl` or `transport`.
+ *
+ * @example
+ * ```ts
+ * import { createConfigClient } from "openshell-config";
+ * import { createNodeTransport } from "openshell-config/transport/node";
+ *
+ * // In a browser (Connect over fetch), the gateway's URL is enough:
+ * const client = createConfigClient({ baseUrl: "https://gateway.example.com" });
+ *
+ * // In Node, gRPC over HTTP/2, a token refreshed before each request, a workspace for every call:
+ * const server = createConfigClient({
+ *   transport: createNodeTransport({ baseUrl: "https://gateway.internal:8443", protocol: "grpc" }),
+ *   token: async () => process.env.OPENSHELL_TOKEN!,
+ *   workspace: "team-a",
+ * });
+ * ```
+ */
 export function createConfigClient(options: ConfigClientOptions): ConfigClient {
   if (options.transport === undefined && options.baseUrl === undefined) {
     throw new InvalidArgumentError("createConfigClient needs baseUrl or transport", { field: "baseUrl" });

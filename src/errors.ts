@@ -70,6 +70,20 @@ export class OpenShellConfigError extends Error {
  * Waiting ended on this side (the local deadline passed, or the caller aborted) before the
  * operation reached a terminal state. The update stays committed and the operation keeps
  * running at the gateway: pass `ref` to `awaitCompletion` to resume.
+ *
+ * @example
+ * ```ts
+ * import { CompletionTimeoutError } from "openshell-config";
+ *
+ * try {
+ *   await client.updatePolicy({ sandbox: "agent-7", policy, wait: { timeoutMs: 10_000 } });
+ * } catch (err) {
+ *   if (!(err instanceof CompletionTimeoutError) || err.ref === undefined) throw err;
+ *   // Committed, and still on its way at the gateway. err.ref is plain JSON: store it, or resume now.
+ *   console.warn(`no outcome within 10 s (${err.reason}), operation ${err.operationId ?? "not known yet"}`);
+ *   const completion = await client.awaitCompletion(err.ref, { timeoutMs: Infinity });
+ * }
+ * ```
  */
 export class CompletionTimeoutError extends OpenShellConfigError {
   /** Stable class name, immune to minifiers; used for `name` and cross-copy `instanceof`. */

@@ -1,5 +1,31 @@
-// openshell-config: commit a sandbox configuration change and know what became of it.
-// The curated surface; generated messages live in `openshell-config/raw`.
+/**
+ * Commit a sandbox configuration change and know what became of it.
+ *
+ * The curated surface: {@link createConfigClient} and the {@link ConfigClient} it returns, which
+ * commits a policy or settings change ({@link ConfigClient.updatePolicy},
+ * {@link ConfigClient.updateSettings}), waits for the outcome of exactly that revision
+ * ({@link ConfigClient.awaitCompletion}), reads an operation without waiting
+ * ({@link ConfigClient.getOperation}) and says what a sandbox enforces
+ * ({@link ConfigClient.getConfig}); the outcome types ({@link Completion}, a union on `state`),
+ * the resumable references ({@link OperationHandle}, {@link restoreHandle}) and the error classes
+ * ({@link CompletionTimeoutError} is the one a wait throws).
+ *
+ * The other entry points: `openshell-config/transport/node` (gRPC or Connect over HTTP/2, for
+ * servers and CLIs) and `openshell-config/transport/web` (Connect or gRPC-Web over fetch);
+ * `openshell-config/rollout` (one change to many sandboxes); `openshell-config/raw` (the generated
+ * messages and service descriptors).
+ *
+ * @example
+ * ```ts
+ * import { createConfigClient } from "openshell-config";
+ *
+ * const client = createConfigClient({ baseUrl: "https://gateway.example.com", token: "…" });
+ * const { completion } = await client.updateSettings({ sandbox: "agent-7", key: "log_level", value: "debug", wait: true });
+ * console.log(completion.state); // "applied", "failed", "superseded", "inactive" or "cancelled"
+ * ```
+ *
+ * @module openshell-config
+ */
 
 export { createConfigClient } from "./client.js";
 export type { ConfigClient, ConfigClientOptions, GetOperationOptions } from "./client.js";

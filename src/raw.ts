@@ -11,7 +11,15 @@
  * sandbox-scoped request must carry (`default` when no name is given), as the upstream gateway
  * requires; `allWorkspacesScope()` selects every workspace on list requests.
  *
- * @module
+ * @example
+ * ```ts
+ * import { OpenShell, workspaceScope } from "openshell-config/raw";
+ *
+ * // A Connect client for the whole OpenShell service, on the client's transport and token:
+ * const { sandboxes } = await client.raw(OpenShell).listSandboxes({ workspaceScope: workspaceScope() });
+ * ```
+ *
+ * @module openshell-config/raw
  */
 export * from "./gen/openshell/datamodel/v1/datamodel_pb.js";
 export * from "./gen/openshell/sandbox/v1/sandbox_pb.js";

@@ -32,6 +32,17 @@ export function handleRequest(handle: OperationHandle): UpdateConfigRequest {
 /**
  * Restores a handle from its JSON text or parsed value, checking that it is one. Throws
  * InvalidArgumentError naming the field that is wrong.
+ *
+ * @example
+ * ```ts
+ * import { restoreHandle } from "openshell-config";
+ *
+ * const { handle } = await client.updatePolicy({ sandbox: "agent-7", policy });
+ * localStorage.setItem("pending", JSON.stringify(handle));
+ *
+ * // After a reload, or in another process that read the same text:
+ * const completion = await client.awaitCompletion(restoreHandle(localStorage.getItem("pending")!));
+ * ```
  */
 export function restoreHandle(json: string | unknown): OperationHandle {
   let value: unknown = json;

@@ -9,7 +9,20 @@ import type { SettingInput, SettingOutput } from "./setting-types.js";
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
-/** Builds the wire message; throws InvalidArgumentError (naming `field`) for unrepresentable values. */
+/**
+ * Builds the wire message; throws InvalidArgumentError (naming `field`) for unrepresentable
+ * values. The client's `updateSettings` calls it for you; this is for requests built by hand
+ * with `openshell-config/raw`.
+ *
+ * @example
+ * ```ts
+ * import { toSettingValue } from "openshell-config";
+ *
+ * toSettingValue("debug"); // { value: { case: "stringValue", value: "debug" } }
+ * toSettingValue(64); // { value: { case: "intValue", value: 64n } }: int64 on the wire
+ * toSettingValue(1.5); // throws InvalidArgumentError: value must be a safe integer, …
+ * ```
+ */
 export function toSettingValue(value: SettingInput, field = "value"): SettingValue {
   switch (typeof value) {
     case "string":
@@ -40,7 +53,22 @@ export function toSettingValue(value: SettingInput, field = "value"): SettingVal
   }
 }
 
-/** The plain value of a wire SettingValue; `undefined` when the oneof is unset. */
+/**
+ * The plain value of a wire SettingValue; `undefined` when the oneof is unset. Integers come
+ * back as `bigint`, whatever they were sent as.
+ *
+ * @example
+ * ```ts
+ * import { fromSettingValue, toSettingValue } from "openshell-config";
+ * import { OpenShell } from "openshell-config/raw";
+ *
+ * fromSettingValue(toSettingValue(64)); // 64n
+ *
+ * // The gateway-wide settings, read through the raw client, as plain values:
+ * const { settings } = await client.raw(OpenShell).getGatewayConfig({});
+ * const plain = Object.fromEntries(Object.entries(settings).map(([key, value]) => [key, fromSettingValue(value)]));
+ * ```
+ */
 export function fromSettingValue(value: SettingValue | undefined): SettingOutput | undefined {
   const v = value?.value;
   switch (v?.case) {

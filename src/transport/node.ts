@@ -1,5 +1,10 @@
-// The Node transport: gRPC or Connect over HTTP/2 (or Connect over HTTP/1.1), with node:http2.
-// Server processes and CLIs use this one; browsers use transport/web.
+/**
+ * The Node transport: gRPC (the default) or Connect or gRPC-Web, over HTTP/2 with node:http2, or
+ * Connect and gRPC-Web over HTTP/1.1. Server processes and command lines use this one; browsers
+ * use `openshell-config/transport/web`. Pass the transport to `createConfigClient({ transport })`.
+ *
+ * @module openshell-config/transport/node
+ */
 
 import {
   compressionGzip,
@@ -26,7 +31,23 @@ export interface NodeTransportOptions {
   readonly interceptors?: Interceptor[];
 }
 
-/** A Connect transport over node:http2 (or node:http for HTTP/1.1). */
+/**
+ * A Connect transport over node:http2 (or node:http for HTTP/1.1), for `createConfigClient`.
+ *
+ * @example
+ * ```ts
+ * import { createConfigClient } from "openshell-config";
+ * import { createNodeTransport } from "openshell-config/transport/node";
+ *
+ * const client = createConfigClient({
+ *   transport: createNodeTransport({ baseUrl: "https://gateway.internal:8443" }), // gRPC over HTTP/2
+ *   token: async () => process.env.OPENSHELL_TOKEN!, // called before every request
+ * });
+ *
+ * // Connect over HTTP/1.1, e.g. through a proxy that speaks no HTTP/2:
+ * const viaProxy = createNodeTransport({ baseUrl: "http://127.0.0.1:8080", protocol: "connect", httpVersion: "1.1" });
+ * ```
+ */
 export function createNodeTransport(options: NodeTransportOptions): Transport {
   const protocol = options.protocol ?? "grpc";
   const httpVersion = protocol === "grpc" ? "2" : (options.httpVersion ?? "2");

@@ -1,5 +1,11 @@
-// The browser transport: Connect (or gRPC-Web) over fetch. Also runs in Node, Deno and Bun, where
-// fetch exists, over HTTP/1.1.
+/**
+ * The browser transport: Connect (the default, binary or JSON) or gRPC-Web, over fetch. Also runs
+ * in Node, Deno and Bun, where fetch exists, over HTTP/1.1. `createConfigClient({ baseUrl })`
+ * without a transport already uses Connect over fetch; this entry point chooses gRPC-Web or JSON,
+ * or a fetch of your own.
+ *
+ * @module openshell-config/transport/web
+ */
 
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import type { Interceptor, Transport } from "@connectrpc/connect";
@@ -20,7 +26,21 @@ export interface WebTransportOptions {
   readonly interceptors?: Interceptor[];
 }
 
-/** A Connect transport over fetch. */
+/**
+ * A Connect transport over fetch, for `createConfigClient`.
+ *
+ * @example
+ * ```ts
+ * import { createConfigClient } from "openshell-config";
+ * import { createWebTransport } from "openshell-config/transport/web";
+ *
+ * // gRPC-Web, for a proxy that passes only gRPC-Web; the gateway must allow the page's origin (CORS).
+ * const client = createConfigClient({ transport: createWebTransport({ baseUrl: "/api", protocol: "grpc-web" }) });
+ *
+ * // Connect with JSON bodies, readable in the browser's network panel:
+ * const readable = createWebTransport({ baseUrl: "https://gateway.example.com", binary: false });
+ * ```
+ */
 export function createWebTransport(options: WebTransportOptions): Transport {
   if (options.protocol !== "grpc-web") return createFetchConnectTransport(options);
   return tagBaseUrl(createGrpcWebTransport({ ...fetchCommon(options), useBinaryFormat: true }), options.baseUrl);
