@@ -22,6 +22,8 @@ export interface LatencyTask { readonly kind: "latency"; readonly sandbox: strin
 export interface PollTask { readonly kind: "poll"; readonly sandbox: string; readonly n: number; readonly pollMs: number; readonly phaseMs: number }
 /** Concurrent waited updates over disjoint sandboxes: policy, settings, invalid, superseded pairs. */
 export interface FleetTask { readonly kind: "fleet"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number }
+/** Waited policy updates only, over disjoint sandboxes (the probe's shape; the floor client runs the same). */
+export interface WaitedTask { readonly kind: "waited"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number }
 /** One commit-only policy update per sandbox. */
 export interface CommitTask { readonly kind: "commit"; readonly sandboxes: readonly string[]; readonly concurrency: number; readonly tag: string }
 /** Reads operations back and compares them with the expected states (`a|b` = either). */
@@ -29,7 +31,7 @@ export interface CheckTask { readonly kind: "check"; readonly ids: readonly stri
 /** Pages ListSandboxes until `count` sandboxes are READY; reports when. */
 export interface ReadyTask { readonly kind: "ready"; readonly count: number; readonly intervalMs: number; readonly timeoutMs: number }
 
-export type Task = CreateTask | LatencyTask | PollTask | FleetTask | CommitTask | CheckTask | ReadyTask;
+export type Task = CreateTask | LatencyTask | PollTask | FleetTask | WaitedTask | CommitTask | CheckTask | ReadyTask;
 
 export interface Ops {
   /** Operation ids and the states each may end in, for the final check. */
@@ -54,7 +56,7 @@ export type WorkerResult<T extends Task> = T extends CreateTask
     ? { readonly commitMs: number[]; readonly waitedMs: number[]; readonly serverMs: number[]; readonly byState: Record<string, number>; readonly mismatches: string[] }
     : T extends PollTask
       ? { readonly latencyMs: number[]; readonly supervisorMs: number[]; readonly byStatus: Record<string, number> }
-      : T extends FleetTask
+      : T extends FleetTask | WaitedTask
         ? FleetResult
         : T extends CommitTask
           ? Ops & { readonly ms: number }
@@ -221,6 +223,37 @@ async function fleet(client: ConfigClient, t: FleetTask): Promise<FleetResult> {
   return { ...out, endAt: Date.now(), cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
+async function waited(client: ConfigClient, t: WaitedTask): Promise<FleetResult> {
+  const out: FleetResult = { ids: [], expect: [], latencyMs: [], byKind: {}, byState: {}, mismatches: [], lost: [], stuck: [], endAt: 0, cpuMs: 0 };
+  const cpu0 = process.cpuUsage();
+  const loops = Math.max(1, Math.min(t.loops, t.sandboxes.length));
+  let remaining = t.ops;
+  await Promise.all(
+    Array.from({ length: loops }, async (_, l) => {
+      const mine = t.sandboxes.filter((_, i) => i % loops === l);
+      for (let n = 0; remaining > 0; n++) {
+        remaining -= 1;
+        const tag = `${t.tag}-l${l}-n${n}`;
+        const t0 = performance.now();
+        try {
+          const u = await client.updatePolicy({ sandbox: mine[n % mine.length]!, policy: policyFor(tag), wait: { timeoutMs: t.timeoutMs } });
+          out.latencyMs.push(performance.now() - t0);
+          bump(out.byState, u.completion.state);
+          out.ids.push(u.completion.operationId);
+          out.expect.push("applied");
+          if (u.completion.state !== "applied") out.mismatches.push(`policy ${tag} (${u.completion.operationId}): ${u.completion.state}, expected applied`);
+        } catch (err) {
+          if (err instanceof CompletionTimeoutError) out.stuck.push(`policy ${tag} (${err.operationId ?? "id unknown"}): no outcome within ${t.timeoutMs} ms`);
+          else out.lost.push(`policy ${tag}: ${(err as Error).message}`);
+        }
+      }
+    }),
+  );
+  bump(out.byKind, "policy", t.ops);
+  const cpu = process.cpuUsage(cpu0);
+  return { ...out, endAt: Date.now(), cpuMs: (cpu.user + cpu.system) / 1000 };
+}
+
 async function commit(client: ConfigClient, t: CommitTask): Promise<WorkerResult<CommitTask>> {
   const ids: string[] = new Array(t.sandboxes.length);
   const t0 = performance.now();
@@ -270,7 +303,7 @@ async function main(): Promise<void> {
   await client.raw(OpenShell).health({});
   process.stdout.write(`${JSON.stringify({ type: "ready" })}\n`);
   if (task.barrier) while ((await lines.next()).value !== "go");
-  const run: Record<Task["kind"], (c: ConfigClient, t: never) => Promise<unknown>> = { create: createSandboxes, latency, poll, fleet, commit, check, ready };
+  const run: Record<Task["kind"], (c: ConfigClient, t: never) => Promise<unknown>> = { create: createSandboxes, latency, poll, fleet, waited, commit, check, ready };
   const result = await run[task.kind](client, task as never);
   await answer({ type: "result", result });
 }

@@ -40,6 +40,8 @@ export interface ChildOptions {
   readonly log: WriteStream;
   /** Keep stdout lines in memory (workers answer in JSON there). */
   readonly captureStdout?: boolean;
+  /** Extra environment variables. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** One node child process. */
@@ -61,6 +63,7 @@ export class Child {
     this.process = spawn(process.execPath, [...(o.nodeArgs ?? profAll), "--import", "tsx", join(ROOT, o.script), ...o.args], {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],
+      ...(o.env ? { env: { ...process.env, ...o.env } } : {}),
     });
     live.add(this.process);
     this.exited = new Promise((r) =>

@@ -3,11 +3,12 @@
 // (bench/client.ts) that take a JSON task on stdin and answer in JSON on stdout.
 
 import { randomBytes } from "node:crypto";
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { Child, freePort, openLog, sampleProc, sleep, type ProcSample } from "./proc.js";
+import { sandboxNames } from "./names.js";
+import { Child, freePort, openLog, ROOT, sampleProc, sleep, type ProcSample } from "./proc.js";
 import type { Task, WorkerResult } from "../client.js";
 
 export type Backend = "sqlite" | "postgres";
@@ -19,8 +20,7 @@ export interface Group {
 }
 
 export function groupNames(g: Group): string[] {
-  const width = Math.max(4, String(g.count - 1).length);
-  return Array.from({ length: g.count }, (_, i) => `${g.prefix}${String(i).padStart(width, "0")}`);
+  return sandboxNames(g.prefix, g.count);
 }
 
 /** Splits `total` sandboxes into `processes` groups `<base><k>-NNNN` (one supervisor process each). */
@@ -38,6 +38,8 @@ export interface StackOptions {
   readonly gatewayArgs?: readonly string[];
   /** Write a CPU profile of the gateway into this directory (on graceful stop). */
   readonly cpuProfDir?: string;
+  /** PostgreSQL: count the gateway's queries (bench/lib/pg-count.mjs); read with pgQueries(). */
+  readonly countPgQueries?: boolean;
   readonly label: string;
 }
 
@@ -106,9 +108,20 @@ export class Stack {
 
   /** Starts a gateway on this stack's database and port; resolves once it is healthy. */
   async startGateway(): Promise<Child> {
-    const nodeArgs = this.o.cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", this.o.cpuProfDir] : [];
+    const nodeArgs = [
+      ...(this.o.cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", this.o.cpuProfDir] : []),
+      ...(this.o.countPgQueries ? ["--import", join(ROOT, "bench/lib/pg-count.mjs")] : []),
+    ];
     const args = ["serve", "--db", this.dbUrl, "--port", String(this.port), "--auth-file", join(this.dir, "auth.json"), "--log-level", "warn", ...(this.o.gatewayArgs ?? [])];
-    const g = new Child({ name: "gateway", script: "gateway/src/cli.ts", args, nodeArgs, log: this.log });
+    const g = new Child({
+      name: "gateway",
+      script: "gateway/src/cli.ts",
+      args,
+      // Without options of its own, the gateway is profiled too under OSC_BENCH_PROF_ALL.
+      ...(nodeArgs.length > 0 ? { nodeArgs } : {}),
+      ...(this.o.countPgQueries ? { env: { OSC_BENCH_PG_COUNT: this.pgCountFile } } : {}),
+      log: this.log,
+    });
     this.children.push(g);
     this.gateway = g;
     const deadline = performance.now() + 60_000;
@@ -124,6 +137,21 @@ export class Stack {
     }
     this.gatewayStartMs = performance.now() - g.spawnedAt;
     return g;
+  }
+
+  private get pgCountFile(): string {
+    return join(this.dir, "pg-queries");
+  }
+
+  /** The gateway's PostgreSQL queries so far (countPgQueries); waits for the counter file to settle. */
+  async pgQueries(): Promise<number> {
+    let last = -1;
+    for (;;) {
+      await sleep(250);
+      const n = existsSync(this.pgCountFile) ? Number(readFileSync(this.pgCountFile, "utf8")) : 0;
+      if (n === last) return n;
+      last = n;
+    }
   }
 
   gatewaySample(): ProcSample {
@@ -188,6 +216,18 @@ export class Stack {
     const out: Record<string, number> = {};
     for (const c of this.children) for (const [k, v] of c.reconnects) out[k] = (out[k] ?? 0) + v;
     return out;
+  }
+
+  /** Every sample of the gateway's /metrics, by name with labels. */
+  async metrics(): Promise<Map<string, number>> {
+    const text = await (await fetch(`${this.url}/metrics`)).text();
+    const m = new Map<string, number>();
+    for (const line of text.split("\n")) {
+      if (line === "" || line.startsWith("#")) continue;
+      const i = line.lastIndexOf(" ");
+      m.set(line.slice(0, i), Number(line.slice(i + 1)));
+    }
+    return m;
   }
 
   /** The gateway's pending-operation gauge (from /metrics). */

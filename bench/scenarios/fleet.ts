@@ -6,7 +6,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { FleetResult } from "../client.js";
-import { cpuPercent, machineBusyMs, sampleMachine, sampleProc, type ProcSample } from "../lib/proc.js";
+import { cpuPercent, machineBusyMs, machineBusyPercent, sampleMachine, sampleProc, type ProcSample } from "../lib/proc.js";
 import { monotonicUs, topSelfTime, type ProfileEntry } from "../lib/profile.js";
 import { groupNames, Stack, type Backend } from "../lib/stack.js";
 import { addCounts, mb, round, summarize, type Summary } from "../lib/stats.js";
@@ -39,6 +39,10 @@ export interface FleetScenarioResult {
   readonly gatewayCpuPercent: number;
   readonly gatewayCpuMsPerOp: number;
   readonly gatewayPeakRssMb: number;
+  /** CPU ms per operation of the gateway, the supervisor processes and the client processes (summed). */
+  readonly cpuMsPerOp: { readonly gateway: number; readonly supervisors: number; readonly clients: number };
+  /** Whole-machine CPU busy during the run, percent. */
+  readonly machineBusyPercent: number;
   /** Where the machine's CPU went during the run, in percent of one core. */
   readonly cpuPercent: { readonly gateway: number; readonly supervisors: number; readonly clients: number; readonly rest: number };
   readonly bootstrapMs: number;
@@ -110,6 +114,8 @@ export async function fleetScenario(ctx: Context, backend: Backend, o: FleetOpti
       gatewayCpuPercent: round(cpuPercent(before, after)),
       gatewayCpuMsPerOp: round((after.cpuMs - before.cpuMs) / operations, 2),
       gatewayPeakRssMb: mb(after.peakRssBytes),
+      cpuMsPerOp: { gateway: round((after.cpuMs - before.cpuMs) / operations, 3), supervisors: round((sup1 - sup0) / operations, 3), clients: round(clientMs / operations, 3) },
+      machineBusyPercent: round(machineBusyPercent(m0, m1)),
       cpuPercent: {
         gateway: share(after.cpuMs - before.cpuMs),
         supervisors: share(sup1 - sup0),

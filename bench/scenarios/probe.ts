@@ -1,0 +1,83 @@
+// The probe shape as a scenario: 64 sandboxes on one supervisor process, one SDK client process
+// with 32 waited policy updates in flight (each loop owns two sandboxes), N updates after one
+// untimed warm-up update per sandbox. Measured: updates/s, latency, and CPU per update of the
+// gateway, the supervisor and the client (utime + stime), plus the store work per update from the
+// gateway's /metrics (and, on PostgreSQL, the queries it sent). The floor runs the same shape
+// (bench/floor/scenarios.ts floorUpdates).
+
+import { machineBusyPercent, sampleMachine, sampleProc, type ProcSample } from "../lib/proc.js";
+import { groupNames, Stack, type Backend, type Group } from "../lib/stack.js";
+import { storeCounters, type StoreCounters } from "../lib/store-counters.js";
+import { mb, round, summarize, type Summary } from "../lib/stats.js";
+import { bootstrapAll, createAll, drained, IntegrityError, type Context } from "./common.js";
+
+export const PROBE_SHAPE = { sandboxes: 64, inFlight: 32 } as const;
+
+export interface ProbeResult {
+  readonly backend: Backend;
+  readonly sandboxes: number;
+  readonly concurrency: number;
+  readonly operations: number;
+  readonly wallMs: number;
+  readonly completedPerSec: number;
+  readonly latencyMs: Summary;
+  readonly cpuMsPerOp: { readonly gateway: number; readonly supervisors: number; readonly clients: number };
+  readonly gatewayPeakRssMb: number;
+  readonly machineBusyPercent: number;
+  readonly store: StoreCounters;
+  /** PostgreSQL: queries the gateway sent per update (counted in its pg client). */
+  readonly pgQueriesPerOp?: number;
+}
+
+export async function probeScenario(ctx: Context, backend: Backend, ops: number): Promise<ProbeResult> {
+  const group: Group = { prefix: "p-", count: PROBE_SHAPE.sandboxes };
+  const names = groupNames(group);
+  const stack = await Stack.start({ backend, groups: [group], label: `probe-${backend}`, countPgQueries: backend === "postgres" });
+  try {
+    await createAll(stack, [group]);
+    const boot = await bootstrapAll(stack, [group], 60_000);
+    const task = { kind: "waited" as const, sandboxes: names, loops: PROBE_SHAPE.inFlight, timeoutMs: 60_000 };
+    const warm = await stack.run({ ...task, ops: names.length, tag: "warm" });
+    if (warm.lost.length + warm.stuck.length + warm.mismatches.length > 0) throw new IntegrityError(`probe/${backend} warm-up: ${[...warm.lost, ...warm.stuck, ...warm.mismatches].slice(0, 3).join("; ")}`);
+    ctx.say(`probe/${backend}: ${ops} waited updates, ${PROBE_SHAPE.inFlight} in flight on ${PROBE_SHAPE.sandboxes} sandboxes`);
+    const supCpu = () => boot.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
+    const metrics0 = await stack.metrics();
+    const pg0 = backend === "postgres" ? await stack.pgQueries() : 0;
+    let before: ProcSample = stack.gatewaySample();
+    let sup0 = 0;
+    let m0 = sampleMachine();
+    const { results, goAt } = await stack.runTogether([{ ...task, ops, tag: "run" }], () => {
+      before = stack.gatewaySample();
+      sup0 = supCpu();
+      m0 = sampleMachine();
+    });
+    const after = stack.gatewaySample();
+    const sup1 = supCpu();
+    const m1 = sampleMachine();
+    const r = results[0]!;
+    const problems = [...r.lost.map((l) => `lost: ${l}`), ...r.stuck.map((s) => `stuck: ${s}`), ...r.mismatches];
+    if (problems.length > 0 || r.ids.length !== ops) throw new IntegrityError(`probe/${backend}: ${r.ids.length} of ${ops} with an outcome; ${problems.length} problem(s): ${problems.slice(0, 5).join("; ")}`);
+    const pg1 = backend === "postgres" ? await stack.pgQueries() : 0;
+    const metrics1 = await stack.metrics();
+    await drained(stack, 30_000, `probe/${backend}`);
+    const wallMs = r.endAt - goAt;
+    return {
+      backend,
+      sandboxes: names.length,
+      concurrency: PROBE_SHAPE.inFlight,
+      operations: ops,
+      wallMs: Math.round(wallMs),
+      completedPerSec: round((ops / wallMs) * 1000, 0),
+      latencyMs: summarize(r.latencyMs),
+      cpuMsPerOp: { gateway: round((after.cpuMs - before.cpuMs) / ops, 3), supervisors: round((sup1 - sup0) / ops, 3), clients: round(r.cpuMs / ops, 3) },
+      gatewayPeakRssMb: mb(after.peakRssBytes),
+      machineBusyPercent: round(machineBusyPercent(m0, m1)),
+      store: storeCounters(metrics0, metrics1, ops),
+      ...(backend === "postgres" ? { pgQueriesPerOp: round((pg1 - pg0) / ops, 2) } : {}),
+    };
+  } catch (err) {
+    throw stack.keepLogs(err);
+  } finally {
+    await stack.stop();
+  }
+}
