@@ -75,11 +75,11 @@ describe("openshell-config policy rollout", () => {
     expect(r.stderr).toMatch(/^rollout [0-9a-f-]{36}: 30 sandboxes \(speed=fast\)/m);
     // No progress bar: stderr is not a terminal.
     expect(r.stderr).not.toContain("\r");
-    expect(r.stdout).toMatch(/rollout [0-9a-f-]{36}: done, 30 sandboxes \(speed=fast\)/);
+    expect(r.stdout).toMatch(/^rollout [0-9a-f-]{36}: done, 30 sandboxes in \d+\.\ds$/m);
     expect(r.stdout).toMatch(/^STATE\s+OUTCOME\s+SANDBOXES$/m);
     expect(r.stdout).toMatch(/^applied\s+applied\s+30$/m);
     expect(r.stdout).toMatch(/^slowest: cr-\d{4} /m);
-    expect(r.stdout).not.toContain("resume with");
+    expect(r.stdout + r.stderr).not.toContain("resume with");
     const after = await versions("speed=fast");
     for (const name of fast) expect(after.get(name), name).toBe(before.get(name)! + 1);
   }, 60_000);
@@ -95,7 +95,8 @@ describe("openshell-config policy rollout", () => {
       expect.stringContaining('protocol "ftp" is not supported'),
       expect.stringContaining('protocol "ftp" is not supported'),
     ]);
-    expect(doc.resume).toMatch(/^openshell-config policy rollout --resume [0-9a-f-]{36}$/);
+    // It repeats the output format asked for.
+    expect(doc.resume).toMatch(/^openshell-config policy rollout --resume [0-9a-f-]{36} -o json$/);
     const after = await versions("speed=fast");
     const changed = fast.filter((n) => after.get(n) !== before.get(n));
     expect(changed).toHaveLength(2);
@@ -108,11 +109,22 @@ describe("openshell-config policy rollout", () => {
     expect(first.code, first.stderr).toBe(130);
     const id = /rollout ([0-9a-f-]{36}): interrupted/.exec(first.stdout)?.[1];
     expect(id, first.stdout).toBeDefined();
-    expect(first.stdout).toContain(`resume with: openshell-config policy rollout --resume ${id}`);
+    // The resume command once, on stderr; stdout holds the summary.
+    expect(first.stderr).toMatch(new RegExp(`^resume with: openshell-config policy rollout --resume ${id}$`, "m"));
+    expect(first.stdout).not.toContain("resume with");
+    // Every sandbox left pending keeps its operation id, and OUTCOME is not a wait reason.
+    const pendingRows = first.stdout.split("\n").filter((l) => /^cs-\d{4}\s+pending\s/.test(l));
+    expect(pendingRows.length, first.stdout).toBeGreaterThan(0);
+    for (const row of pendingRows) expect(row).toMatch(/^cs-\d{4}\s+pending\s+-\s+interrupted; operation [0-9a-f-]{36}$/);
+    expect(first.stdout).not.toMatch(/^slowest: .*cs-\d{4} 0\.0s/m);
     const state = JSON.parse(readFileSync(join(stateHome, "openshell-config", "rollouts", `${id}.json`), "utf8")) as { sandboxes: string[]; refs: Record<string, unknown> };
     expect(state.sandboxes).toEqual(slow);
     expect(Object.keys(state.refs).length).toBeGreaterThan(0);
     expect(Object.keys(state.refs).length).toBeLessThan(slow.length);
+    for (const row of pendingRows) {
+      const [sandbox, , , , , operationId] = row.split(/\s+/);
+      expect((state.refs[sandbox!] as { operationId?: string }).operationId, sandbox).toBe(operationId);
+    }
 
     const second = await cli(["policy", "rollout", "--resume", id!]);
     expect(second.code, second.stderr).toBe(0);
@@ -120,6 +132,18 @@ describe("openshell-config policy rollout", () => {
     expect(second.stdout).toMatch(/^applied\s+applied\s+12$/m);
     const after = await versions("speed=slow");
     for (const name of slow) expect(after.get(name), name).toBe(before.get(name)! + 1);
+  }, 60_000);
+
+  it("a rollout whose waits time out exits 124: pending rows with their operation ids, no slowest of unfinished sandboxes, a resume command with the same --timeout", async () => {
+    // The slow fleet takes 600 ms per apply: a 100 ms wait ends first.
+    const r = await cli(["policy", "rollout", "-l", "speed=slow", "-f", file("conda.yaml", { conda: { host: "conda.anaconda.org" } }), "--timeout", "100ms", "-o", "json"]);
+    expect(r.code, r.stderr).toBe(124);
+    const doc = JSON.parse(r.stdout) as { id: string; resume: string; slowest: unknown[]; sandboxes: { sandbox: string; state: string; outcome: string | null; reason: string | null; operationId: string | null }[] };
+    expect(doc.sandboxes).toHaveLength(slow.length);
+    for (const s of doc.sandboxes) expect(s, s.sandbox).toMatchObject({ state: "pending", outcome: null, reason: "deadline", operationId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(doc.slowest).toEqual([]);
+    expect(doc.resume).toBe(`openshell-config policy rollout --resume ${doc.id} --timeout 100ms -o json`);
+    expect(r.stderr).toContain(`resume with: ${doc.resume}\n`);
   }, 60_000);
 
   it("exits 1 when the selector matches no sandbox, sending nothing", async () => {
