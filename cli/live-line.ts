@@ -2,7 +2,9 @@
 // rollout). It always fits the terminal (cut with "…" to one column less than its width, so the
 // terminal never wraps it), is redrawn with \r and erase-to-end-of-line at most once a frame
 // (100 ms) and only when its text changed, and is erased when it stops, leaving nothing behind.
-// On a pipe, a file or a dumb terminal nothing is written at all; colour only without NO_COLOR.
+// Whatever else is written to the terminal meanwhile (a retry notice on stderr, a line on stdout)
+// erases it first and it is drawn again below, so nothing is ever glued to it. On a pipe, a file
+// or a dumb terminal nothing is written at all; colour only without NO_COLOR.
 
 import { canRedraw, colorEnabled, ERASE_LINE, fit, palette, usableColumns, type Palette, type TerminalStream } from "./terminal.js";
 
@@ -30,6 +32,11 @@ export interface LiveLineOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** The clock; default Date.now. */
   readonly now?: () => number;
+  /**
+   * Other streams on the same terminal whose writes erase the line first; default stdout when
+   * `stream` is process.stderr and stdout is a terminal.
+   */
+  readonly companions?: readonly TerminalStream[];
 }
 
 /** The interval between frames, by default. */
@@ -49,6 +56,7 @@ export function startLiveLine(stream: TerminalStream, render: (frame: Frame) => 
   let shown = "";
   let drawnAt = -Infinity;
   let stopped = false;
+  const write = stream.write.bind(stream);
 
   const draw = (force: boolean) => {
     const width = usableColumns(stream);
@@ -58,12 +66,14 @@ export function startLiveLine(stream: TerminalStream, render: (frame: Frame) => 
     shown = text;
     // The cursor goes back to the start of the line: what the terminal echoes there (^C, keys
     // typed ahead) overwrites the line instead of wrapping below it, and is erased with it.
-    stream.write(text === "" ? ERASE_LINE : `\r${text}\x1b[K\r`);
+    write(text === "" ? ERASE_LINE : `\r${text}\x1b[K\r`);
   };
   const erase = () => {
-    if (shown !== "") stream.write(ERASE_LINE);
+    if (shown !== "") write(ERASE_LINE);
     shown = "";
   };
+  const companions = options.companions ?? (stream === process.stderr && process.stdout.isTTY ? [process.stdout] : []);
+  const restore = [stream, ...companions].map((s) => beforeEachWrite(s, erase));
 
   draw(true);
   const timer = setInterval(() => draw(false), intervalMs);
@@ -85,6 +95,21 @@ export function startLiveLine(stream: TerminalStream, render: (frame: Frame) => 
       stopped = true;
       clearInterval(timer);
       erase();
+      for (const r of restore) r();
     },
+  };
+}
+
+/** Makes `stream.write` call `before` first; returns what undoes it. */
+function beforeEachWrite(stream: TerminalStream, before: () => void): () => void {
+  const original = stream.write;
+  const wrapper = function (this: unknown, ...args: unknown[]) {
+    before();
+    return (original as (...a: unknown[]) => boolean).apply(stream, args);
+  };
+  stream.write = wrapper as TerminalStream["write"];
+  return () => {
+    // Unless something wrapped it again meanwhile, which then owns it.
+    if (stream.write === wrapper) stream.write = original;
   };
 }

@@ -123,6 +123,21 @@ describe("a live line", () => {
     line.stop();
     expect(t.writes).toEqual(["\rbar\x1b[K\r", ERASE_LINE, "rollout r-1: 12 sandboxes\n", "\rbar\x1b[K\r", ERASE_LINE]);
   });
+
+  it("is erased by anything else written to its terminal (a retry notice, a line on stdout) and drawn again below it", () => {
+    const t = terminal(80);
+    const stdout = terminal(80);
+    const line = startLiveLine(t, () => "waiting 1.0s", { env: colour, companions: [stdout] });
+    t.write("gateway unreachable (ECONNREFUSED); retrying 3 times within 3.5s…\n");
+    vi.advanceTimersByTime(100);
+    stdout.write("a line on stdout\n");
+    vi.advanceTimersByTime(100);
+    line.stop();
+    t.write("after\n");
+    stdout.write("after\n");
+    expect(t.writes).toEqual(["\rwaiting 1.0s\x1b[K\r", ERASE_LINE, "gateway unreachable (ECONNREFUSED); retrying 3 times within 3.5s…\n", "\rwaiting 1.0s\x1b[K\r", ERASE_LINE, "\rwaiting 1.0s\x1b[K\r", ERASE_LINE, "after\n"]);
+    expect(stdout.writes).toEqual(["a line on stdout\n", "after\n"]);
+  });
 });
 
 describe("the spinner", () => {
