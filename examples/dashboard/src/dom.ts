@@ -22,3 +22,16 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   if (!el) throw new Error(`#${id} is missing`);
   return el as T;
 }
+
+/**
+ * Text with line-break opportunities after `.`, `_`, `/` and before `[` (<wbr>), so that a long
+ * field path such as `network_policies["pypi"].endpoints[0]` wraps at its parts, not mid-word.
+ */
+export function breakable(text: string): DocumentFragment {
+  const out = document.createDocumentFragment();
+  for (const part of text.split(/(?<=[._/])|(?=\[)/)) {
+    if (out.childNodes.length > 0) out.append(document.createElement("wbr"));
+    out.append(part);
+  }
+  return out;
+}

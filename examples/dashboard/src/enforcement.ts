@@ -6,7 +6,7 @@
 
 import { fromPolicyEnforcement, type Drift, type Enforcement, type SandboxConfig } from "openshell-config";
 import { SandboxPhase, type Sandbox } from "openshell-config/raw";
-import { h } from "./dom.js";
+import { breakable, h } from "./dom.js";
 import { phaseBadge, timeText } from "./status.js";
 
 /** One sandbox's desired and enforced policy, from whichever source the page has. */
@@ -59,18 +59,79 @@ function driftBadge(kind: string, cls: "red" | "amber" | "grey", label: string, 
 }
 
 /**
- * The phase cell: the phase badge, except that a sandbox failing closed gets a red "fails closed
- * (deny all)" badge instead of its phase's colour (its phase stays readable next to it).
+ * How the sandbox's enforcement compares with its desired policy, in one word: `in-sync`,
+ * `applying` (the newest revision is not answered yet), `drift` (it runs another revision, was
+ * rejected, degraded, or a local policy wins), `failed-closed`, `unknown` (nothing reported).
+ */
+export type Health = "in-sync" | "applying" | "drift" | "failed-closed" | "unknown";
+
+export function healthOf(view: EnforcementView): Health {
+  const { enforced, drift } = view;
+  if (enforced.state === "failed-closed") return "failed-closed";
+  if (drift === undefined || enforced.state === "unknown") return "unknown";
+  if (enforced.state === "local-override" || drift.includes("last-update-failed")) return "drift";
+  if (drift.includes("behind")) return view.pending ? "applying" : "drift";
+  if (enforced.degraded) return "drift";
+  return "in-sync";
+}
+
+/**
+ * The phase cell: the phase badge, green "ready" only when the sandbox enforces its desired
+ * policy. A ready sandbox that runs another revision, was rejected or is overridden locally is an
+ * amber "ready"; one failing closed gets a red "fails closed (deny all)" badge instead of its
+ * phase's colour (its phase stays readable next to it).
  */
 export function phaseCell(phase: SandboxPhase, view: EnforcementView): HTMLElement {
-  if (view.enforced.state !== "failed-closed") return phaseBadge(phase);
+  const health = healthOf(view);
+  if (health !== "failed-closed") {
+    const el = phaseBadge(phase);
+    if (phase === SandboxPhase.READY && health === "drift") {
+      el.classList.replace("phase-ready", "phase-ready-drift");
+      el.title = summaryText(view);
+    }
+    el.dataset["health"] = health;
+    return el;
+  }
   const name = phase === SandboxPhase.UNSPECIFIED ? "unknown" : SandboxPhase[phase]!.toLowerCase().replaceAll("_", "-");
   return h(
     "div",
     { class: "phase-stack" },
-    h("span", { class: "badge badge-failed-closed", "data-enforcement": "failed-closed", title: view.enforced.reason ?? "no valid policy is in force" }, "fails closed (deny all)"),
+    h("span", { class: "badge badge-failed-closed", "data-enforcement": "failed-closed", "data-health": health, title: view.enforced.reason ?? "no valid policy is in force" }, "fails closed (deny all)"),
     h("div", { class: "muted small", "data-phase": name }, `phase ${name}`),
   );
+}
+
+/** One line of what the sandbox enforces against what it should, for tooltips and chips. */
+export function summaryText(view: EnforcementView): string {
+  const { enforced, desiredVersion } = view;
+  const v = desiredVersion === undefined ? "the desired policy" : `v${desiredVersion}`;
+  switch (enforced.state) {
+    case "failed-closed":
+      return "fails closed: denies all traffic";
+    case "local-override":
+      return `a local policy wins over ${v}`;
+    case "unknown":
+      return "enforcement not reported";
+    case "enforcing": {
+      const runs = `runs v${enforced.policyVersion}`;
+      if (view.drift?.includes("last-update-failed")) return `${v} rejected, ${runs}`;
+      if (enforced.policyVersion !== desiredVersion) return view.pending ? `applying ${v} (${runs})` : `${runs}, desired ${v}`;
+      if (view.drift?.includes("behind")) return view.pending ? `applying ${v}` : `runs ${v} with older settings`;
+      return enforced.degraded ? `runs ${v}, degraded` : `enforces ${v}`;
+    }
+  }
+}
+
+/**
+ * A chip saying what the sandbox enforces, for the policy header and the operations card:
+ * green only in sync; blue while the newest revision is applied; amber for drift; red when it
+ * fails closed; grey when unknown.
+ */
+export function enforcementChip(view: EnforcementView): HTMLElement {
+  const health = healthOf(view);
+  const cls = { "in-sync": "green", applying: "blue", drift: "amber", "failed-closed": "red", unknown: "grey" }[health];
+  const text = view.drift === undefined ? "enforced: unknown" : summaryText(view);
+  return h("span", { class: `badge chip chip-${cls}`, "data-testid": "enforcement-chip", "data-health": health, title: view.enforced.reason ?? text }, text);
 }
 
 /** What the policy cell shows under the desired version: one badge per kind of drift. */
@@ -91,7 +152,7 @@ export function driftBadges(view: EnforcementView): HTMLElement[] {
         "div",
         { class: "last-failed small", "data-drift": "last-update-failed", title: view.loadError },
         h("strong", {}, `v${desiredVersion} failed`),
-        view.loadError ? `: ${view.loadError}` : "",
+        view.loadError ? breakable(`: ${view.loadError}`) : "",
       ),
     );
   }

@@ -6,6 +6,7 @@
 // The token lives in sessionStorage only (gone when the tab closes) and is never logged or shown.
 
 import "./style.css";
+import { equals } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import {
   CompletionTimeoutError,
@@ -15,15 +16,27 @@ import {
   createConfigClient,
   type Completion,
   type ConfigClient,
-  type ProgressEvent,
   type SandboxConfig,
+  type UpdateResult,
 } from "openshell-config";
-import { OpenShell, workspaceScope, type Sandbox } from "openshell-config/raw";
-import { byId, h } from "./dom.js";
+import { OpenShell, SandboxPolicySchema, workspaceScope, type Sandbox } from "openshell-config/raw";
+import { breakable, byId, h } from "./dom.js";
 import { formatPolicy, parsePolicy, type ParsedPolicy, type PolicyFormat } from "./policy.js";
-import { badge, badgeStateOf, describe, fromStatus, fromWire, timeText, type BadgeState, type OperationView } from "./status.js";
+import {
+  badge,
+  badgeStateOf,
+  describe,
+  fromStatus,
+  fromWire,
+  fullTime,
+  labelOperations,
+  timeEl,
+  timeText,
+  type BadgeState,
+  type OperationView,
+} from "./status.js";
 import { createRolloutView } from "./rollout-view.js";
-import { driftBadges, editorNotice, fromConfig, fromListed, phaseCell, type EnforcementView } from "./enforcement.js";
+import { driftBadges, editorNotice, enforcementChip, fromConfig, fromListed, phaseCell, type EnforcementView } from "./enforcement.js";
 
 const TOKEN_KEY = "openshell-dashboard.token";
 const GATEWAY_KEY = "openshell-dashboard.gateway";
@@ -34,6 +47,10 @@ const RESUME_WAIT_MS = 60_000;
 const LIST_REFRESH_MS = 15_000;
 
 type Raw = Client<typeof OpenShell>;
+
+/** The timer that keeps an outcome panel's elapsed time counting, per panel. */
+const tickers = new WeakMap<HTMLElement, ReturnType<typeof setInterval>>();
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 const app = byId("app");
 
@@ -150,8 +167,12 @@ interface OutcomeView {
   readonly title: string;
   readonly detail?: string | undefined;
   readonly operationId?: string | undefined;
+  /** What the operation changes ("policy v3", "setting log_level"), once known. */
+  readonly change?: string | undefined;
   readonly outcome?: string | undefined;
+  /** Time spent so far; while `startedAt` is given the panel keeps counting. */
   readonly elapsedMs?: number | undefined;
+  readonly startedAt?: number | undefined;
   readonly action?: HTMLElement | undefined;
 }
 
@@ -162,6 +183,13 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
   let watchCtl: AbortController | undefined;
   let format: PolicyFormat = "yaml";
   let flash: string | undefined;
+  /** Operations committed from this page, by id: the policy version committed (the wire record does not say). */
+  const sentPolicies = new Map<string, number>();
+  /** Per sandbox: the setting keys seen changing to each settings revision (two reads of its config). */
+  const settingKeys = new Map<string, Map<bigint, string[]>>();
+  /** The editor's content parses (Apply is enabled only then). */
+  let editorValid = false;
+  let applying = false;
   const stopped = new AbortController();
 
   // Layout ------------------------------------------------------------------------------------
@@ -169,15 +197,17 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
   const listNote = h("p", { class: "muted small", "data-testid": "list-note" });
   const editorTitle = h("h2", {}, "Policy");
   const editorMeta = h("span", { class: "muted small", "data-testid": "policy-meta" });
+  const editorChip = h("span", { class: "chip-slot", "data-testid": "policy-enforcement" });
   const notice = h("div", { class: "notice-slot" });
   const yamlBtn = h("button", { type: "button", class: "seg active", "data-format": "yaml", onclick: () => switchFormat("yaml") }, "YAML");
   const jsonBtn = h("button", { type: "button", class: "seg", "data-format": "json", onclick: () => switchFormat("json") }, "JSON");
   const text = h("textarea", { id: "policy-text", spellcheck: "false", autocomplete: "off", rows: 18, "aria-label": "Policy", disabled: true });
   const validation = h("div", { class: "validation", "data-testid": "validation", role: "status" });
-  const applyBtn = h("button", { type: "button", class: "primary", id: "apply", disabled: true, onclick: () => void apply() }, "Apply policy");
+  const applyBtn = h("button", { type: "button", class: "primary", id: "apply", disabled: true, title: "Load a sandbox's policy first", onclick: () => void apply() }, "Apply policy");
   const resetBtn = h("button", { type: "button", id: "reset", disabled: true, onclick: () => void loadEditor(true) }, "Load current");
   const outcome = h("div", { class: "outcome-slot", "data-testid": "update-outcome" });
   const opsTitle = h("h2", {}, "Operations");
+  const opsChip = h("span", { class: "chip-slot", "data-testid": "operations-enforcement" });
   const live = h("span", { class: "live", "data-live": "idle", "data-testid": "live" }, "not watching");
   const opsBody = h("tbody", { "data-testid": "operation-rows" });
   const resumeInput = h("input", { id: "resume-id", type: "text", placeholder: "operation id, e.g. 0f3c2d9e-…", spellcheck: "false", autocomplete: "off" });
@@ -192,17 +222,27 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
       return parsed.ok ? parsed : { ok: false, message: `the policy in the editor is invalid: ${parsed.message}` };
     },
     explain: (err) => explain(err, gateway),
+    onCommitted: (sandbox, operationId, policyVersion) => {
+      sentPolicies.set(operationId, policyVersion);
+      if (sandbox === selected) renderOps();
+    },
     onFinished: () => void refreshList(),
   });
 
-  const table = (head: string[], body: HTMLElement) => h("table", {}, h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))), body);
+  const table = (head: string[], body: HTMLElement, cls?: string) =>
+    h("table", { class: cls }, h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))), body);
 
   app.replaceChildren(
     h(
       "header",
       { class: "topbar" },
       h("div", { class: "brand" }, h("span", { class: "logo" }, "◆"), " OpenShell ", h("span", { class: "brand-sub" }, "configuration")),
-      h("div", { class: "topbar-right" }, h("span", { class: "gateway", title: "Gateway" }, gateway), h("button", { type: "button", class: "ghost", id: "signout", onclick: () => signOut() }, "Sign out")),
+      h(
+        "div",
+        { class: "topbar-right" },
+        h("span", { class: "gateway", title: `Gateway ${gateway}` }, gateway.replace(/^https?:\/\//, "")),
+        h("button", { type: "button", class: "ghost", id: "signout", onclick: () => signOut() }, "Sign out"),
+      ),
     ),
     h(
       "main",
@@ -214,7 +254,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
           "section",
           { class: "card", "data-testid": "sandboxes" },
           h("div", { class: "card-head" }, h("h2", {}, "Sandboxes"), h("button", { type: "button", class: "ghost", id: "refresh", onclick: () => void refreshList() }, "Refresh")),
-          table(["Name", "Phase", "Policy", "Settings"], listBody),
+          table(["Name", "Phase", "Policy", "Settings"], listBody, "sandbox-table"),
           listNote,
         ),
         h(
@@ -233,7 +273,12 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
         h(
           "section",
           { class: "card", "data-testid": "editor" },
-          h("div", { class: "card-head" }, h("div", {}, editorTitle, editorMeta), h("div", { class: "segmented", role: "group", "aria-label": "Format" }, yamlBtn, jsonBtn)),
+          h(
+            "div",
+            { class: "card-head wrap" },
+            h("div", { class: "head-text" }, editorTitle, editorMeta, editorChip),
+            h("div", { class: "segmented", role: "group", "aria-label": "Format" }, yamlBtn, jsonBtn),
+          ),
           notice,
           text,
           validation,
@@ -243,8 +288,8 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
         h(
           "section",
           { class: "card", "data-testid": "operations" },
-          h("div", { class: "card-head" }, opsTitle, live),
-          table(["Operation", "Target", "State", "Detail", "Updated"], opsBody),
+          h("div", { class: "card-head wrap" }, h("div", { class: "head-text" }, opsTitle, opsChip), live),
+          table(["Operation", "Change", "State", "Detail", "Updated"], opsBody, "ops-table"),
         ),
       ),
     ),
@@ -263,9 +308,16 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
 
   async function setSandboxes(list: Sandbox[]): Promise<void> {
     const configs = await Promise.all(list.map((sb) => readConfig(sb.metadata?.name ?? "")));
+    const before = new Map(rows);
     rows.clear();
-    list.forEach((sb, i) => rows.set(sb.metadata?.name ?? "", { sandbox: sb, ...configs[i]! }));
-    listNote.textContent = rows.size === 0 ? "No sandboxes in this workspace." : `Updated ${timeText(new Date())}`;
+    list.forEach((sb, i) => {
+      const name = sb.metadata?.name ?? "";
+      noteSettingKeys(name, before.get(name)?.config, configs[i]!.config);
+      rows.set(name, { sandbox: sb, ...configs[i]! });
+    });
+    const now = new Date();
+    listNote.textContent = rows.size === 0 ? "No sandboxes in this workspace." : `Updated ${timeText(now)}`;
+    listNote.title = fullTime(now) ?? "";
     renderList();
     if (selected === undefined || !rows.has(selected)) {
       const first = rows.keys().next();
@@ -287,12 +339,30 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
     try {
       const [{ sandbox }, cfg] = await Promise.all([raw.getSandbox({ name, workspaceScope: workspaceScope() }, { signal: stopped.signal }), readConfig(name)]);
       if (!sandbox || !rows.has(name)) return;
+      noteSettingKeys(name, rows.get(name)?.config, cfg.config);
       rows.set(name, { sandbox, ...cfg });
       renderList();
-      if (name === selected) renderEditorMeta();
+      if (name === selected) {
+        renderEditorMeta();
+        renderOps();
+      }
     } catch {
       // the periodic refresh catches up
     }
+  }
+
+  // The wire record of an operation does not name the setting it changed: when two reads of a
+  // sandbox's config are one settings revision apart, the keys whose value differs are that
+  // revision's (an operation for a revision seen only in history shows its revision instead).
+  function noteSettingKeys(name: string, before: SandboxConfig | undefined, after: SandboxConfig | undefined): void {
+    if (!before || !after || after.desired.settingsRevision !== before.desired.settingsRevision + 1n) return;
+    const a = before.desired.settings;
+    const b = after.desired.settings;
+    const text = (v: unknown) => (v instanceof Uint8Array ? `bytes:${[...v].join(",")}` : `${typeof v}:${String(v)}`);
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k]?.scope !== b[k]?.scope || text(a[k]?.value) !== text(b[k]?.value));
+    if (keys.length === 0) return;
+    if (!settingKeys.has(name)) settingKeys.set(name, new Map());
+    settingKeys.get(name)!.set(after.desired.settingsRevision, keys.sort());
   }
 
   function renderList(): void {
@@ -341,13 +411,19 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
     startWatch(name);
   }
 
+  /** The header of the editor and of the operations: the desired version and what the sandbox enforces. */
   function renderEditorMeta(): void {
     const row = selected === undefined ? undefined : rows.get(selected);
     const cfg = row?.config;
-    editorMeta.textContent = cfg ? ` v${cfg.desired.policyVersion} · sha256 ${cfg.desired.policyHash.slice(0, 12)}` : "";
+    editorMeta.textContent = cfg ? `desired v${cfg.desired.policyVersion} · sha256 ${cfg.desired.policyHash.slice(0, 12)}` : "";
+    editorMeta.title = cfg ? `sha256 ${cfg.desired.policyHash}` : "";
+    const view = row && viewOf(row);
+    editorChip.replaceChildren(...(view ? [enforcementChip(view)] : []));
+    opsChip.replaceChildren(...(view ? [enforcementChip(view)] : []));
     // The editor loads the desired policy: say so when the sandbox does not enforce it.
-    const n = row && editorNotice(viewOf(row));
+    const n = view && editorNotice(view);
     notice.replaceChildren(...(n ? [n] : []));
+    if (!text.disabled) validate();
   }
 
   async function loadEditor(fresh: boolean): Promise<void> {
@@ -359,23 +435,54 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
     }
     if (name !== selected) return;
     const row = rows.get(name);
-    renderEditorMeta();
     if (!row?.config) {
       text.value = "";
+      text.disabled = true;
+      renderEditorMeta();
       setValidation({ ok: false, message: `Cannot read the policy of ${name}: ${row?.configError ?? "unknown error"}` });
       return;
     }
     text.value = formatPolicy(row.config.desired.policy, format);
     text.disabled = false;
-    applyBtn.disabled = false;
     resetBtn.disabled = false;
-    validate();
+    renderEditorMeta(); // validates
+  }
+
+  /**
+   * When the editor holds exactly the selected sandbox's desired policy and the sandbox did not
+   * take it (rejected, failing closed, overridden locally), what the validity line must add.
+   */
+  function notTaken(policy: ParsedPolicy & { ok: true }): string | undefined {
+    const row = selected === undefined ? undefined : rows.get(selected);
+    const desired = row?.config?.desired.policy;
+    if (!row || desired === undefined || !equals(SandboxPolicySchema, policy.policy, desired)) return undefined;
+    const view = viewOf(row);
+    const v = `v${view.desiredVersion}`;
+    const closed = view.enforced.state === "failed-closed";
+    if (view.drift?.includes("last-update-failed")) return `Valid format — but the sandbox rejected ${v}${closed ? " and fails closed" : ""}; correct it before applying again.`;
+    if (closed) return `Valid format — but the sandbox fails closed with ${v} (it denies all traffic).`;
+    if (view.enforced.state === "local-override") return `Valid format — but a local policy in the sandbox wins over ${v}.`;
+    return undefined;
   }
 
   function setValidation(p: ParsedPolicy): void {
-    validation.className = `validation ${p.ok ? "ok" : "error"}`;
+    editorValid = p.ok;
+    syncButtons(p.ok ? undefined : p.message);
+    const warning = p.ok ? notTaken(p) : undefined;
+    validation.className = `validation ${!p.ok ? "error" : warning ? "warn" : "ok"}`;
     validation.dataset["valid"] = String(p.ok);
-    validation.replaceChildren(p.ok ? "✓ Valid SandboxPolicy" : h("span", {}, h("strong", {}, "✗ Invalid policy: "), p.message));
+    if (warning) validation.dataset["warning"] = "not-taken";
+    else delete validation.dataset["warning"];
+    validation.replaceChildren(
+      !p.ok ? h("span", {}, h("strong", {}, "✗ Invalid policy: "), breakable(p.message)) : warning ? h("span", {}, h("strong", {}, "⚠ "), warning) : "✓ Valid SandboxPolicy",
+    );
+  }
+
+  /** Apply (and Roll out) only for a policy that parses, and not while an update is being sent. */
+  function syncButtons(invalid?: string): void {
+    applyBtn.disabled = applying || text.disabled || !editorValid;
+    applyBtn.title = text.disabled ? "Load a sandbox's policy first" : !editorValid ? `Fix the policy first: ${invalid ?? "it is invalid"}` : applying ? "An update is being sent" : "";
+    rolloutView.setPolicyValid(!text.disabled && editorValid);
   }
 
   function validate(): ParsedPolicy {
@@ -405,6 +512,8 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
   }
 
   // Updates -----------------------------------------------------------------------------------
+  // Commit first (no wait), so that the panel shows the committed version and operation id as
+  // soon as the gateway has them, then wait for the outcome by the update's handle.
   async function apply(): Promise<void> {
     const sandbox = selected;
     if (sandbox === undefined) return;
@@ -415,24 +524,48 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
       text.focus();
       return;
     }
-    applyBtn.disabled = true;
+    applying = true;
+    syncButtons();
     const started = performance.now();
-    renderOutcome(outcome, { state: "committing", title: `Sending the policy to ${sandbox}…` });
-    const onProgress = (e: ProgressEvent) => {
-      if (e.type === "state") {
-        const v = fromStatus(e.status);
-        renderOutcome(outcome, { state: "pending", title: describe(v), operationId: v.operationId, elapsedMs: performance.now() - started });
-      } else {
-        renderOutcome(outcome, { state: "pending", label: "retrying", title: `The gateway is unreachable; retrying (attempt ${e.attempt})…` });
-      }
-    };
+    const elapsed = () => performance.now() - started;
+    renderOutcome(outcome, { state: "committing", title: `Sending the policy to ${sandbox}…`, startedAt: started });
+    let committed: UpdateResult;
     try {
-      const res = await client.updatePolicy({ sandbox, policy: parsed.policy, wait: { timeoutMs: UPDATE_WAIT_MS, onProgress } });
-      renderOutcome(outcome, completionView(res.completion, performance.now() - started));
+      committed = await client.updatePolicy({ sandbox, policy: parsed.policy, signal: stopped.signal });
     } catch (err) {
-      renderOutcome(outcome, failureView(err, performance.now() - started));
+      renderOutcome(outcome, failureView(err, elapsed()));
+      applying = false;
+      syncButtons();
+      return;
+    }
+    const policyVersion = committed.policyVersion;
+    const operationId = committed.operation?.operationId || committed.handle.operationId || undefined;
+    if (operationId) sentPolicies.set(operationId, policyVersion);
+    const pending = (label?: string, title?: string): OutcomeView => ({
+      state: "pending",
+      label,
+      title: title ?? `Policy v${policyVersion} is committed; waiting for ${sandbox} to apply it…`,
+      operationId,
+      change: `policy v${policyVersion}`,
+      startedAt: started,
+    });
+    renderOutcome(outcome, pending());
+    renderOps();
+    void refreshOne(sandbox); // the list shows v<N> being applied
+    try {
+      const completion = await client.awaitCompletion(committed.handle, {
+        timeoutMs: UPDATE_WAIT_MS,
+        signal: stopped.signal,
+        onProgress: (e) => {
+          if (e.type === "retry") renderOutcome(outcome, pending("retrying", `The gateway is unreachable; retrying (attempt ${e.attempt})…`));
+        },
+      });
+      renderOutcome(outcome, completionView(completion, elapsed(), `policy v${policyVersion}`));
+    } catch (err) {
+      renderOutcome(outcome, failureView(err, elapsed(), operationId, `policy v${policyVersion}`));
     } finally {
-      applyBtn.disabled = false;
+      applying = false;
+      syncButtons();
     }
     void refreshOne(sandbox);
   }
@@ -445,16 +578,22 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
     }
     resumeBtn.disabled = true;
     const started = performance.now();
-    renderOutcome(resumeOut, { state: "pending", label: "waiting…", title: "Waiting for the outcome…", operationId });
+    renderOutcome(resumeOut, { state: "pending", label: "waiting…", title: "Waiting for the outcome…", operationId, startedAt: started });
     try {
       const completion = await client.awaitCompletion(
         { operationId },
         {
           timeoutMs: RESUME_WAIT_MS,
-          onProgress: (e) => e.type === "state" && renderOutcome(resumeOut, { state: "pending", title: describe(fromStatus(e.status)), operationId, elapsedMs: performance.now() - started }),
+          signal: stopped.signal,
+          onProgress: (e) => {
+            if (e.type !== "state") return;
+            const v = fromStatus(e.status);
+            const change = changeOf(v);
+            renderOutcome(resumeOut, { state: "pending", title: describe(v, change), operationId, change: change ?? (v.target || undefined), startedAt: started });
+          },
         },
       );
-      renderOutcome(resumeOut, completionView(completion, performance.now() - started));
+      renderOutcome(resumeOut, completionView(completion, performance.now() - started, changeOf(fromStatus(completion))));
     } catch (err) {
       renderOutcome(resumeOut, failureView(err, performance.now() - started, operationId));
     } finally {
@@ -462,24 +601,38 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
     }
   }
 
-  function completionView(c: Completion, elapsedMs: number): OutcomeView {
-    const v = fromStatus(c);
-    return { state: badgeStateOf(v), title: describe(v), detail: c.error, operationId: c.operationId, outcome: c.outcome, elapsedMs };
+  /**
+   * What an operation changed, when this page can tell (it is listed under Operations, or was
+   * sent from here); undefined otherwise: a resumed id may be a policy or a setting change.
+   */
+  function changeOf(v: OperationView): string | undefined {
+    const sent = sentPolicies.get(v.operationId);
+    if (sent !== undefined) return `policy v${sent}`;
+    if (!ops.has(v.operationId)) return undefined;
+    const label = labelOperations(ops.values(), { sentPolicies, settingKeys: (selected !== undefined && settingKeys.get(selected)) || new Map() }).get(v.operationId);
+    return label && label.kind !== "unknown" ? label.label : undefined;
   }
 
-  function failureView(err: unknown, elapsedMs: number, operationId?: string): OutcomeView {
+  /** `change`: what the operation changed; when unknown, the panel names the target revision instead. */
+  function completionView(c: Completion, elapsedMs: number, change: string | undefined): OutcomeView {
+    const v = fromStatus(c);
+    return { state: badgeStateOf(v), title: describe(v, change), detail: c.error, operationId: c.operationId, change: change ?? (v.target || undefined), outcome: c.outcome, elapsedMs };
+  }
+
+  function failureView(err: unknown, elapsedMs: number, operationId?: string, change?: string): OutcomeView {
     if (err instanceof CompletionTimeoutError) {
       const id = err.operationId ?? operationId;
       return {
         state: "timeout",
         title: `The wait ended here after ${Math.round(elapsedMs / 1000)} s; the operation continues at the gateway.`,
         operationId: id,
+        change,
         elapsedMs,
         action: id ? h("button", { type: "button", onclick: () => ((resumeInput.value = id), void resume()) }, "Resume the wait") : undefined,
       };
     }
     if (err instanceof NotFoundError) return { state: "rejected", label: "not found", title: "No such operation or sandbox in your workspace.", detail: err.message, operationId, elapsedMs };
-    return { state: "rejected", title: "The gateway refused the request.", detail: explain(err, gateway), operationId, elapsedMs };
+    return { state: "rejected", title: "The gateway refused the request.", detail: explain(err, gateway), operationId, change, elapsedMs };
   }
 
   // Operations, live --------------------------------------------------------------------------
@@ -543,22 +696,30 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
       opsBody.replaceChildren(h("tr", {}, h("td", { colspan: 5, class: "muted empty" }, "No operations yet. Apply a policy to create one.")));
       return;
     }
+    const labels = labelOperations(ops.values(), { sentPolicies, settingKeys: (selected !== undefined && settingKeys.get(selected)) || new Map() });
     opsBody.replaceChildren(
       ...list.map((v) => {
         const state = badgeStateOf(v);
         const outcomeNote = v.outcome !== "unspecified" && v.outcome !== v.state ? v.outcome : "";
+        const label = labels.get(v.operationId);
+        // Only a failure is an error; superseded, inactive and cancelled explain themselves in grey.
+        const errorClass = state === "failed" ? "error-text" : state === "degraded" ? "warn-text" : "note-text";
         return h(
           "tr",
-          { "data-operation-id": v.operationId, "data-state": state, class: v.operationId === flash ? "flash" : undefined },
+          { "data-operation-id": v.operationId, "data-state": state, "data-kind": label?.kind, class: v.operationId === flash ? "flash" : undefined },
           h(
             "td",
-            {},
+            { class: "op-cell" },
             h("button", { type: "button", class: "op-id", title: `${v.operationId}: click to resume its wait`, onclick: () => (resumeInput.value = v.operationId) }, v.operationId.slice(0, 8)),
           ),
-          h("td", { class: "small target" }, ...v.target.split(" · ").map((t, i) => h("div", { class: i > 0 ? "muted" : undefined }, t))),
-          h("td", {}, badge(state)),
-          h("td", { class: "detail" }, outcomeNote && h("div", { class: "muted small" }, outcomeNote), v.error && h("div", { class: "error-text" }, v.error)),
-          h("td", { class: "small muted nowrap" }, timeText(v.updatedAt)),
+          h(
+            "td",
+            { class: "target", "data-testid": "operation-change", title: [label?.title, v.target].filter(Boolean).join(" · ") || undefined },
+            label?.label ?? (v.target || "—"),
+          ),
+          h("td", { class: "state-cell" }, badge(state)),
+          h("td", { class: "detail" }, outcomeNote && h("div", { class: "muted small" }, outcomeNote), v.error && h("div", { class: errorClass }, breakable(v.error))),
+          h("td", { class: "small muted when", "data-testid": "operation-time" }, timeEl(v.updatedAt ?? v.createdAt)),
         );
       }),
     );
@@ -566,10 +727,20 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
 
   // Outcome panels ----------------------------------------------------------------------------
   function renderOutcome(slot: HTMLElement, o: OutcomeView | undefined, empty = "No update sent from this page yet."): void {
+    clearInterval(tickers.get(slot));
     if (o === undefined) {
       slot.replaceChildren(h("p", { class: "muted small" }, empty));
       return;
     }
+    const elapsed = h("span", { "data-testid": "elapsed" });
+    const meta: (Node | string)[] = [];
+    if (o.change) meta.push(h("span", { "data-testid": "outcome-change" }, o.change));
+    if (o.operationId) meta.push(h("span", {}, "operation ", h("code", { "data-testid": "operation-id" }, o.operationId)));
+    if (o.outcome && o.outcome !== "unspecified") meta.push(`outcome ${o.outcome}`);
+    if (o.elapsedMs !== undefined || o.startedAt !== undefined) meta.push(elapsed);
+    const tick = () => (elapsed.textContent = seconds(o.startedAt !== undefined ? performance.now() - o.startedAt : o.elapsedMs!));
+    tick();
+    if (o.startedAt !== undefined) tickers.set(slot, setInterval(tick, 500));
     slot.replaceChildren(
       h(
         "div",
@@ -579,14 +750,8 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
           "div",
           { class: "outcome-body" },
           h("p", { class: "outcome-title" }, o.title),
-          o.detail && h("p", { class: "outcome-detail", "data-testid": "outcome-detail" }, o.detail),
-          h(
-            "p",
-            { class: "muted small" },
-            o.operationId && h("span", {}, "operation ", h("code", { "data-testid": "operation-id" }, o.operationId)),
-            o.outcome && o.outcome !== "unspecified" && ` · outcome ${o.outcome}`,
-            o.elapsedMs !== undefined && ` · ${(o.elapsedMs / 1000).toFixed(1)} s`,
-          ),
+          o.detail && h("p", { class: "outcome-detail", "data-testid": "outcome-detail" }, breakable(o.detail)),
+          meta.length > 0 && h("p", { class: "muted small outcome-meta" }, ...meta.flatMap((m, i) => (i === 0 ? [m] : [" · ", m]))),
           o.action,
         ),
       ),
@@ -599,6 +764,7 @@ function showDashboard(gateway: string, client: ConfigClient, raw: Raw, initial:
   function signOut(reason?: string): void {
     stopped.abort();
     rolloutView.stop();
+    for (const slot of [outcome, resumeOut]) clearInterval(tickers.get(slot));
     watchCtl?.abort();
     clearInterval(timer);
     sessionStorage.removeItem(TOKEN_KEY);

@@ -4,8 +4,9 @@
 //
 // Waits are on conditions in the page, never fixed sleeps. Every process started here (Chromium,
 // Vite, gateway, supervisors) is stopped in afterAll, and the test checks that Chromium is gone.
-// The final page is saved to test-results/dashboard.png (also when a step fails), and the page
-// showing a sandbox that fails closed to test-results/dashboard-fail-closed.png.
+// The final page is saved to test-results/dashboard.png (also when a step fails), the page
+// showing a sandbox that fails closed to test-results/dashboard-fail-closed.png, and the page at
+// 1280 and 390 px wide to test-results/dashboard-1280.png and dashboard-390.png.
 
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,6 +24,13 @@ import { dashboardConfig } from "../vite.config.js";
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const SCREENSHOT = join(ROOT, "test-results", "dashboard.png");
 const FAIL_CLOSED_SCREENSHOT = join(ROOT, "test-results", "dashboard-fail-closed.png");
+const WIDTH_SCREENSHOT = (width: number) => join(ROOT, "test-results", `dashboard-${width}.png`);
+/** "Dec 1, 09:16:37": a date and a time. */
+const DATE_TIME = /^[A-Z][a-z]{2} \d{1,2}, \d{2}:\d{2}:\d{2}$/;
+/** Computed colours of the palette (style.css). */
+const RED = "rgb(180, 35, 24)";
+const GREY = "rgb(71, 84, 103)";
+const AMBER = "rgb(138, 90, 0)";
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
 /** Generous: a loaded 2-core machine runs the gateway, two supervisors, Vite and Chromium at once. */
@@ -160,6 +168,8 @@ afterAll(async () => {
     mark("stopped");
     // eslint-disable-next-line no-console
     console.log(`dashboard browser test: ${timings.join(", ")}`);
+    // eslint-disable-next-line no-console
+    if (pageErrors.length > 0) console.log(`page errors: ${pageErrors.join("\n")}`);
     if (userDataDir) {
       expect(processesMentioning(userDataDir), "Chromium processes left running").toEqual([]);
       rmSync(userDataDir, { recursive: true, force: true });
@@ -202,9 +212,11 @@ describe("dashboard in Chromium", () => {
     await validation.waitFor();
     expect(await validation.innerText()).toContain('line 10, column 22: networkPolicies.github.endpoints[0].ports[1]: expected number (uint32), got "https"');
 
-    await page.locator("#apply").click();
-    await outcome("update-outcome").and(page.locator('[data-state="invalid"]')).waitFor();
-    expect(await outcome("update-outcome").innerText()).toContain("Not sent");
+    // Nothing invalid can be sent: Apply and Roll out are disabled while the text is invalid.
+    expect(await page.locator("#apply").isDisabled()).toBe(true);
+    expect(await page.locator("#apply").getAttribute("title")).toContain("Fix the policy first");
+    expect(await page.locator("#rollout-start").isDisabled()).toBe(true);
+    await page.locator("#apply").click({ force: true });
     expect(updateConfigRequests).toBe(0);
     mark("yaml error");
   }, 30_000);
@@ -213,19 +225,40 @@ describe("dashboard in Chromium", () => {
     await page.evaluate(() => ((window as unknown as { sameDocument: boolean }).sameDocument = true));
     await page.locator("#policy-text").fill(policyYaml("rest"));
     await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    expect(await page.locator("#apply").isEnabled()).toBe(true);
     await page.locator("#apply").click();
+
+    // As soon as the commit returns (dev's supervisor takes a second to apply), the panel says
+    // pending with the committed version and the operation id, not "sending…".
+    const pendingPanel = outcome("update-outcome").and(page.locator('[data-state="pending"]'));
+    await pendingPanel.locator('[data-testid="operation-id"]').waitFor();
+    const pendingText = await pendingPanel.innerText();
+    expect(pendingText).toContain("Policy v2 is committed; waiting for dev to apply it");
+    expect(await pendingPanel.locator('[data-testid="outcome-change"]').innerText()).toBe("policy v2");
+    const committedId = await pendingPanel.locator('[data-testid="operation-id"]').innerText();
+    expect(committedId).toMatch(UUID);
 
     // The watch shows the new operation pending, then the same row turns applied.
     // (Read in one step: the row may turn applied right after.)
     const pending = await page.waitForFunction(() => document.querySelector('[data-testid="operation-rows"] tr[data-state="pending"]')?.getAttribute("data-operation-id"));
     const operationId = (await pending.jsonValue())!;
-    expect(operationId).toMatch(UUID);
+    expect(operationId).toBe(committedId);
     await page.locator(`tr[data-operation-id="${operationId}"][data-state="applied"]`).waitFor();
+    // The row says what changed, and when (date and time; the full date in the tooltip).
+    const row = page.locator(`tr[data-operation-id="${operationId}"]`);
+    expect(await row.locator('[data-testid="operation-change"]').innerText()).toBe("policy v2");
+    expect(await row.locator('[data-testid="operation-time"]').innerText()).toMatch(DATE_TIME);
+    expect(await row.locator('[data-testid="operation-time"] time').getAttribute("title")).toContain(String(new Date().getFullYear()));
 
     await outcome("update-outcome").and(page.locator('[data-state="applied"]')).waitFor();
     expect(await outcome("update-outcome").locator('[data-testid="operation-id"]').innerText()).toBe(operationId);
     expect(await outcome("update-outcome").innerText()).toContain("Policy v2 is applied");
     await page.locator('tr[data-sandbox="dev"] [data-testid="policy-version"]', { hasText: "v2" }).waitFor();
+    // In sync: green ready, and the headers say what dev enforces.
+    await page.locator('[data-testid="policy-enforcement"] [data-health="in-sync"]', { hasText: "enforces v2" }).waitFor();
+    expect(await page.locator('[data-testid="operations-enforcement"] [data-health]').innerText()).toBe("enforces v2");
+    expect(await page.locator('tr[data-sandbox="dev"] [data-phase]').getAttribute("data-health")).toBe("in-sync");
+    expect(await page.locator('[data-testid="validation"]').innerText()).toBe("✓ Valid SandboxPolicy");
     expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
     expect(updateConfigRequests).toBeGreaterThan(0);
     mark("applied");
@@ -246,13 +279,51 @@ describe("dashboard in Chromium", () => {
     const dev = page.locator('tr[data-sandbox="dev"]');
     await dev.locator('[data-drift="behind"]', { hasText: "behind: runs v2, desired v3" }).waitFor();
     expect(await dev.locator('[data-drift="last-update-failed"]').innerText()).toMatch(/^v3 failed: .*network_policies\["pypi"\]\.endpoints\[0\]: protocol "ftp" is not supported/);
-    expect(await dev.locator("[data-phase]").innerText()).toBe("ready"); // it still runs a valid policy
+    // It still runs a valid policy, but not the desired one: "ready" in amber, never green.
+    expect(await dev.locator("[data-phase]").innerText()).toBe("ready");
+    expect(await dev.locator("[data-phase]").getAttribute("data-health")).toBe("drift");
+    expect(await dev.locator("[data-phase]").evaluate((el) => getComputedStyle(el).color)).toBe(AMBER);
     // The editor holds the rejected v3: it says so, not only that the text is a valid policy.
     const warning = page.locator('[data-testid="policy-warning"]');
     await warning.waitFor();
     expect(await warning.getAttribute("data-level")).toBe("amber");
     expect(await warning.innerText()).toMatch(/^v3 was rejected by the sandbox: .*protocol "ftp" is not supported.*; it enforces v2 \(last known good\)\.$/);
+    // The validity line does not claim all is well, and the headers say v3 was rejected.
+    const validity = page.locator('[data-testid="validation"][data-valid="true"][data-warning="not-taken"]');
+    await validity.waitFor();
+    expect(await validity.innerText()).toBe("⚠ Valid format — but the sandbox rejected v3; correct it before applying again.");
+    expect(await page.locator('[data-testid="policy-enforcement"] [data-health]').innerText()).toBe("v3 rejected, runs v2");
+    expect(await page.locator('[data-testid="operations-enforcement"] [data-health]').getAttribute("data-health")).toBe("drift");
+    expect(await page.locator('[data-testid="policy-meta"]').innerText()).toMatch(/^desired v3 · sha256 [0-9a-f]{12}$/);
+    // Edited, it is a new policy: plainly valid again.
+    await page.locator("#policy-text").fill(policyYaml("rest", "[443, 8443]"));
+    await page.locator('[data-testid="validation"][data-valid="true"]:not([data-warning])').waitFor();
     mark("failed");
+  }, 30_000);
+
+  it("labels operations policy or setting, and paints superseded grey, failed red", async () => {
+    // Two commits in a row: dev's supervisor (1 s per apply) has not applied v4 when v5 arrives.
+    const first = await admin.updatePolicy({ sandbox: "dev", policy: { ...POLICY_V1, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443, 8443] }] } } } });
+    const second = await admin.updatePolicy({ sandbox: "dev", policy: { ...POLICY_V1, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443, 9443] }] } } } });
+    const superseded = page.locator(`[data-testid="operation-rows"] tr[data-operation-id="${first.operation!.operationId}"][data-state="superseded"]`);
+    await superseded.waitFor();
+    expect(await superseded.locator('[data-testid="operation-change"]').innerText()).toBe(`policy v${first.policyVersion}`);
+    expect(await superseded.locator(".badge").evaluate((el) => getComputedStyle(el).color)).toBe(GREY);
+    expect(await superseded.locator(".error-text").count()).toBe(0); // its note is not an error
+    expect(await superseded.locator(".note-text").evaluate((el) => getComputedStyle(el).color)).not.toBe(RED);
+    await page.locator(`tr[data-operation-id="${second.operation!.operationId}"][data-state="applied"]`).waitFor();
+    const failed = page.locator('[data-testid="operation-rows"] tr[data-state="failed"]').first();
+    expect(await failed.locator(".badge").evaluate((el) => getComputedStyle(el).color)).toBe(RED);
+    expect(await failed.locator(".error-text").evaluate((el) => getComputedStyle(el).color)).toBe(RED);
+    expect(await page.locator('[data-testid="operation-rows"] tr[data-state="applied"] .badge').first().evaluate((el) => getComputedStyle(el).color)).toBe("rgb(19, 122, 58)");
+
+    // A setting change made elsewhere (the CLI, a script): the row names the key.
+    const setting = await admin.updateSettings({ sandbox: "dev", key: "log_level", value: "debug" });
+    const row = page.locator(`[data-testid="operation-rows"] tr[data-operation-id="${setting.operation!.operationId}"]`);
+    await row.locator('[data-testid="operation-change"]', { hasText: "setting log_level" }).waitFor();
+    expect(await row.getAttribute("data-kind")).toBe("setting");
+    await page.locator(`tr[data-operation-id="${setting.operation!.operationId}"][data-state="applied"]`).waitFor();
+    mark("operation labels");
   }, 30_000);
 
   it("resumes a wait by operation id", async () => {
@@ -274,18 +345,50 @@ describe("dashboard in Chromium", () => {
     await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
     await page.locator("#rollout-selector").fill("app=web");
     await page.locator("#rollout-concurrency").fill("2");
+    // Every state each row passes through, in order (some last only a few milliseconds).
+    await page.evaluate(() => {
+      const seen: Record<string, string[]> = ((window as unknown as { rowStates: Record<string, string[]> }).rowStates = {});
+      const body = document.querySelector('[data-testid="rollout-rows"]')!;
+      // A batch may hold several changes of one row: the old values give the states in between.
+      const push = (name: string, state: string | null | undefined) => {
+        const list = (seen[name] ??= []);
+        if (state && list.at(-1) !== state) list.push(state);
+      };
+      new MutationObserver((records) => {
+        const touched = new Set<HTMLElement>();
+        for (const r of records) {
+          const tr = r.target as HTMLElement;
+          const name = tr.dataset["sandbox"];
+          if (!name) continue;
+          push(name, r.oldValue);
+          touched.add(tr);
+        }
+        for (const tr of touched) push(tr.dataset["sandbox"]!, tr.dataset["state"]);
+      }).observe(body, { attributes: true, attributeFilter: ["data-state"], attributeOldValue: true, subtree: true });
+    });
     await page.locator("#rollout-start").click();
 
     // Live: every sandbox is listed at once, and some are being sent while others are still queued.
     for (const name of WEB) await page.locator(`[data-testid="rollout-rows"] tr[data-sandbox="${name}"]`).waitFor();
-    await page.locator('[data-testid="rollout-rows"] tr[data-state="committing"]').first().waitFor();
+    await page.locator('[data-testid="rollout-rows"] tr:is([data-state="committing"], [data-state="pending"])').first().waitFor();
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="queued"]').count()).toBeGreaterThan(0);
+    // Committed before its outcome (the fleet takes 400 ms per apply): pending, with the version and operation id.
+    const pendingRow = page.locator('[data-testid="rollout-rows"] tr[data-state="pending"]').first();
+    await pendingRow.waitFor();
+    expect(await pendingRow.locator("td").nth(2).innerText()).toMatch(/^policy v\d+ · operation [0-9a-f]{8}$/);
+    expect(await pendingRow.getAttribute("data-operation-id")).toMatch(UUID);
 
     await page.locator('[data-testid="rollout-progress"][data-verdict="done"]').waitFor();
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(WEB.length);
     expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}, [\d.]+ s\)\.$/);
-    expect(await page.locator('[data-testid="rollout-bar"]').evaluate((el) => (el as HTMLProgressElement).value)).toBe(WEB.length);
+    expect(await page.locator('[data-testid="rollout-bar"]').getAttribute("aria-valuenow")).toBe(String(WEB.length));
+    expect(await page.locator('[data-testid="rollout-bar"]').getAttribute("aria-valuemax")).toBe(String(WEB.length));
+    expect(await page.locator('[data-testid="rollout-progress"]').getAttribute("data-tone")).toBe("ok");
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').first().locator("td").nth(2).innerText()).toMatch(/^policy v\d+ · [\d.]+ s$/);
     expect(await page.locator("#rollout-resume").isHidden()).toBe(true);
+    // Each sandbox: queued, sending, committed (pending), then applied; never straight from sending to its outcome.
+    const rowStates = await page.evaluate(() => (window as unknown as { rowStates: Record<string, string[]> }).rowStates);
+    for (const name of WEB) expect(rowStates[name], name).toEqual(["queued", "committing", "pending", "applied"]);
     mark("rolled out");
   }, 30_000);
 
@@ -301,6 +404,8 @@ describe("dashboard in Chromium", () => {
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="skipped"]').count()).toBe(WEB.length - 1);
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="failed"]').innerText()).toContain('protocol "ftp" is not supported');
     expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toContain("1 failed, 5 not sent");
+    expect(await page.locator('[data-testid="rollout-progress"]').getAttribute("data-tone")).toBe("error");
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="failed"] .error-text').count()).toBe(1);
     expect(await page.locator("#rollout-resume").isVisible()).toBe(true);
     // The saved state holds no token.
     const saved = await page.evaluate(() => localStorage.getItem("openshell-dashboard.rollout") ?? "");
@@ -309,6 +414,56 @@ describe("dashboard in Chromium", () => {
     expect(pageErrors).toEqual([]);
     mark("rollout halted");
   }, 30_000);
+
+  it("shows a selector that matches nothing as an error, refuses an empty one, and pluralizes", async () => {
+    await page.locator("#policy-text").fill(policyYaml("rest"));
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    const summary = page.locator('[data-testid="rollout-progress"]');
+    const bar = page.locator('[data-testid="rollout-bar"]');
+    expect(Number(await bar.getAttribute("aria-valuemax"))).toBe(WEB.length); // the halted rollout's bar
+    const sent = updateConfigRequests;
+
+    await page.locator("#rollout-selector").fill("app=xyz");
+    await page.locator("#rollout-start").click();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="no-match"]').waitFor();
+    expect(await summary.innerText()).toBe("No sandbox matches app=xyz: nothing was sent.");
+    expect(await summary.evaluate((el) => getComputedStyle(el).color)).toBe(RED);
+    expect(await bar.getAttribute("aria-valuemax")).toBe("0"); // no full bar, no "Done"
+    expect(await bar.getAttribute("data-tone")).toBe("error");
+    expect(await page.locator('[data-testid="rollout-rows"] tr').count()).toBe(0);
+    expect(await summary.innerText()).not.toContain("Done");
+
+    // An empty selector: a visible error, and the previous bar and rows are gone.
+    await page.locator("#rollout-selector").fill("app=web");
+    await page.locator("#rollout-max-failures").fill("");
+    await page.locator("#rollout-start").click();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="done"]').waitFor();
+    expect(Number(await bar.getAttribute("aria-valuemax"))).toBe(WEB.length);
+    await page.locator("#rollout-selector").fill("");
+    await page.locator("#rollout-start").click();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="error"]').waitFor();
+    expect(await summary.innerText()).toBe("Enter a label selector (e.g. app=web): nothing was sent.");
+    expect(await summary.evaluate((el) => getComputedStyle(el).color)).toBe(RED);
+    expect(await bar.getAttribute("aria-valuemax")).toBe("0");
+    expect(await page.locator('[data-testid="rollout-rows"] tr').count()).toBe(0);
+
+    // One sandbox is "1 sandbox", never "1 sandboxes" (every summary line is recorded).
+    await page.evaluate(() => {
+      const el = document.querySelector('[data-testid="rollout-progress"]')!;
+      const seen: string[] = ((window as unknown as { summaries: string[] }).summaries = []);
+      new MutationObserver(() => seen.push(el.textContent ?? "")).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+    await page.locator("#rollout-selector").fill("env=staging");
+    await page.locator("#rollout-start").click();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="done"]').waitFor();
+    const summaries = await page.evaluate(() => (window as unknown as { summaries: string[] }).summaries);
+    expect(summaries).toContain("Rolling out to 1 sandbox…");
+    expect(summaries.filter((t) => /\b1 (sandboxes|errors|failures)\b/.test(t))).toEqual([]);
+    expect(await summary.innerText()).toMatch(/^Done: 1 applied \(rollout [0-9a-f-]{36}, [\d.]+ s\)\.$/);
+    expect(updateConfigRequests).toBeGreaterThan(sent);
+    expect(pageErrors).toEqual([]);
+    mark("rollout errors");
+  }, 45_000);
 
   it("shows a sandbox that fails closed after its supervisor restarts with a red badge, never a green ready, and warns in the editor", async () => {
     // A rejected update keeps qa on v1 (its last known good, in the supervisor's memory); a
@@ -340,10 +495,65 @@ describe("dashboard in Chromium", () => {
     expect(await warning.innerText()).toMatch(/^v2 was rejected by the sandbox: .*protocol "ftp" is not supported.*\. The sandbox fails closed: it denies all traffic since .+\. Apply a corrected policy to restore it\.$/);
     await page.locator('[data-testid="validation"][data-valid="true"]').waitFor(); // the rejected v2 is in the editor
     expect(await page.locator("#policy-text").inputValue()).toContain("protocol: ftp");
+    expect(await page.locator('[data-testid="validation"]').innerText()).toBe("⚠ Valid format — but the sandbox rejected v2 and fails closed; correct it before applying again.");
+    // The policy header and the operations card say so too, in red.
+    for (const slot of ["policy-enforcement", "operations-enforcement"]) {
+      const chip = page.locator(`[data-testid="${slot}"] [data-health="failed-closed"]`);
+      expect(await chip.innerText()).toBe("fails closed: denies all traffic");
+      expect(await chip.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe(RED);
+    }
 
     mkdirSync(join(ROOT, "test-results"), { recursive: true });
     await page.screenshot({ path: FAIL_CLOSED_SCREENSHOT, fullPage: true });
     expect(pageErrors).toEqual([]);
     mark("fail closed");
+  }, 45_000);
+
+  it("fits every width from 360 px up without scrolling sideways, and saves screenshots at 1280 and 390 px", async () => {
+    await page.locator('tr[data-sandbox="dev"]').click();
+    await page.locator('[data-testid="operation-rows"] tr[data-kind="setting"]').waitFor();
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    mkdirSync(join(ROOT, "test-results"), { recursive: true });
+    for (const width of [1280, 768, 390, 360]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const m = await page.evaluate(() => {
+        const rect = (sel: string) => document.querySelector(sel)!.getBoundingClientRect();
+        const signout = rect("#signout");
+        const json = rect('[data-format="json"]');
+        const editor = rect('[data-testid="editor"]');
+        // Elements reaching past the window's right edge, or text cut off inside its own box.
+        const outside = [...document.querySelectorAll("body *")]
+          .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 0.5)
+          .map((el) => `${el.tagName.toLowerCase()}.${el.className}`);
+        const clipped = [...document.querySelectorAll(".badge, button, .seg")]
+          .filter((el) => el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).display !== "none")
+          .map((el) => `${el.tagName.toLowerCase()}.${el.className}: ${el.textContent}`);
+        const details = [...document.querySelectorAll('[data-testid="operation-rows"] td.detail')].map((el) => el.getBoundingClientRect().width);
+        return {
+          scrollWidth: document.documentElement.scrollWidth,
+          innerWidth: window.innerWidth,
+          signoutHeight: signout.height,
+          signoutRight: signout.right,
+          jsonRight: json.right,
+          editorRight: editor.right,
+          outside,
+          clipped,
+          narrowestDetail: Math.min(...details),
+        };
+      });
+      expect(m.scrollWidth, `page width at ${width} px`).toBeLessThanOrEqual(m.innerWidth);
+      expect(m.outside, `elements past the right edge at ${width} px`).toEqual([]);
+      expect(m.clipped, `clipped text at ${width} px`).toEqual([]);
+      expect(m.signoutHeight, `"Sign out" on one line at ${width} px`).toBeLessThan(40);
+      expect(m.signoutRight).toBeLessThanOrEqual(width);
+      expect(m.jsonRight, `the JSON toggle inside the editor card at ${width} px`).toBeLessThanOrEqual(m.editorRight);
+      // The detail column is never squeezed to a few letters a line.
+      expect(m.narrowestDetail, `operation detail width at ${width} px`).toBeGreaterThanOrEqual(width < 640 ? width - 80 : 150);
+      if (width === 1280 || width === 390) await page.screenshot({ path: WIDTH_SCREENSHOT(width), fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    expect(pageErrors).toEqual([]);
+    mark("widths");
   }, 45_000);
 });
