@@ -81,6 +81,7 @@ export type {
   EnforcementUnknown,
 } from "./enforcement.js";
 export { fromPolicyEnforcement } from "./enforcement.js";
+export { fromOperation } from "./completion.js";
 export type { TokenSource } from "./auth.js";
 export type { RetryOptions } from "./retry.js";
 export {

@@ -15,7 +15,7 @@ import { createOperationBus } from "./operations/bus.js";
 import { createTransitions, type Transitions } from "./operations/transitions.js";
 import { createWaiters } from "./operations/waiters.js";
 import { updateConfig } from "./rpc/config.js";
-import { getConfigUpdateOperation, watchConfigUpdateOperations } from "./rpc/operations.js";
+import { getConfigUpdateOperation, listConfigUpdateOperations, watchConfigUpdateOperations } from "./rpc/operations.js";
 import { createSandbox, deleteSandbox, getSandbox, listSandboxes, startSandbox, stopSandbox } from "./rpc/sandboxes.js";
 import { getSandboxPolicyStatus, listSandboxPolicies } from "./rpc/policies.js";
 import { reportPolicyStatus } from "./rpc/report-policy-status.js";
@@ -131,6 +131,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       updateConfig: (req, ctx) => updateConfig(deps, req, ctx),
       getConfigUpdateOperation: (req, ctx) => getConfigUpdateOperation(deps, req, ctx),
       watchConfigUpdateOperations: (req, ctx) => watchConfigUpdateOperations(deps, req, ctx),
+      listConfigUpdateOperations: (req, ctx) => listConfigUpdateOperations(deps, req, ctx),
       getSandboxConfig: (req, ctx) => getSandboxConfig(deps, req, ctx),
       getGatewayConfig: (_req, ctx) => getGatewayConfig(deps, ctx),
       getSandboxPolicyStatus: (req, ctx) => getSandboxPolicyStatus(deps, req, ctx),

@@ -1,10 +1,13 @@
-// Reading operations: GetConfigUpdateOperation, and our WatchConfigUpdateOperations extension,
-// which streams the current state and then every transition, so that no client needs to poll.
+// Reading operations: GetConfigUpdateOperation, and our extensions WatchConfigUpdateOperations,
+// which streams the current state and then every transition, so that no client needs to poll,
+// and ListConfigUpdateOperations, one sandbox's operations newest first, in pages.
 
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type {
   GetConfigUpdateOperationRequest,
   GetConfigUpdateOperationResponse,
+  ListConfigUpdateOperationsRequest,
+  ListConfigUpdateOperationsResponse,
   WatchConfigUpdateOperationsRequest,
   WatchConfigUpdateOperationsResponse,
 } from "openshell-config/raw";
@@ -40,6 +43,27 @@ export async function getConfigUpdateOperation(
   const workspace = singleWorkspace(req.workspaceScope);
   const op = await visibleOperation(deps, p, req.operationId, workspace);
   return { $typeName: "openshell.v1.GetConfigUpdateOperationResponse", operation: toOperation(op) };
+}
+
+export async function listConfigUpdateOperations(
+  deps: GatewayDeps,
+  req: ListConfigUpdateOperationsRequest,
+  ctx: HandlerContext,
+): Promise<ListConfigUpdateOperationsResponse> {
+  const p = requireUser(ctx);
+  if (req.pageSize < 0) throw new ConnectError("page_size must not be negative", Code.InvalidArgument);
+  if (req.sandbox === "") throw new ConnectError("sandbox is required", Code.InvalidArgument);
+  const workspace = singleWorkspace(req.workspaceScope);
+  assertWorkspace(p, workspace, `sandbox "${req.sandbox}"`);
+  const sb = await deps.store.sandboxByName(workspace, req.sandbox);
+  if (!sb) throw new ConnectError(`sandbox "${req.sandbox}" not found`, Code.NotFound);
+  const pageSize = req.pageSize === 0 ? 100 : Math.min(req.pageSize, 1000);
+  const page = await deps.store.listOperationsOfSandbox(sb.id, pageSize, req.pageToken);
+  return {
+    $typeName: "openshell.v1.ListConfigUpdateOperationsResponse",
+    operations: page.items.map(toOperation),
+    nextPageToken: page.nextPageToken,
+  };
 }
 
 /** A queue fed by bus listeners and drained by the stream; wakes the stream when non-empty. */

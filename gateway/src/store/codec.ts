@@ -64,6 +64,20 @@ export function decodePolicyPageToken(token: string): number | undefined {
   throw new InvalidPageTokenError("invalid page token");
 }
 
+/** Token after the operation (created at `createdAtMs`, `id`); operation pages go newest first. */
+export function operationPageToken(createdAtMs: number, id: string): string {
+  return encodeToken(["o", createdAtMs, id]);
+}
+
+export function decodeOperationPageToken(token: string): { createdAtMs: number; id: string } | undefined {
+  if (token === "") return undefined;
+  const key = decodeToken(token);
+  if (Array.isArray(key) && key.length === 3 && key[0] === "o" && Number.isSafeInteger(key[1]) && typeof key[2] === "string") {
+    return { createdAtMs: key[1] as number, id: key[2] };
+  }
+  throw new InvalidPageTokenError("invalid page token");
+}
+
 /** A private copy, so callers never share (or mutate) a driver's pooled buffer. */
 export function copyBytes(bytes: Uint8Array): Uint8Array {
   return new Uint8Array(bytes);

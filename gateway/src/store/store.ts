@@ -261,6 +261,8 @@ export interface Store {
   pendingOperations(sandboxId: string, dimension?: Dimension): Promise<OperationRecord[]>;
   /** Operations of one sandbox, newest first. */
   operationsOfSandbox(sandboxId: string, limit: number): Promise<OperationRecord[]>;
+  /** Operations of one sandbox, newest first, a page at a time (ListConfigUpdateOperations). */
+  listOperationsOfSandbox(sandboxId: string, pageSize: number, pageToken: string): Promise<Page<OperationRecord>>;
   /**
    * PENDING operations whose `nextAttemptAt` ≤ `now`, oldest first, at most `limit`. With
    * `ownedBy`, only those of sandboxes whose session that replica owns with a lease beyond `now`.

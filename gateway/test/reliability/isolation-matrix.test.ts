@@ -22,7 +22,7 @@ const TARGETS = [
 type Target = (typeof TARGETS)[number];
 const WHO: Who[] = [...(Object.keys(PRINCIPALS) as (keyof typeof PRINCIPALS)[]), "anonymous", "forged"];
 
-const USER_RPCS = new Set<Rpc>(["CreateSandbox", "GetSandbox", "ListSandboxes", "StopSandbox", "StartSandbox", "DeleteSandbox", "GetConfigUpdateOperation", "WatchConfigUpdateOperations", "GetSandboxConfig", "GetSandboxPolicyStatus", "ListSandboxPolicies"]);
+const USER_RPCS = new Set<Rpc>(["CreateSandbox", "GetSandbox", "ListSandboxes", "StopSandbox", "StartSandbox", "DeleteSandbox", "GetConfigUpdateOperation", "WatchConfigUpdateOperations", "ListConfigUpdateOperations", "GetSandboxConfig", "GetSandboxPolicyStatus", "ListSandboxPolicies"]);
 const ADMIN_RPCS = new Set<Rpc>([...USER_RPCS, "UpdateConfig", "CreateProvider", "UpdateProvider"]);
 const SUPERVISOR_RPCS = new Set<Rpc>(["GetSandboxConfig", "ReportPolicyStatus", "ConnectSupervisor"]);
 
@@ -104,6 +104,8 @@ describe.each<Backend>(["sqlite", "postgres"])("isolation matrix (%s)", (backend
         }
         return undefined;
       }
+      case "ListConfigUpdateOperations":
+        return c.listConfigUpdateOperations({ sandbox: name, ...scope(t) });
       case "GetSandboxConfig":
         return c.getSandboxConfig({ name, ...scope(t) });
       case "GetGatewayConfig":

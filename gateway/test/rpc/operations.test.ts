@@ -1,6 +1,6 @@
 // The life of a ConfigUpdateOperation: its initial state from the sandbox phase, lifecycle
 // transitions (stop, delete), the one-way move out of PENDING, the error bound, reading it by id,
-// waiting for it, and watching it.
+// listing a sandbox's operations, waiting for it, and watching it.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
@@ -112,6 +112,35 @@ describe("GetConfigUpdateOperation", () => {
     const byPrincipal = await rpcError(gw.raw("otherAdmin").getConfigUpdateOperation({ operationId: id, workspaceScope: workspaceScope() }));
     expect(byPrincipal.code).toBe(Code.NotFound);
     expect(byPrincipal.rawMessage).toBe("update operation not found");
+  });
+});
+
+describe("ListConfigUpdateOperations", () => {
+  it("lists one sandbox's operations newest first, in pages, and only in its workspace", async () => {
+    await createSandbox(gw, "listed");
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await gw.raw("admin").updateConfig({ sandbox: "listed", settingKey: "k", settingValue: { value: { case: "stringValue", value: `v${i}` } }, workspaceScope: workspaceScope() });
+      ids.push(res.operation!.operationId);
+    }
+    const first = await gw.raw("user").listConfigUpdateOperations({ sandbox: "listed", pageSize: 2, workspaceScope: workspaceScope() });
+    expect(first.operations.map((o) => o.operationId)).toEqual([ids[2], ids[1]]);
+    expect(first.nextPageToken).not.toBe("");
+    const second = await gw.raw("user").listConfigUpdateOperations({ sandbox: "listed", pageSize: 2, pageToken: first.nextPageToken, workspaceScope: workspaceScope() });
+    expect(second.operations.map((o) => o.operationId)).toEqual([ids[0]]);
+    expect(second.nextPageToken).toBe("");
+    const other = await rpcError(gw.raw("otherAdmin").listConfigUpdateOperations({ sandbox: "listed", workspaceScope: workspaceScope() }));
+    // As for every sandbox-scoped read: another workspace's sandbox is not found.
+    expect(other.code).toBe(Code.NotFound);
+  });
+
+  it("an unknown sandbox is NOT_FOUND; no sandbox, a negative page size or a bad token is INVALID_ARGUMENT", async () => {
+    const admin = gw.raw("admin");
+    expect((await rpcError(admin.listConfigUpdateOperations({ sandbox: "nobody", workspaceScope: workspaceScope() }))).code).toBe(Code.NotFound);
+    const missing = await rpcError(admin.listConfigUpdateOperations({ sandbox: "", workspaceScope: workspaceScope() }));
+    expect([missing.code, missing.rawMessage]).toEqual([Code.InvalidArgument, "sandbox is required"]);
+    expect((await rpcError(admin.listConfigUpdateOperations({ sandbox: "dev", pageSize: -1, workspaceScope: workspaceScope() }))).code).toBe(Code.InvalidArgument);
+    expect((await rpcError(admin.listConfigUpdateOperations({ sandbox: "dev", pageToken: "nope", workspaceScope: workspaceScope() }))).code).toBe(Code.InvalidArgument);
   });
 });
 

@@ -335,6 +335,28 @@ export function defineStoreSuite(name: string, open: () => Promise<StoreHarness>
         expect(await store.operationsOfSandbox("sb", 0)).toEqual([]);
       });
 
+      it("listOperationsOfSandbox pages a sandbox's operations newest first, ties broken by id, and rejects a foreign token", async () => {
+        const ops = [10, 30, 20, 30, 40].map((t) => operation("sb", { createdAt: at(t) }));
+        await write(store, async (tx) => {
+          for (const o of [...ops, operation("other", { createdAt: at(50) })]) await tx.insertOperation(o);
+        });
+        const seen: string[] = [];
+        let token = "";
+        let pages = 0;
+        do {
+          const page = await store.listOperationsOfSandbox("sb", 2, token);
+          seen.push(...page.items.map((o) => o.id));
+          token = page.nextPageToken;
+          pages++;
+        } while (token !== "");
+        const newestFirst = [...ops].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1)).map((o) => o.id);
+        expect(seen).toEqual(newestFirst);
+        expect(pages).toBe(3);
+        expect((await store.listOperationsOfSandbox("sb", 10, "")).nextPageToken).toBe("");
+        expect(await store.listOperationsOfSandbox("none", 10, "")).toEqual({ items: [], nextPageToken: "" });
+        await expect(store.listOperationsOfSandbox("sb", 5, "bm9wZQ")).rejects.toBeInstanceOf(InvalidPageTokenError);
+      });
+
       it("dueOperations returns PENDING operations whose nextAttemptAt has come, oldest first, at most limit; countPending counts PENDING", async () => {
         const now = at(1_000);
         const ops = [

@@ -10,8 +10,10 @@ import type pg from "pg";
 import {
   OPERATION_STATE_PENDING,
   clampPageSize,
+  decodeOperationPageToken,
   decodePolicyPageToken,
   decodeSandboxPageToken,
+  operationPageToken,
   policyPageToken,
   providerValuesJson,
   sandboxPageToken,
@@ -350,6 +352,21 @@ export class PgQueries {
       Math.max(0, Math.floor(limit)),
     ]);
     return rows.map(operationFromRow);
+  }
+
+  async listOperationsOfSandbox(sandboxId: string, pageSize: number, pageToken: string): Promise<Page<OperationRecord>> {
+    const size = clampPageSize(pageSize);
+    const after = decodeOperationPageToken(pageToken);
+    const rows =
+      after === undefined
+        ? await this.all<OperationRow>("SELECT * FROM operations WHERE sandbox_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2", [sandboxId, size + 1])
+        : await this.all<OperationRow>(
+            "SELECT * FROM operations WHERE sandbox_id = $1 AND (created_at, id) < ($2, $3) ORDER BY created_at DESC, id DESC LIMIT $4",
+            [sandboxId, new Date(after.createdAtMs), after.id, size + 1],
+          );
+    const items = rows.slice(0, size).map(operationFromRow);
+    const last = items[items.length - 1];
+    return { items, nextPageToken: rows.length > size && last ? operationPageToken(last.createdAt.getTime(), last.id) : "" };
   }
 
   async dueOperations(now: Date, limit: number): Promise<OperationRecord[]> {

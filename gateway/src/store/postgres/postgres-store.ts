@@ -225,6 +225,9 @@ class PostgresStore implements Store {
   operationsOfSandbox(sandboxId: string, limit: number) {
     return this.read((q) => q.operationsOfSandbox(sandboxId, limit));
   }
+  listOperationsOfSandbox(sandboxId: string, pageSize: number, pageToken: string) {
+    return this.read((q) => q.listOperationsOfSandbox(sandboxId, pageSize, pageToken));
+  }
   dueOperations(now: Date, limit: number, ownedBy?: string) {
     if (ownedBy !== undefined) return cluster.dueOwnedOperations(this.run, now, limit, ownedBy);
     return this.read((q) => q.dueOperations(now, limit));

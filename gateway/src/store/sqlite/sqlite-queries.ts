@@ -6,8 +6,10 @@ import type BetterSqlite3 from "better-sqlite3";
 import {
   OPERATION_STATE_PENDING,
   clampPageSize,
+  decodeOperationPageToken,
   decodePolicyPageToken,
   decodeSandboxPageToken,
+  operationPageToken,
   policyPageToken,
   providerValuesJson,
   sandboxPageToken,
@@ -290,6 +292,25 @@ export class SqliteQueries {
       sandboxId,
       Math.max(0, Math.floor(limit)),
     ).map(operationFromRow);
+  }
+
+  listOperationsOfSandbox(sandboxId: string, pageSize: number, pageToken: string): Page<OperationRecord> {
+    const size = clampPageSize(pageSize);
+    const after = decodeOperationPageToken(pageToken);
+    const rows =
+      after === undefined
+        ? this.all<OperationRow>("SELECT * FROM operations WHERE sandbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", sandboxId, size + 1)
+        : this.all<OperationRow>(
+            "SELECT * FROM operations WHERE sandbox_id = ? AND (created_at < ? OR (created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?",
+            sandboxId,
+            after.createdAtMs,
+            after.createdAtMs,
+            after.id,
+            size + 1,
+          );
+    const items = rows.slice(0, size).map(operationFromRow);
+    const last = items[items.length - 1];
+    return { items, nextPageToken: rows.length > size && last ? operationPageToken(last.createdAt.getTime(), last.id) : "" };
   }
 
   dueOperations(now: Date, limit: number): OperationRecord[] {
