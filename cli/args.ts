@@ -1,283 +1,153 @@
-// Command-line parsing for `openshell-config`: node:util parseArgs over the union of every
-// option, then per command which options it accepts, which it requires and what their values
-// mean. Everything wrong with the command line is a UsageError (exit status 2).
+// Command-line parsing for `openshell-config`: runs the commander program of program.ts over the
+// arguments, turns what commander rejects into one-line UsageErrors (with "did you mean" for
+// commands and options), and checks and converts the values of the command that was given.
+// Everything wrong with the command line is a UsageError (exit status 2), whose hint points to
+// that command's --help.
 
-import { parseArgs } from "node:util";
-import type { SettingInput } from "openshell-config";
-import { parseRolloutOptions, ROLLOUT_EXIT_HELP, ROLLOUT_USAGE, type RolloutCommand } from "./rollout-args.js";
-import { parseDuration, parseSelector, parseSettingValue } from "./values.js";
+import { CommanderError, type Command as CommanderCommand } from "commander";
+import { parseRolloutOptions } from "./rollout-args.js";
+import { mergeOperationsFromFlags } from "./merge-ops.js";
+import { buildProgram, commandPath, COMMANDS, GLOBAL_OPTIONS, type CommandSpec } from "./program.js";
+import { parseSelector } from "./selector.js";
+import { didYouMean } from "./suggest.js";
+import {
+  DEFAULT_TIMEOUT_MS,
+  OUTPUT_FORMATS,
+  PROTOCOLS,
+  SETTING_TYPES,
+  SHELLS,
+  UsageError,
+  type Command,
+  type GlobalOptions,
+  type OutputFormat,
+  type ParsedCommandLine,
+  type Protocol,
+  type SettingType,
+  type Shell,
+} from "./types.js";
+import { parseCount, parseDuration, parseOperationId, parseSettingValue } from "./values.js";
 
-export { parseDuration, parseSelector, parseSettingValue };
+export { DEFAULT_TIMEOUT_MS, SETTING_TYPES, UsageError, parseDuration, parseSelector, parseSettingValue };
+export type { Command, CommandName, GlobalOptions, OutputFormat, ParsedCommandLine, Protocol, SettingType, WaitFlags } from "./types.js";
 
-export type Protocol = "grpc" | "connect" | "grpc-web";
-export type OutputFormat = "table" | "json";
-
-/** Options every command accepts. */
-export interface GlobalOptions {
-  readonly url: string | undefined;
-  readonly token: string | undefined;
-  /** `--config FILE`: a config file other than the default one. */
-  readonly config: string | undefined;
-  readonly protocol: Protocol;
-  /** True when `--protocol` was given (so a resume command repeats it). */
-  readonly protocolGiven: boolean;
-  readonly output: OutputFormat;
-  readonly allowInsecureToken: boolean;
+/** The hint line of a usage error: where the help of `command` (or of the program) is. */
+export function usageOf(command?: string): string {
+  return `run 'openshell-config ${command ? `${command} ` : ""}--help' for usage`;
 }
 
-/** Waiting for the outcome of an update. `timeoutMs` is `Infinity` for `--timeout 0`. */
-export interface WaitFlags {
-  readonly wait: boolean;
-  readonly timeoutMs: number;
-}
-
-interface Scoped {
-  readonly workspace: string | undefined;
-}
-
-interface UpdateFlags extends Scoped, WaitFlags {
-  readonly sandbox: string;
-  readonly idempotencyKey: string | undefined;
-}
-
-export type Command =
-  | ({ readonly name: "policy set"; readonly file: string } & UpdateFlags)
-  | ({ readonly name: "policy get"; readonly sandbox: string } & Scoped)
-  | RolloutCommand
-  | ({ readonly name: "settings set"; readonly key: string; readonly value: SettingInput; readonly type: SettingType } & UpdateFlags)
-  | ({ readonly name: "settings delete"; readonly key: string } & UpdateFlags)
-  | ({ readonly name: "operation get"; readonly id: string } & Scoped)
-  | ({ readonly name: "operation wait"; readonly id: string; readonly timeoutMs: number } & Scoped)
-  | ({ readonly name: "sandbox list"; readonly selector: string | undefined; readonly allWorkspaces: boolean } & Scoped)
-  | { readonly name: "help"; readonly topic: string | undefined }
-  | { readonly name: "version" };
-
-export type CommandName = Exclude<Command["name"], "help" | "version">;
-
-export interface ParsedCommandLine {
-  readonly global: GlobalOptions;
-  readonly command: Command;
-}
-
-export const SETTING_TYPES = ["string", "bool", "int", "bytes-base64"] as const;
-export type SettingType = (typeof SETTING_TYPES)[number];
-
-/** A command line that cannot be run. `usage` is the help text of the command it was meant for. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
+// Thrown through commander's exit override, with the command that stopped.
+class Stop {
   constructor(
-    message: string,
-    readonly usage: string,
-  ) {
-    super(message);
-  }
-}
-
-/** The default of `--timeout`. */
-export const DEFAULT_TIMEOUT_MS = 60_000;
-
-const OPTIONS = {
-  // global
-  url: { type: "string" },
-  token: { type: "string" },
-  config: { type: "string" },
-  protocol: { type: "string" },
-  output: { type: "string", short: "o" },
-  "allow-insecure-token": { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-  version: { type: "boolean" },
-  // per command
-  sandbox: { type: "string", short: "s" },
-  file: { type: "string", short: "f" },
-  wait: { type: "boolean" },
-  timeout: { type: "string" },
-  "idempotency-key": { type: "string" },
-  workspace: { type: "string" },
-  key: { type: "string" },
-  value: { type: "string" },
-  type: { type: "string" },
-  selector: { type: "string", multiple: true, short: "l" },
-  "all-workspaces": { type: "boolean" },
-  concurrency: { type: "string" },
-  "max-failures": { type: "string" },
-  resume: { type: "string" },
-} as const;
-
-type OptionName = keyof typeof OPTIONS;
-type Values = { [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]["type"] extends "boolean" ? boolean : string };
-
-const GLOBAL_OPTIONS: readonly OptionName[] = ["url", "token", "config", "protocol", "output", "allow-insecure-token", "help", "version"];
-
-const UPDATE_OPTIONS: readonly OptionName[] = ["sandbox", "wait", "timeout", "idempotency-key", "workspace"];
-
-/** Per command: the options it accepts beyond the global ones, and its positional arguments. */
-const COMMANDS: Readonly<Record<CommandName, { readonly options: readonly OptionName[]; readonly positionals: readonly string[] }>> = {
-  "policy set": { options: [...UPDATE_OPTIONS, "file"], positionals: [] },
-  "policy get": { options: ["sandbox", "workspace"], positionals: [] },
-  "policy rollout": { options: ["selector", "file", "concurrency", "max-failures", "timeout", "resume", "workspace"], positionals: [] },
-  "settings set": { options: [...UPDATE_OPTIONS, "key", "value", "type"], positionals: [] },
-  "settings delete": { options: [...UPDATE_OPTIONS, "key"], positionals: [] },
-  "operation get": { options: ["workspace"], positionals: ["ID"] },
-  "operation wait": { options: ["workspace", "timeout"], positionals: ["ID"] },
-  "sandbox list": { options: ["selector", "workspace", "all-workspaces"], positionals: [] },
-};
-
-const GROUPS = ["policy", "settings", "operation", "sandbox"] as const;
-
-const CONNECTION_HELP = `Connection (every command):
-  --url URL               gateway URL (env OPENSHELL_GATEWAY_URL, or "url" in the config file)
-  --token TOKEN           bearer token (env OPENSHELL_TOKEN, or "token" in the config file);
-                          prefer the environment or the file: a flag is visible to other users
-  --config FILE           config file (default ~/.config/openshell-config/config.json)
-  --protocol P            grpc (default), connect or grpc-web
-  --allow-insecure-token  allow a token over plain http to a non-loopback host
-  -o, --output FORMAT     table (default) or json`;
-
-const WAIT_HELP = `  --wait                  wait for the outcome at the sandbox (otherwise return once committed)
-  --timeout DURATION      how long to wait, e.g. 500ms, 30s, 5m (default 60s; 0 = no limit);
-                          implies --wait
-  --idempotency-key KEY   resending the same change with the same key never creates a second
-                          revision (default: a fresh UUID, printed)
-  --workspace W           the sandbox's workspace (default: the gateway's default workspace)`;
-
-const EXIT_HELP = `Exit status: 0 applied (also degraded, with a warning) or inactive; 1 failed, superseded,
-cancelled, or an error; 2 usage error; 124 the wait timed out (the operation keeps running:
-resume it with "openshell-config operation wait ID"); 130 interrupted.`;
-
-const USAGE: Readonly<Record<CommandName | "main", string>> = {
-  main: `Usage: openshell-config <command> [options]
-
-Change an OpenShell sandbox's configuration and know what became of the change.
-
-Commands:
-  policy set        --sandbox S --file FILE [--wait] [--timeout D] [--idempotency-key K]
-  policy get        --sandbox S
-  policy rollout    --selector k=v --file FILE [--max-failures N] [--concurrency N] [--resume ID]
-  settings set      --sandbox S --key K --value V [--type T] [--wait] [--timeout D]
-  settings delete   --sandbox S --key K [--wait] [--timeout D]
-  operation get     ID
-  operation wait    ID [--timeout D]
-  sandbox list      [--selector k=v]
-
-Run "openshell-config <command> --help" for a command's options.`,
-  "policy set": `Usage: openshell-config policy set --sandbox S --file FILE [options]
-
-Replaces the sandbox's policy with the SandboxPolicy in FILE (YAML, or JSON for *.json; field
-names in camelCase or snake_case, as in the protobuf JSON mapping).
-
-  -s, --sandbox S         the sandbox name (required)
-  -f, --file FILE         the policy file (required)
-${WAIT_HELP}`,
-  "policy get": `Usage: openshell-config policy get --sandbox S [options]
-
-Shows the sandbox's current policy, its version and whether the sandbox has loaded it.
-
-  -s, --sandbox S         the sandbox name (required)
-  --workspace W           the sandbox's workspace`,
-  "policy rollout": ROLLOUT_USAGE,
-  "settings set": `Usage: openshell-config settings set --sandbox S --key K --value V [options]
-
-Sets one sandbox setting.
-
-  -s, --sandbox S         the sandbox name (required)
-  --key K                 the setting's key (required)
-  --value V               its value (required; a negative number as --value=-5)
-  --type T                string (default), bool (true or false), int (64-bit) or bytes-base64
-${WAIT_HELP}`,
-  "settings delete": `Usage: openshell-config settings delete --sandbox S --key K [options]
-
-Deletes one sandbox setting.
-
-  -s, --sandbox S         the sandbox name (required)
-  --key K                 the setting's key (required)
-${WAIT_HELP}`,
-  "operation get": `Usage: openshell-config operation get ID [options]
-
-Shows the current state of an update operation, without waiting. Exits 0 whatever the state.
-
-  --workspace W           the operation's workspace`,
-  "operation wait": `Usage: openshell-config operation wait ID [options]
-
-Waits for the outcome of an update operation (e.g. one whose wait timed out).
-
-  --timeout DURATION      how long to wait (default 60s; 0 = no limit)
-  --workspace W           the operation's workspace`,
-  "sandbox list": `Usage: openshell-config sandbox list [options]
-
-Lists sandboxes.
-
-  -l, --selector k=v      only sandboxes with this label (repeatable, or k=v,k2=v2)
-  --workspace W           list this workspace (default: the gateway's default workspace)
-  --all-workspaces        list every workspace you can see`,
-};
-
-const WAITS: ReadonlySet<string> = new Set(["main", "policy set", "policy rollout", "settings set", "settings delete", "operation wait"]);
-
-/**
- * The help text of a command, or of the whole program. `full` (for --help) adds the connection
- * options and the exit statuses; a usage error shows the short form and points to --help.
- */
-export function usageOf(command?: string, full = false): string {
-  const key = command !== undefined && command in USAGE ? (command as CommandName) : "main";
-  if (!full) return `${USAGE[key]}\n\nRun "openshell-config ${key === "main" ? "" : `${key} `}--help" for the connection options${WAITS.has(key) ? " and the exit statuses" : ""}.`;
-  const exit = key === "policy rollout" ? ROLLOUT_EXIT_HELP : EXIT_HELP;
-  return `${USAGE[key]}\n\n${CONNECTION_HELP}${WAITS.has(key) ? `\n\n${exit}` : ""}`;
+    readonly error: CommanderError,
+    readonly command: CommanderCommand,
+  ) {}
 }
 
 /** Parses `argv` (without `node` and the script). Throws UsageError for anything wrong. */
 export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
-  let parsed: { values: Values; positionals: string[] };
+  let ran: { spec: CommandSpec; args: string[]; options: Record<string, unknown> } | undefined;
+  let out = "";
+  const program = buildProgram("", (spec, args, options) => (ran = { spec, args, options }));
+  const all = (c: CommanderCommand): CommanderCommand[] => [c, ...c.commands.flatMap(all)];
+  for (const c of all(program)) {
+    c.configureOutput({
+      writeOut: (s) => (out += s),
+      writeErr: () => {},
+      outputError: () => {},
+      getOutHelpWidth: () => 80,
+      getErrHelpWidth: () => 80,
+      getOutHasColors: () => false,
+      getErrHasColors: () => false,
+    });
+    c.exitOverride((err) => {
+      throw new Stop(err, c);
+    });
+  }
+  // `help policy set` is `policy set --help`.
+  const args = argv[0] === "help" ? [...argv.slice(1), "--help"] : [...argv];
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true }) as typeof parsed;
+    program.parse(args, { from: "user" });
   } catch (err) {
-    throw new UsageError(parseArgsMessage(err), usageOf(guessCommand(argv)));
-  }
-  const { values, positionals } = parsed;
-
-  const global = globalOptions(values);
-  const [group, verb, ...rest] = positionals;
-  // `help`, `help policy set`
-  if (group === "help") {
-    const topic = [verb, ...rest].join(" ").trim();
-    if (topic !== "" && !(topic in USAGE)) throw new UsageError(`unknown command "${topic}"`, usageOf());
-    return { global, command: { name: "help", topic: topic === "" ? undefined : topic } };
-  }
-  if (group === undefined) {
-    if (values.version) return { global, command: { name: "version" } };
-    if (values.help) return { global, command: { name: "help", topic: undefined } };
-    throw new UsageError("no command given", usageOf());
-  }
-  if (!(GROUPS as readonly string[]).includes(group)) throw new UsageError(`unknown command "${group}"`, usageOf());
-  const name = `${group} ${verb ?? ""}`.trim();
-  if (!(name in COMMANDS)) {
-    if (values.help && verb === undefined) return { global, command: { name: "help", topic: undefined } };
-    throw new UsageError(verb === undefined ? `"${group}" needs a subcommand` : `unknown command "${name}"`, usageOf());
-  }
-  const commandName = name as CommandName;
-  const usage = usageOf(commandName);
-  if (values.help) return { global, command: { name: "help", topic: commandName } };
-
-  const spec = COMMANDS[commandName];
-  for (const option of Object.keys(values) as OptionName[]) {
-    if (!GLOBAL_OPTIONS.includes(option) && !spec.options.includes(option)) {
-      throw new UsageError(`${commandName} does not take --${option}`, usage);
+    if (!(err instanceof Stop)) throw err;
+    const stopped = commandPath(err.command);
+    if (err.error.code === "commander.version") return { global: globalOptions({}), command: { name: "version" } };
+    if (err.error.exitCode === 0 && (err.error.code === "commander.helpDisplayed" || err.error.code === "commander.help")) {
+      return { global: globalOptions({}), command: { name: "help", topic: stopped || undefined, text: out.trimEnd() } };
     }
+    throw fromCommander(err.error, err.command, stopped);
   }
-  if (rest.length > spec.positionals.length) {
-    throw new UsageError(`unexpected argument "${rest[spec.positionals.length]}"`, usage);
-  }
-  if (rest.length < spec.positionals.length) {
-    throw new UsageError(`${commandName} needs ${spec.positionals.slice(rest.length).join(" ")}`, usage);
-  }
+  if (ran === undefined) throw new UsageError("no command given", usageOf());
+  const global = globalOptions(ran.options);
+  return { global, command: commandOf(ran.spec, ran.args, ran.options) };
+}
 
-  const fail = (message: string): never => {
-    throw new UsageError(message, usage);
+/** commander's message for `err`, as one line of ours. */
+function fromCommander(err: CommanderError, cmd: CommanderCommand, path: string): UsageError {
+  const hint = usageOf(path || undefined);
+  const message = err.message.replace(/^error: /, "");
+  const quoted = /'([^']*)'/.exec(message)?.[1] ?? "";
+  const suggested = /\(Did you mean (?:one of )?(.+)\?\)/.exec(message)?.[1];
+  const mean = suggested ? `; did you mean ${suggested.split(", ").map((s) => `"${path && !s.startsWith("-") ? `${path} ` : ""}${s}"`).join(" or ")}?` : "";
+  switch (err.code) {
+    case "commander.help": {
+      // A group without a subcommand, or no command at all.
+      if (path === "") return new UsageError(`no command given; commands: ${COMMANDS.map((c) => c.name.split(" ")[0]).filter((g, i, a) => a.indexOf(g) === i).join(", ")}`, hint);
+      return new UsageError(`"${path}" needs a subcommand: ${cmd.commands.map((c) => c.name()).join(", ")}`, hint);
+    }
+    case "commander.unknownCommand": {
+      // Suggested from the subcommands themselves (the program's help lists leaves, which commander would offer).
+      const near = didYouMean(quoted, cmd.commands.map((c) => c.name()));
+      return new UsageError(`unknown command "${path ? `${path} ` : ""}${quoted}"${near.replace(/"([^"]+)"\?$/, (_, w: string) => `"${path ? `${path} ` : ""}${w}"?`)}`, hint);
+    }
+    case "commander.unknownOption": {
+      const elsewhere = COMMANDS.some((c) => c.options.some((o) => o.flags.split(/[ ,]+/).includes(quoted)));
+      if (path !== "" && elsewhere && mean === "") return new UsageError(`${path} does not take ${quoted}`, hint);
+      return new UsageError(`unknown option "${quoted}"${path ? ` for ${path}` : ""}${mean}`, hint);
+    }
+    case "commander.optionMissingArgument": {
+      const flag = /--[\w-]+/.exec(quoted)?.[0] ?? quoted;
+      return new UsageError(`${flag} needs a value`, hint);
+    }
+    case "commander.missingArgument":
+      return new UsageError(`${path} needs ${quoted}`, hint);
+    case "commander.excessArguments": {
+      const extra = cmd.args[cmd.registeredArguments.length];
+      return new UsageError(`unexpected argument "${extra ?? ""}"${cmd.registeredArguments.length === 0 ? ` (${path} takes no arguments)` : ""}`, hint);
+    }
+    default:
+      return new UsageError(message.split("\n")[0]!, hint);
+  }
+}
+
+function choice<T extends string>(value: unknown, choices: readonly T[], flag: string, fallback: T, hint: string): T {
+  if (value === undefined) return fallback;
+  const v = String(value);
+  if ((choices as readonly string[]).includes(v)) return v as T;
+  throw new UsageError(`${flag} must be ${choices.slice(0, -1).join(", ")} or ${choices.at(-1)}; got "${v}"${didYouMean(v, choices)}`, hint);
+}
+
+function globalOptions(values: Record<string, unknown>): GlobalOptions {
+  const hint = usageOf();
+  for (const [flag, key] of [["--url", "url"], ["--token", "token"], ["--config", "config"]] as const) {
+    if (values[key] === "") throw new UsageError(`${flag} must not be empty`, hint);
+  }
+  return {
+    url: values.url as string | undefined,
+    token: values.token as string | undefined,
+    config: values.config as string | undefined,
+    protocol: choice<Protocol>(values.protocol, PROTOCOLS, "--protocol", "grpc", hint),
+    protocolGiven: values.protocol !== undefined,
+    output: choice<OutputFormat>(values.output, OUTPUT_FORMATS, "--output", "table", hint),
+    allowInsecureToken: values.allowInsecureToken === true,
   };
-  const required = (option: "sandbox" | "file" | "key" | "value"): string => {
-    const v = values[option];
-    if (v === undefined) fail(`${commandName} needs --${option}`);
-    if (v === "" && option !== "value") fail(`--${option} must not be empty`);
-    return v!;
+}
+
+/** The command `spec` with its arguments and option values checked and converted. */
+function commandOf(spec: CommandSpec, args: readonly string[], v: Record<string, unknown>): Command {
+  const name = spec.name;
+  const hint = usageOf(name);
+  const fail = (message: string): never => {
+    throw new UsageError(message, hint);
   };
   const attempt = <T>(f: () => T): T => {
     try {
@@ -286,118 +156,87 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
       return fail((err as Error).message);
     }
   };
-  const workspace = values.workspace;
+  const str = (key: string): string | undefined => v[key] as string | undefined;
+  const required = (key: string, flag: string, allowEmpty = false): string => {
+    const value = str(key);
+    if (value === undefined) fail(`${name} needs ${flag}`);
+    if (value === "" && !allowEmpty) fail(`${flag} must not be empty`);
+    return value!;
+  };
+  const workspace = str("workspace");
   if (workspace === "") fail("--workspace must not be empty");
-  const timeoutMs = values.timeout === undefined ? DEFAULT_TIMEOUT_MS : attempt(() => parseDuration(values.timeout!));
-  const idempotencyKey = values["idempotency-key"];
+  const timeoutMs = v.timeout === undefined ? DEFAULT_TIMEOUT_MS : attempt(() => parseDuration(str("timeout")!));
+  const idempotencyKey = str("idempotencyKey");
   if (idempotencyKey !== undefined && (idempotencyKey === "" || idempotencyKey.trim() !== idempotencyKey)) {
     fail("--idempotency-key must not be empty or have leading or trailing spaces");
   }
+  const scoped = () => ({ sandbox: required("sandbox", "--sandbox"), workspace });
   const update = () => ({
-    sandbox: required("sandbox"),
-    workspace,
+    ...scoped(),
     idempotencyKey,
     // --timeout alone means "wait this long".
-    wait: values.wait === true || values.timeout !== undefined,
+    wait: v.wait === true || v.timeout !== undefined,
     timeoutMs,
   });
+  const limit = () => (v.limit === undefined ? 20 : attempt(() => parseCount(str("limit")!, "--limit", 0)));
+  const selector = () => attempt(() => parseSelector((v.selector as string[] | undefined) ?? []));
+  const operationId = () => attempt(() => parseOperationId(args[0]!));
 
-  let command: Command;
-  switch (commandName) {
+  switch (name) {
     case "policy set":
-      command = { name: commandName, ...update(), file: required("file") };
-      break;
+      return { name, ...update(), file: required("file", "--file"), dryRun: v.dryRun === true };
     case "policy get":
-      command = { name: commandName, sandbox: required("sandbox"), workspace };
-      break;
-    case "policy rollout":
-      command = attempt(() =>
-        parseRolloutOptions(
-          { ...values, selector: parseSelector(values.selector ?? []), timeoutMs: values.timeout === undefined ? undefined : timeoutMs },
-          workspace,
-        ),
-      );
-      break;
-    case "settings set": {
-      const type = (values.type ?? "string") as SettingType;
-      if (!SETTING_TYPES.includes(type)) fail(`--type must be one of ${SETTING_TYPES.join(", ")}; got "${values.type}"`);
+      return { name, ...scoped() };
+    case "policy diff":
+      return { name, ...scoped(), file: required("file", "--file") };
+    case "policy history":
+      return { name, ...scoped(), limit: limit() };
+    case "policy merge": {
       const common = update();
-      const key = required("key");
-      const raw = required("value");
-      command = { name: commandName, ...common, key, type, value: attempt(() => parseSettingValue(raw, type)) };
-      break;
+      const file = str("file");
+      if (file === "") fail("--file must not be empty");
+      const operations = attempt(() => mergeOperationsFromFlags(v));
+      if (file === undefined && operations.length === 0) {
+        fail("policy merge needs --file or an operation: --add-rule, --remove-rule, --remove-endpoint or --remove-binary");
+      }
+      return { name, ...common, file, operations };
+    }
+    case "policy rollout":
+      return attempt(() =>
+        parseRolloutOptions({ ...(v as Record<string, string>), labelSelector: selector(), timeoutMs: v.timeout === undefined ? undefined : timeoutMs }, workspace),
+      );
+    case "settings set": {
+      const type = choice<SettingType>(v.type, SETTING_TYPES, "--type", "string", hint);
+      const common = update();
+      const key = required("key", "--key");
+      const raw = required("value", "--value", true);
+      return { name, ...common, key, type, value: attempt(() => parseSettingValue(raw, type)) };
     }
     case "settings delete":
-      command = { name: commandName, ...update(), key: required("key") };
-      break;
-    case "operation get":
-    case "operation wait": {
-      const id = rest[0]!;
-      if (id.trim() === "") fail("the operation ID must not be empty");
-      command = commandName === "operation get" ? { name: commandName, id, workspace } : { name: commandName, id, workspace, timeoutMs };
-      break;
+      return { name, ...update(), key: required("key", "--key") };
+    case "settings get": {
+      const common = scoped();
+      const key = args[0] ?? str("key");
+      if (args[0] !== undefined && v.key !== undefined && v.key !== args[0]) fail("give the key once: as KEY or as --key");
+      if (key === undefined) fail("settings get needs KEY");
+      if (key === "") fail("KEY must not be empty");
+      return { name, ...common, key: key! };
     }
+    case "settings list":
+      return { name, ...scoped() };
+    case "operation get":
+      return { name, id: operationId(), workspace, watch: v.watch === true };
+    case "operation wait":
+      return { name, id: operationId(), workspace, timeoutMs };
+    case "operation list":
+      return { name, ...scoped(), limit: limit() };
     case "sandbox list":
-      if (values["all-workspaces"] && workspace !== undefined) fail("--workspace and --all-workspaces are mutually exclusive");
-      command = {
-        name: commandName,
-        selector: attempt(() => parseSelector(values.selector ?? [])),
-        workspace,
-        allWorkspaces: values["all-workspaces"] === true,
-      };
-      break;
+      if (v.allWorkspaces && workspace !== undefined) fail("--workspace and --all-workspaces are mutually exclusive");
+      return { name, selector: selector(), workspace, allWorkspaces: v.allWorkspaces === true, watch: v.watch === true };
+    case "completion":
+      return { name, shell: choice<Shell>(args[0], SHELLS, "the shell", "bash", hint) };
   }
-  return { global, command };
 }
 
-function globalOptions(values: Values): GlobalOptions {
-  const protocol = values.protocol ?? "grpc";
-  if (protocol !== "grpc" && protocol !== "connect" && protocol !== "grpc-web") {
-    throw new UsageError(`--protocol must be grpc, connect or grpc-web; got "${protocol}"`, usageOf());
-  }
-  const output = values.output ?? "table";
-  if (output !== "table" && output !== "json") {
-    throw new UsageError(`--output must be table or json; got "${output}"`, usageOf());
-  }
-  if (values.url === "") throw new UsageError("--url must not be empty", usageOf());
-  if (values.token === "") throw new UsageError("--token must not be empty", usageOf());
-  if (values.config === "") throw new UsageError("--config must not be empty", usageOf());
-  return {
-    url: values.url,
-    token: values.token,
-    config: values.config,
-    protocol,
-    protocolGiven: values.protocol !== undefined,
-    output,
-    allowInsecureToken: values["allow-insecure-token"] === true,
-  };
-}
-
-// The command the user was typing, for the usage text of an unparseable command line.
-function guessCommand(argv: readonly string[]): string | undefined {
-  const words = argv.filter((a) => /^[a-z]+$/.test(a));
-  for (let i = 0; i + 1 < words.length; i++) {
-    const name = `${words[i]} ${words[i + 1]}`;
-    if (name in COMMANDS) return name;
-  }
-  return undefined;
-}
-
-// node:util's messages, shortened to one line.
-function parseArgsMessage(err: unknown): string {
-  const e = err as { code?: string; message?: string };
-  const message = String(e.message ?? err);
-  if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-    const m = /Unknown option '([^']+)'/.exec(message);
-    return `unknown option ${m?.[1] ?? ""}`.trim();
-  }
-  if (e.code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
-    const missing = /Option '(-\w, )?(--[\w-]+)[^']*' argument missing/.exec(message);
-    if (missing) return `${missing[2]} needs a value`;
-    const ambiguous = /Option '(--[\w-]+)' argument is ambiguous/.exec(message);
-    if (ambiguous) return `${ambiguous[1]} needs a value (for a value starting with "-", write ${ambiguous[1]}=-…)`;
-    const flag = /Option '(--[\w-]+)' does not take an argument/.exec(message);
-    if (flag) return `${flag[1]} does not take a value`;
-  }
-  return message.split("\n")[0]!;
-}
+/** Every long option of every command and the global ones, for tests and completion. */
+export const ALL_LONG_OPTIONS: readonly string[] = [...new Set([...GLOBAL_OPTIONS, ...COMMANDS.flatMap((c) => c.options)].map((o) => /--[\w-]+/.exec(o.flags)![0]))];

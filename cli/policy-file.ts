@@ -8,6 +8,7 @@ import { extname } from "node:path";
 import { fromJson, type DescEnum, type DescField, type DescMessage, type JsonValue } from "@bufbuild/protobuf";
 import { LineCounter, isMap, isSeq, parseDocument, type Document, type Node as YamlNode } from "yaml";
 import { SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
+import { editDistance } from "./suggest.js";
 
 /** A policy file that cannot be read or is not a valid SandboxPolicy. */
 export class PolicyFileError extends Error {
@@ -137,7 +138,8 @@ function locate(desc: DescMessage, json: unknown, path: Path): Found | undefined
 
 function unknownFieldMessage(desc: DescMessage, key: string): string {
   const names = desc.fields.map((f) => f.jsonName);
-  const near = names.find((n) => n.toLowerCase() === key.replace(/[_-]/g, "").toLowerCase()) ?? names.find((n) => editDistance(n.toLowerCase(), key.toLowerCase()) <= 2);
+  const distance = (n: string) => editDistance(n.toLowerCase(), key.toLowerCase());
+  const near = names.find((n) => n.toLowerCase() === key.replace(/[_-]/g, "").toLowerCase()) ?? names.filter((n) => distance(n) <= 2).sort((a, b) => distance(a) - distance(b))[0];
   return `unknown field "${key}" in ${desc.name}${near ? ` (did you mean "${near}"?)` : ""}; expected one of ${names.join(", ")}`;
 }
 
@@ -213,18 +215,4 @@ function jsonErrorPosition(err: Error, text: string): string {
 
 function jsonErrorMessage(err: Error): string {
   return err.message.replace(/\s*\(line \d+ column \d+\)/, "").replace(/ in JSON at position \d+/, "").split("\n")[0]!;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
 }

@@ -1,9 +1,10 @@
 // Option values of the command line that mean more than text: durations (--timeout), setting
-// values by --type, and label selectors. Each throws an Error whose message is for the user;
-// args.ts turns it into a UsageError for the command at hand.
+// values by --type, counts (--limit) and operation ids. Each throws an Error whose message is
+// for the user; args.ts turns it into a UsageError for the command at hand. Label selectors have
+// their own module (selector.ts).
 
 import type { SettingInput } from "openshell-config";
-import type { SettingType } from "./args.js";
+import type { SettingType } from "./types.js";
 
 /** Parses a duration: `500ms`, `30s`, `5m`, `1h` or a bare number of seconds. `0` means no limit. */
 export function parseDuration(text: string, flag = "--timeout"): number {
@@ -42,13 +43,22 @@ export function parseSettingValue(value: string, type: SettingType): SettingInpu
   }
 }
 
-/** Parses a label selector (`k=v`, repeatable, each possibly `k=v,k2=v2`) into the gateway's form. */
-export function parseSelector(parts: readonly string[]): string | undefined {
-  const pairs: string[] = [];
-  for (const part of parts.flatMap((p) => p.split(","))) {
-    const m = /^\s*([^=\s]+)\s*=\s*([^=\s]*)\s*$/.exec(part);
-    if (!m) throw new Error(`--selector must be key=value; got "${part}"`);
-    pairs.push(`${m[1]}=${m[2]}`);
+/** A whole number of at least `min`. */
+export function parseCount(text: string, flag: string, min: number): number {
+  if (!/^\d+$/.test(text.trim()) || Number(text) < min || !Number.isSafeInteger(Number(text))) {
+    throw new Error(`${flag} must be an integer of at least ${min}; got "${text}"`);
   }
-  return pairs.length === 0 ? undefined : pairs.join(",");
+  return Number(text);
+}
+
+// Operation ids are UUIDs (UPSTREAM.md: ConfigUpdateOperation.operation_id, UUIDv4).
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Checks an operation id's form, so a typo is reported as malformed rather than "not found". */
+export function parseOperationId(text: string): string {
+  const id = text.trim();
+  if (!UUID.test(id)) {
+    throw new Error(`malformed operation ID "${text}": expected a UUID such as 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f`);
+  }
+  return id;
 }

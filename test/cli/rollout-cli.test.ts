@@ -25,6 +25,7 @@ describe("policy rollout options", () => {
     expect(parse("--selector", "env=prod", "-l", "tier=web", "--file", "p.yaml", "--max-failures", "3", "--concurrency", "8", "--timeout", "2m")).toEqual({
       name: "policy rollout",
       selector: "env=prod,tier=web",
+      labelSelector: { requirements: [{ key: "env", op: "=", value: "prod" }, { key: "tier", op: "=", value: "web" }] },
       file: "p.yaml",
       workspace: undefined,
       maxFailures: 3,
@@ -46,7 +47,7 @@ describe("policy rollout options", () => {
     [["--resume", "bad id"], /--resume must be a rollout id/],
     [["-l", "a=b", "-f", "p.yaml", "--concurrency", "0"], /--concurrency must be an integer of at least 1/],
     [["-l", "a=b", "-f", "p.yaml", "--max-failures", "two"], /--max-failures must be an integer of at least 1/],
-    [["-l", "a", "-f", "p.yaml"], /--selector must be key=value/],
+    [["-l", "a in b", "-f", "p.yaml"], /--selector "a in b": unexpected "in" after "a"/],
     [["-l", "a=b", "-f", "p.yaml", "--sandbox", "x"], /does not take --sandbox/],
   ];
   it.each(bad)("rejects %j as a usage error", (args, message) => {

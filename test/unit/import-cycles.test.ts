@@ -134,13 +134,6 @@ function shortestCircle(
 
 const show = (circle: readonly string[]) => circle.join(" → ");
 
-/**
- * Circles in cli/ tolerated for now, as printed by this test. Only one: `cli/args.ts ↔
- * cli/values.ts` (issue 14, "Leave no import circle"), which the CLI rebuild removes; delete the
- * entry with it. Nothing may be added here, and there is no such list for src/.
- */
-const KNOWN_CLI_CYCLES: readonly string[] = ["cli/args.ts → cli/values.ts → cli/args.ts"];
-
 describe("the cycle finder itself", () => {
   it("finds a circle and prints its path, and passes a DAG", () => {
     const graph = new Map([
@@ -180,18 +173,9 @@ describe("no import circle", () => {
     expect(cycles(graph).map(show), "import circles in src/ (a → b means a imports b)").toEqual([]);
   });
 
-  it("in the command line (cli/), but for the one circle the CLI rebuild is removing", () => {
+  it("in the command line (cli/)", () => {
     const graph = graphOf(["cli"]);
     expect(graph.size).toBeGreaterThan(5);
-    const found = cycles(graph).map(show);
-    expect(
-      found.filter((c) => !KNOWN_CLI_CYCLES.includes(c)),
-      "import circles in cli/ (a → b means a imports b)",
-    ).toEqual([]);
-    // A ratchet: once a known circle is gone, its entry goes too.
-    expect(
-      KNOWN_CLI_CYCLES.filter((c) => !found.includes(c)),
-      "circles in KNOWN_CLI_CYCLES that no longer exist: delete their entries",
-    ).toEqual([]);
+    expect(cycles(graph).map(show), "import circles in cli/ (a → b means a imports b)").toEqual([]);
   });
 });

@@ -1,0 +1,301 @@
+// The commands and options of `openshell-config`, declared once for commander 14: parsing, the
+// `--help` of each command, "did you mean" for mistyped commands and options, and the shell
+// completion scripts (completion.ts walks the same tree). args.ts runs it and checks the values.
+//
+// Why commander rather than the node:util parseArgs code this replaced: commander is maintained,
+// has no dependencies and runs on Node 20; it gives per-command help, suggestions for mistyped
+// commands and options, and a tree of commands that completion scripts can be generated from.
+// The hand-written parser needed its own help texts, a table of which command takes which
+// option, and would have needed its own suggestions and completion on top (~400 lines then, and
+// growing with each command); with commander the declarations below are the whole contract.
+
+import { Command, Help } from "commander";
+import { OUTPUT_FORMATS, PROTOCOLS, SETTING_TYPES, SHELLS, type CommandName } from "./types.js";
+
+/** One option: commander's flags (`-s, --sandbox <S>`), its help, the values it takes. */
+export interface OptionSpec {
+  readonly flags: string;
+  readonly help: string;
+  /** Values completion offers; the parser checks them (args.ts). */
+  readonly choices?: readonly string[];
+  /** Given more than once, each value is kept (`--selector a=b --selector c=d`). */
+  readonly repeatable?: boolean;
+  /** What completion offers for the value: files, or nothing. */
+  readonly complete?: "file";
+}
+
+export interface CommandSpec {
+  /** `policy set`. */
+  readonly name: CommandName;
+  /** One line for the list of commands. */
+  readonly summary: string;
+  /** The paragraph of its own --help (defaults to the summary). */
+  readonly description?: string;
+  /** What follows the command's name in its Usage: line. */
+  readonly usage: string;
+  /** Positional arguments: `<ID>` (required), `[KEY]` (optional). */
+  readonly args?: readonly string[];
+  readonly options: readonly OptionSpec[];
+  /** Text after the options (exit statuses). */
+  readonly after?: string;
+}
+
+const sandbox: OptionSpec = { flags: "-s, --sandbox <S>", help: "the sandbox name (required)" };
+const workspace: OptionSpec = { flags: "--workspace <W>", help: "the sandbox's workspace (default: the gateway's default workspace)" };
+const policyFile: OptionSpec = { flags: "-f, --file <FILE>", help: "the policy file: YAML, or JSON for *.json (required)", complete: "file" };
+const selector: OptionSpec = {
+  flags: "-l, --selector <SELECTOR>",
+  help: 'labels, as kubectl: k=v, k!=v, "k in (a,b)", "k notin (a)", k, !k; a comma ANDs (repeatable, ANDs too)',
+  repeatable: true,
+};
+const limit = (what: string): OptionSpec => ({ flags: "--limit <N>", help: `show the newest N ${what} (default 20; 0 = all)` });
+const WAIT: readonly OptionSpec[] = [
+  { flags: "--wait", help: "wait for the outcome at the sandbox (otherwise return once committed)" },
+  { flags: "--timeout <DURATION>", help: "how long to wait: 500ms, 30s, 5m (default 60s; 0 = no limit); implies --wait" },
+  { flags: "--idempotency-key <KEY>", help: "the same change with the same key never makes a second revision (default: a fresh UUID, printed)" },
+  workspace,
+];
+
+export const EXIT_HELP = `Exit status: 0 applied (also degraded, with a warning) or inactive; 1 failed,
+superseded, cancelled, or an error; 2 usage error; 124 the wait timed out (the
+operation keeps running: resume it with "openshell-config operation wait ID");
+130 interrupted.`;
+
+const ROLLOUT_EXIT_HELP = `Exit status: 0 every sandbox applied (also degraded) or inactive; 1 a sandbox
+failed, was superseded or cancelled, an error, the rollout halted, or no sandbox
+matched; 2 usage error; 124 a sandbox's wait timed out (resume with --resume
+ROLLOUT_ID); 130 interrupted (resume likewise).`;
+
+export const COMMANDS: readonly CommandSpec[] = [
+  {
+    name: "policy get",
+    summary: "the desired policy, what the sandbox enforces, and the drift",
+    description: "Shows the sandbox's desired policy (as YAML), its version and load status, what the sandbox enforces according to its latest result, and the drift between them.",
+    usage: "--sandbox S [options]",
+    options: [sandbox, workspace],
+  },
+  {
+    name: "policy set",
+    summary: "replace a sandbox's policy with the one in a file",
+    description:
+      "Replaces the sandbox's policy with the SandboxPolicy in FILE (YAML, or JSON for *.json; field names in camelCase or snake_case, as in the protobuf JSON mapping). With --dry-run it checks the file and shows the diff against the desired policy, and sends nothing.",
+    usage: "--sandbox S --file FILE [options]",
+    options: [sandbox, policyFile, { flags: "--dry-run", help: "check the file and show the diff; send nothing" }, ...WAIT],
+    after: EXIT_HELP,
+  },
+  {
+    name: "policy diff",
+    summary: "the desired policy against a file, before sending it",
+    description: "Shows how the policy in FILE differs from the sandbox's desired policy, as a unified diff of their YAML. Exit status 0 when they are equal, 1 when they differ (as diff), 2 usage error.",
+    usage: "--sandbox S --file FILE [options]",
+    options: [sandbox, policyFile, workspace],
+  },
+  {
+    name: "policy history",
+    summary: "a sandbox's policy revisions, newest first, with each one's status",
+    description: "Lists the sandbox's policy revisions, newest first: version, load status (pending, loaded, failed, superseded; the one the sandbox enforces is marked), hash, when committed and loaded, and the load error of a failed one.",
+    usage: "--sandbox S [options]",
+    options: [sandbox, limit("revisions"), workspace],
+  },
+  {
+    name: "policy merge",
+    summary: "edit a sandbox's network rules in place (merge operations)",
+    description:
+      "Applies merge operations to the sandbox's current policy. OPERATIONS are flags (one --add-rule, --remove-endpoint or --remove-binary with its --host, --port and --binary; --remove-rule repeats) and/or --file FILE, a YAML or JSON list of PolicyMergeOperation (e.g. - removeRule: { ruleName: npm }). The file's operations apply first, then --remove-rule, --remove-endpoint, --remove-binary, --add-rule. The static fields stay as they are.",
+    usage: "--sandbox S OPERATIONS [options]",
+    options: [
+      sandbox,
+      { flags: "-f, --file <FILE>", help: "merge operations: a YAML or JSON list of PolicyMergeOperation", complete: "file" },
+      { flags: "--add-rule <NAME>", help: "add (or replace) the network rule NAME: endpoints --host and --port, binaries --binary" },
+      { flags: "--remove-rule <NAME>", help: "remove the network rule NAME (repeatable)", repeatable: true },
+      { flags: "--remove-endpoint <NAME>", help: "remove the endpoint --host, --port from the rule NAME" },
+      { flags: "--remove-binary <NAME>", help: "remove the binary --binary from the rule NAME" },
+      { flags: "--host <HOST>", help: "the endpoint's host (exact name or glob)" },
+      { flags: "--port <PORT>", help: "the endpoint's port (repeatable with --add-rule)", repeatable: true },
+      { flags: "--binary <PATH>", help: "a binary allowed to use the rule (repeatable with --add-rule)", repeatable: true },
+      ...WAIT,
+    ],
+    after: EXIT_HELP,
+  },
+  {
+    name: "policy rollout",
+    summary: "one policy to every sandbox a selector matches, a few at a time",
+    description:
+      "Replaces the policy of every sandbox the selector matches by the SandboxPolicy in FILE, a few at a time, and waits for each one's outcome: a progress bar on a terminal, then a summary. The rollout's id is printed first; its state is kept under $XDG_STATE_HOME/openshell-config/rollouts (default ~/.local/state/openshell-config/rollouts). Running it again with --resume ROLLOUT_ID continues it: sandboxes already sent are awaited again (never given a second revision), the rest are sent.",
+    usage: "--selector SEL --file FILE [options]\n       openshell-config policy rollout --resume ROLLOUT_ID [options]",
+    options: [
+      { ...selector, help: `the sandboxes: ${selector.help}` },
+      { ...policyFile, help: "the policy file (YAML, or JSON for *.json)" },
+      { flags: "--concurrency <N>", help: "sandboxes updated at once (default 16)" },
+      { flags: "--max-failures <N>", help: "stop sending to new sandboxes after N failed or cancelled (default: never)" },
+      { flags: "--timeout <DURATION>", help: "how long to wait for each sandbox (default 60s; 0 = no limit)" },
+      { flags: "--resume <ROLLOUT_ID>", help: "continue that rollout from its saved state (then no --selector or --file); without a saved state, re-run it with --selector and --file" },
+      { ...workspace, help: "the sandboxes' workspace (default: the gateway's default workspace)" },
+    ],
+    after: ROLLOUT_EXIT_HELP,
+  },
+  {
+    name: "settings get",
+    summary: "one setting of a sandbox, with its type and scope",
+    description: "Shows one effective setting of the sandbox: its value, type (string, bool, int, bytes-base64) and scope (sandbox, or global when the gateway-wide value applies). Exit status 1 when it is not set.",
+    usage: "--sandbox S KEY [options]",
+    args: ["[KEY]"],
+    options: [sandbox, { flags: "--key <K>", help: "the setting's key (or give it as KEY)" }, workspace],
+  },
+  {
+    name: "settings list",
+    summary: "every setting of a sandbox, with its type and scope",
+    description: "Lists the sandbox's effective settings: key, type, value and scope (sandbox or global).",
+    usage: "--sandbox S [options]",
+    options: [sandbox, workspace],
+  },
+  {
+    name: "settings set",
+    summary: "set one setting",
+    description: "Sets one sandbox setting.",
+    usage: "--sandbox S --key K --value V [options]",
+    options: [
+      sandbox,
+      { flags: "--key <K>", help: "the setting's key (required)" },
+      { flags: "--value <V>", help: "its value (required; a negative number works: --value -5)" },
+      { flags: "--type <T>", help: "string (default), bool (true or false), int (64-bit) or bytes-base64", choices: SETTING_TYPES },
+      ...WAIT,
+    ],
+    after: EXIT_HELP,
+  },
+  {
+    name: "settings delete",
+    summary: "delete one setting",
+    description: "Deletes one sandbox setting.",
+    usage: "--sandbox S --key K [options]",
+    options: [sandbox, { flags: "--key <K>", help: "the setting's key (required)" }, ...WAIT],
+    after: EXIT_HELP,
+  },
+  {
+    name: "operation get",
+    summary: "an update operation's current state (-w: follow it)",
+    description: "Shows the current state of an update operation and the sandbox it is for, without waiting; exit status 0 whatever the state. With --watch, prints each change of state until it is final (redrawn in place on a terminal).",
+    usage: "ID [options]",
+    args: ["<ID>"],
+    options: [{ flags: "-w, --watch", help: "follow the operation until its outcome (Ctrl-C stops)" }, { ...workspace, help: "the operation's workspace" }],
+  },
+  {
+    name: "operation wait",
+    summary: "wait for an update operation's outcome",
+    description: "Waits for the outcome of an update operation (e.g. one whose wait timed out).",
+    usage: "ID [options]",
+    args: ["<ID>"],
+    options: [{ flags: "--timeout <DURATION>", help: "how long to wait (default 60s; 0 = no limit)" }, { ...workspace, help: "the operation's workspace" }],
+    after: EXIT_HELP,
+  },
+  {
+    name: "operation list",
+    summary: "a sandbox's update operations, newest first",
+    description: "Lists the sandbox's configuration update operations, newest first: id, what it changed, state, outcome, when. Needs a gateway with the ListConfigUpdateOperations extension (this project's); others are told so.",
+    usage: "--sandbox S [options]",
+    options: [sandbox, limit("operations"), workspace],
+  },
+  {
+    name: "sandbox list",
+    summary: "sandboxes with desired and enforced policy versions (-w: follow)",
+    description: "Lists sandboxes with their phase, desired policy version, what each enforces, the drift, and labels. With --watch, lists again whenever one of them changes (redrawn in place on a terminal, appended otherwise; Ctrl-C stops).",
+    usage: "[--selector SELECTOR] [options]",
+    options: [
+      { ...selector, help: `only these sandboxes: ${selector.help}` },
+      { flags: "-w, --watch", help: "list again on every change (Ctrl-C stops)" },
+      { flags: "--workspace <W>", help: "list this workspace (default: the gateway's default workspace)" },
+      { flags: "-A, --all-workspaces", help: "list every workspace you can see" },
+    ],
+  },
+  {
+    name: "completion",
+    summary: "print a completion script for bash or zsh",
+    description:
+      "Prints a shell completion script. bash: source <(openshell-config completion bash), or save it in ~/.local/share/bash-completion/completions/openshell-config. zsh: source <(openshell-config completion zsh) in ~/.zshrc, after compinit.",
+    usage: "bash|zsh",
+    args: ["<SHELL>"],
+    options: [],
+  },
+];
+
+export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
+  { flags: "--url <URL>", help: 'gateway URL (env OPENSHELL_GATEWAY_URL, or "url" in the config file)' },
+  { flags: "--token <TOKEN>", help: 'bearer token (env OPENSHELL_TOKEN, or "token" in the config file); prefer those: a flag is visible to other users' },
+  { flags: "--config <FILE>", help: "config file (default ~/.config/openshell-config/config.json)", complete: "file" },
+  { flags: "--protocol <P>", help: "grpc (default), connect or grpc-web", choices: PROTOCOLS },
+  { flags: "-o, --output <FORMAT>", help: "table (default), json or yaml", choices: OUTPUT_FORMATS },
+  { flags: "--allow-insecure-token", help: "allow a token over plain http to a non-loopback host" },
+  { flags: "--version", help: "print the version" },
+];
+
+/** The argument values completion offers for positional arguments. */
+export const ARGUMENT_CHOICES: Readonly<Partial<Record<CommandName, readonly string[]>>> = { completion: SHELLS };
+
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
+
+const GROUP_SUMMARIES: Readonly<Record<string, string>> = {
+  policy: "a sandbox's policy: get, set, diff, history, merge, rollout",
+  settings: "a sandbox's settings: get, list, set, delete",
+  operation: "update operations: get, wait, list",
+  sandbox: "sandboxes: list",
+};
+
+/** The depth-2 name of a command: `policy set`, `completion`. */
+export function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(" ");
+}
+
+/**
+ * The program, fresh for each parse (commander keeps parsed values on its objects). `onRun`
+ * receives the leaf command that was given, its positional arguments and every option value.
+ */
+export function buildProgram(version: string, onRun: (spec: CommandSpec, args: string[], options: Record<string, unknown>) => void): Command {
+  const program = new Command("openshell-config")
+    .description("Change an OpenShell sandbox's configuration and know what became of the change.")
+    .usage("<command> [options]")
+    .helpCommand(false)
+    .showSuggestionAfterError(true)
+    .configureHelp({
+      showGlobalOptions: true,
+      // The program's help lists every command (`policy set`), not the groups.
+      visibleCommands(cmd) {
+        if (cmd.parent !== null) return Help.prototype.visibleCommands.call(this, cmd);
+        return cmd.commands.flatMap((c) => (c.commands.length > 0 ? c.commands : [c]));
+      },
+      subcommandTerm(cmd) {
+        return cmd.parent?.parent === null ? Help.prototype.subcommandTerm.call(this, cmd).replace(/ \[options\]/, "") : commandPath(cmd);
+      },
+    });
+  for (const o of GLOBAL_OPTIONS) {
+    if (o.flags === "--version") program.version(`openshell-config ${version}`, o.flags, o.help);
+    else program.option(o.flags, o.help);
+  }
+  const groups = new Map<string, Command>();
+  for (const spec of COMMANDS) {
+    const [group, verb] = spec.name.split(" ") as [string, string | undefined];
+    let parent = program;
+    if (verb !== undefined) {
+      parent = groups.get(group) ?? program.command(group).summary(GROUP_SUMMARIES[group] ?? "").description(GROUP_SUMMARIES[group] ?? "");
+      groups.set(group, parent);
+    }
+    const cmd = parent
+      .command(verb ?? group)
+      .summary(spec.summary)
+      .description(spec.description ?? spec.summary)
+      .usage(spec.usage);
+    for (const a of spec.args ?? []) cmd.argument(a);
+    for (const o of spec.options) {
+      if (o.repeatable) cmd.option(o.flags, o.help, collect);
+      else cmd.option(o.flags, o.help);
+    }
+    if (spec.after) cmd.addHelpText("after", `\n${spec.after}`);
+    cmd.action((...received: unknown[]) => {
+      // commander passes the positional arguments, then the options, then the command.
+      const args = received.slice(0, -2).filter((a): a is string => typeof a === "string");
+      onRun(spec, args, (received.at(-1) as Command).optsWithGlobals());
+    });
+  }
+  return program;
+}
