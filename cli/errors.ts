@@ -1,16 +1,19 @@
 // Every failure as one line for the user and an exit status: usage and configuration errors 2,
-// everything else 1. Errors come from the SDK (OpenShellConfigError subclasses, by `code`) or,
-// for `policy get` and `sandbox list`, from raw Connect calls (ConnectError, by status code).
+// everything else 1. Errors come from the SDK (OpenShellConfigError subclasses, by `code`), from
+// raw Connect calls (ConnectError, by status code), or from the CLI itself (a usage error with its
+// hint line, a policy file, the retries of retry.ts running out).
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import { OpenShellConfigError, type ErrorCode } from "openshell-config";
-import { UsageError } from "./args.js";
+import { UsageError } from "./types.js";
 import { ConfigError, TOKEN_ENV, type ResolvedConfig } from "./config.js";
 import { PolicyFileError } from "./policy-file.js";
 import { EXIT } from "./outcome.js";
+import { GatewayUnreachableError, networkCode as retryNetworkCode } from "./retry.js";
 import { Interrupted } from "./commands/context.js";
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "ERR_HTTP2_GOAWAY_SESSION", "ERR_HTTP2_ERROR", "ERR_HTTP2_SESSION_ERROR", "ERR_HTTP2_STREAM_CANCEL", "ERR_HTTP2_INVALID_SESSION", "ERR_HTTP2_STREAM_ERROR", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT", "CERT_HAS_EXPIRED", "DEPTH_ZERO_SELF_SIGNED_CERT", "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ERR_TLS_CERT_ALTNAME_INVALID", "EPROTO"]);
+// Beyond retry.ts's (which are worth retrying): TLS failures, which are not.
+const TLS_CODES = new Set(["CERT_HAS_EXPIRED", "DEPTH_ZERO_SELF_SIGNED_CERT", "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ERR_TLS_CERT_ALTNAME_INVALID", "EPROTO", "SELF_SIGNED_CERT_IN_CHAIN"]);
 
 const CONNECT_TO_SDK: Partial<Record<Code, ErrorCode>> = {
   [Code.InvalidArgument]: "invalid-argument",
@@ -23,28 +26,40 @@ const CONNECT_TO_SDK: Partial<Record<Code, ErrorCode>> = {
   [Code.Unavailable]: "unavailable",
 };
 
-/** The network error code (ECONNREFUSED, ENOTFOUND, …) somewhere in the cause chain, if any. */
+/** The network or TLS error code (ECONNREFUSED, CERT_HAS_EXPIRED, …) somewhere in the cause chain, if any. */
 function networkCode(err: unknown): string | undefined {
+  const net = retryNetworkCode(err);
+  if (net !== undefined) return net;
   for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && NETWORK_CODES.has(code)) return code;
+    if (typeof code === "string" && TLS_CODES.has(code)) return code;
   }
+  return undefined;
+}
+
+/** The error of type `T` somewhere in the cause chain. */
+function inChain<T>(err: unknown, type: abstract new (...args: never[]) => T): T | undefined {
+  for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) if (e instanceof type) return e as T;
   return undefined;
 }
 
 export interface Failure {
   readonly message: string;
   readonly exitCode: number;
-  /** Printed after the message (usage text). */
+  /** A second line after the message (a usage error's hint). */
   readonly details?: string;
 }
 
 /** Describes `err` for the user. `config` is undefined when the failure came before it was resolved. */
 export function describeFailure(err: unknown, config: ResolvedConfig | undefined): Failure {
-  if (err instanceof UsageError) return { message: err.message, exitCode: EXIT.usage, details: err.usage };
+  if (err instanceof UsageError) return { message: err.message, exitCode: EXIT.usage, details: err.hint };
   if (err instanceof ConfigError) return { message: err.message, exitCode: EXIT.usage };
   if (err instanceof PolicyFileError) return { message: err.message, exitCode: EXIT.failed };
   if (err instanceof Interrupted) return { message: "interrupted", exitCode: EXIT.interrupted };
+  const unreachable = inChain(err, GatewayUnreachableError);
+  if (unreachable) {
+    return { message: `cannot reach the gateway at ${config?.url ?? "the gateway"} (${unreachable.attempts} attempts): ${unreachable.reason}`, exitCode: EXIT.failed };
+  }
 
   let code: ErrorCode | undefined;
   let message: string;

@@ -1,60 +1,57 @@
 // `openshell-config`: the command line of the SDK. Parses the command line, resolves the gateway
 // URL and token, builds a client with the SDK's public API (createConfigClient over the Node
-// transport, gRPC by default) and runs one command. The built file (dist/cli/main.js) starts
-// with `#!/usr/bin/env node` (tsup banner).
+// transport, gRPC by default, with the CLI's one retry rule as an interceptor) and runs one
+// command. The built file (dist/cli/main.js) starts with `#!/usr/bin/env node` (tsup banner).
 
 import { createRequire } from "node:module";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { parseCommandLine, usageOf, type Command, type CommandName, type GlobalOptions } from "./args.js";
+import { parseCommandLine } from "./args.js";
 import { resolveConfig, type ResolvedConfig } from "./config.js";
+import { connectionArgs, resumeCommand } from "./connection.js";
 import { createOutput } from "./output.js";
 import { describeFailure } from "./errors.js";
 import { EXIT } from "./outcome.js";
-import { Interrupted, shellQuote, type CommandContext } from "./commands/context.js";
-import { policyGet, policySet } from "./commands/policy.js";
-import { settingsDelete, settingsSet } from "./commands/settings.js";
-import { operationGet, operationWait } from "./commands/operation.js";
+import { lineReport, RETRY_RULE, retryInterceptor } from "./retry.js";
+import type { Command, CommandName } from "./types.js";
+import { Interrupted, type CommandContext } from "./commands/context.js";
+import { completion } from "./commands/completion.js";
+import { operationGet, operationList, operationWait } from "./commands/operation.js";
+import { policyGet, policyMerge, policySet } from "./commands/policy.js";
+import { policyDiff } from "./commands/policy-diff.js";
+import { policyHistory } from "./commands/policy-history.js";
+import { policyRolloutSelected } from "./commands/rollout-select.js";
 import { sandboxList } from "./commands/sandbox.js";
-import { policyRollout } from "./commands/rollout.js";
+import { settingsDelete, settingsGet, settingsList, settingsSet } from "./commands/settings.js";
 
-type Runner<N extends CommandName> = (ctx: CommandContext, cmd: Extract<Command, { name: N }>) => Promise<number>;
+type GatewayCommand = Exclude<CommandName, "completion">;
+type Runner<N extends GatewayCommand> = (ctx: CommandContext, cmd: Extract<Command, { name: N }>) => Promise<number>;
 
-const COMMANDS: { readonly [N in CommandName]: Runner<N> } = {
+const COMMANDS: { readonly [N in GatewayCommand]: Runner<N> } = {
   "policy set": policySet,
   "policy get": policyGet,
-  "policy rollout": policyRollout,
+  "policy diff": policyDiff,
+  "policy history": policyHistory,
+  "policy merge": policyMerge,
+  "policy rollout": policyRolloutSelected,
   "settings set": settingsSet,
   "settings delete": settingsDelete,
+  "settings get": settingsGet,
+  "settings list": settingsList,
   "operation get": operationGet,
   "operation wait": operationWait,
+  "operation list": operationList,
   "sandbox list": sandboxList,
 };
 
-// Transient failures (gateway restarting) are retried briefly: a command line should not hang.
-const RETRY = { retries: 3, minDelayMs: 200, maxDelayMs: 2_000 };
+// The SDK's own retries, for what the interceptor does not see (a watch stream that breaks during
+// a wait): the same numbers as RETRY_RULE. Unary calls reach the SDK already retried.
+const SDK_RETRY = { retries: RETRY_RULE.delaysMs.length, minDelayMs: RETRY_RULE.delaysMs[0]!, maxDelayMs: RETRY_RULE.delaysMs.at(-1)! };
 
 function version(): string {
   // The package's own package.json, by name (self-reference), from dist/cli/main.js and from
   // cli/main.ts alike.
   return (createRequire(import.meta.url)("openshell-config/package.json") as { version: string }).version;
-}
-
-/** The connection flags that were given, to repeat in a follow-up command (never the token). */
-function connectionArgs(global: GlobalOptions, config: ResolvedConfig): string[] {
-  const args: string[] = [];
-  if (config.urlSource === "flag") args.push("--url", config.url);
-  if (global.config !== undefined) args.push("--config", global.config);
-  if (global.protocolGiven) args.push("--protocol", global.protocol);
-  if (global.allowInsecureToken) args.push("--allow-insecure-token");
-  return args;
-}
-
-/** The resume command: the connection flags that were given and the workspace. */
-function resumeCommand(global: GlobalOptions, config: ResolvedConfig, operationId: string, workspace: string | undefined): string {
-  const args = ["openshell-config", "operation", "wait", operationId];
-  if (workspace !== undefined) args.push("--workspace", workspace);
-  return [...args, ...connectionArgs(global, config)].map(shellQuote).join(" ");
 }
 
 async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -65,17 +62,19 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   } catch (err) {
     const failure = describeFailure(err, undefined);
     plain.error(failure.message);
-    if (failure.details) process.stderr.write(`\n${failure.details}\n`);
+    if (failure.details) plain.note(failure.details);
     return failure.exitCode;
   }
   const { global, command } = parsed;
-  if (command.name === "help") {
-    process.stdout.write(`${usageOf(command.topic, true)}\n`);
-    return EXIT.ok;
-  }
-  if (command.name === "version") {
-    process.stdout.write(`openshell-config ${version()}\n`);
-    return EXIT.ok;
+  switch (command.name) {
+    case "help":
+      process.stdout.write(`${command.text}\n`);
+      return EXIT.ok;
+    case "version":
+      process.stdout.write(`openshell-config ${version()}\n`);
+      return EXIT.ok;
+    case "completion":
+      return completion(process.stdout, command.shell);
   }
 
   const out = createOutput(global.output, process.stdout, process.stderr);
@@ -93,10 +92,14 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     out.redact(config.token);
     const resolved = config;
     const client = createConfigClient({
-      transport: createNodeTransport({ baseUrl: config.url, protocol: global.protocol }),
+      transport: createNodeTransport({
+        baseUrl: config.url,
+        protocol: global.protocol,
+        interceptors: [retryInterceptor(lineReport((line) => out.note(line)))],
+      }),
       token: config.token,
       allowInsecureToken: global.allowInsecureToken,
-      retry: RETRY,
+      retry: SDK_RETRY,
     });
     const ctx: CommandContext = {
       client,
@@ -106,11 +109,12 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       resumeCommand: (id, workspace) => resumeCommand(global, resolved, id, workspace),
       connectionArgs: connectionArgs(global, resolved),
     };
-    const run = COMMANDS[command.name] as Runner<CommandName>;
+    const run = COMMANDS[command.name] as Runner<GatewayCommand>;
     return await run(ctx, command as never);
   } catch (err) {
     const failure = describeFailure(controller.signal.aborted ? controller.signal.reason : err, config);
     out.error(failure.message);
+    if (failure.details) out.note(failure.details);
     return failure.exitCode;
   } finally {
     process.off("SIGINT", onSigint);

@@ -2,6 +2,7 @@
 // human and JSON forms of an operation status.
 
 import type { Completion, OperationStatus, TargetRevision } from "openshell-config";
+import { formatDuration } from "./format.js";
 import type { Output } from "./output.js";
 
 /** Exit statuses. */
@@ -44,7 +45,9 @@ export function formatTarget(t: TargetRevision | undefined): string | undefined 
   if (t === undefined) return undefined;
   switch (t.kind) {
     case "sandbox-config":
-      return `policy v${t.policyVersion} (${t.policySource}${t.globalPolicyVersion ? ` v${t.globalPolicyVersion}` : ""}), settings revision ${t.settingsRevision}, config revision ${t.configRevision}`;
+      // The config revision (a fingerprint of policy and settings) stays in the JSON: as text it
+      // says nothing the policy version and settings revision do not.
+      return `policy v${t.policyVersion} (${t.policySource}${t.globalPolicyVersion ? ` v${t.globalPolicyVersion}` : ""}), settings revision ${t.settingsRevision}`;
     case "provider-environment":
       return `provider environment revision ${t.providerEnvRevision}`;
     case "provider-target":
@@ -56,7 +59,7 @@ export function formatTarget(t: TargetRevision | undefined): string | undefined 
 
 /** Key-value rows of an operation status, for the human table. */
 export function statusRows(s: OperationStatus): [string, string | undefined][] {
-  const took = s.createdAt && s.completedAt ? ` (after ${Math.max(0, s.completedAt.getTime() - s.createdAt.getTime())} ms)` : "";
+  const took = s.createdAt && s.completedAt ? ` (after ${formatDuration(s.completedAt.getTime() - s.createdAt.getTime())})` : "";
   return [
     ["state", s.state],
     ["outcome", s.outcome === "unspecified" ? undefined : s.outcome],

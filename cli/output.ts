@@ -1,10 +1,11 @@
-// Output: human-readable tables (the default) or one JSON document (`--output json`) on stdout;
-// warnings and errors as lines on stderr. Everything printed passes through here, so that the
-// bearer token can never be printed (it is redacted wherever it would appear) and text that came
-// from the gateway cannot move the cursor or recolour the terminal (control characters are
-// escaped).
+// Output: human-readable tables (the default) or one document on stdout (`-o json` or `-o yaml`,
+// the same data: 64-bit integers as decimal strings, bytes as base64, times in ISO 8601); warnings
+// and errors as lines on stderr. Everything printed passes through here, so that the bearer token
+// can never be printed (it is redacted wherever it would appear) and text that came from the
+// gateway cannot move the cursor or recolour the terminal (control characters are escaped).
 
-import type { OutputFormat } from "./args.js";
+import { stringify } from "yaml";
+import type { OutputFormat } from "./types.js";
 
 /** The part of a stream the output uses. */
 export interface OutputStream {
@@ -18,12 +19,19 @@ export interface Output {
   readonly stderr: OutputStream;
   /** Secrets to redact from anything printed. */
   redact(secret: string | undefined): void;
-  /** One or more lines of human output on stdout (ignored with `--output json`). */
+  /** One or more lines of human output on stdout (ignored with `-o json` and `-o yaml`). */
   line(text?: string): void;
-  /** A document on stdout with `--output json`. */
+  /** The document on stdout with `-o json` (JSON) or `-o yaml` (YAML); ignored for tables. */
   json(value: unknown): void;
   /** A table with a header row (human output). */
   table(headers: readonly string[], rows: readonly (readonly string[])[]): void;
+  /**
+   * True when stdout is a terminal that `frame` redraws in place (not a pipe, a file, TERM=dumb),
+   * and the output is for people.
+   */
+  readonly live: boolean;
+  /** Human output that replaces the previous frame on a live terminal (`--watch`); else printed as lines. */
+  frame(lines: readonly string[]): void;
   /** Key-value rows (human output); rows with an undefined value are skipped. */
   fields(rows: readonly (readonly [string, string | undefined])[]): void;
   /** `warning: …` on stderr, in every format. */
@@ -53,7 +61,19 @@ export function toJsonText(value: unknown): string {
   );
 }
 
-export function createOutput(format: OutputFormat, stdout: OutputStream, stderr: OutputStream): Output {
+/** The same document as YAML (via its JSON form, so that both print the same values). */
+export function toYamlText(value: unknown): string {
+  return stringify(JSON.parse(toJsonText(value) ?? "null"), { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd();
+}
+
+/** A table as lines: columns padded to their widest cell, two spaces apart. */
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const all = [headers, ...rows].map((r) => r.map((c) => sanitize(c).replace(/\s*\n\s*/g, " ")));
+  const widths = headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
+  return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd());
+}
+
+export function createOutput(format: OutputFormat, stdout: OutputStream, stderr: OutputStream, env: NodeJS.ProcessEnv = process.env): Output {
   const secrets = new Set<string>();
   const clean = (text: string): string => {
     let out = text;
@@ -61,10 +81,14 @@ export function createOutput(format: OutputFormat, stdout: OutputStream, stderr:
     return out;
   };
   const human = format === "table";
+  const live = human && stdout.isTTY === true && env.TERM !== "dumb";
+  // Rows the last frame took on the terminal.
+  let framed = 0;
   const o: Output = {
     format,
     stdout,
     stderr,
+    live,
     redact(secret) {
       // Very short tokens would redact ordinary words; a token that short is no secret anyway.
       if (secret !== undefined && secret.length >= 6) secrets.add(secret);
@@ -73,13 +97,27 @@ export function createOutput(format: OutputFormat, stdout: OutputStream, stderr:
       if (human) stdout.write(`${clean(sanitize(text))}\n`);
     },
     json(value) {
-      if (!human) stdout.write(`${clean(toJsonText(value))}\n`);
+      if (format === "json") stdout.write(`${clean(toJsonText(value))}\n`);
+      else if (format === "yaml") stdout.write(`${clean(toYamlText(value))}\n`);
     },
     table(headers, rows) {
       if (!human) return;
-      const all = [headers, ...rows].map((r) => r.map((c) => sanitize(c).replace(/\s*\n\s*/g, " ")));
-      const widths = headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
-      for (const r of all) o.line(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd());
+      for (const l of formatTable(headers, rows)) o.line(l);
+    },
+    frame(lines) {
+      if (!human) return;
+      if (!live) {
+        for (const l of lines) o.line(l);
+        return;
+      }
+      const columns = (stdout as { columns?: number }).columns || 80;
+      // Each line cut to the width, so that it takes exactly one row and the next frame knows how many to go up.
+      const text = lines.map((l) => {
+        const c = clean(sanitize(l));
+        return c.length >= columns ? `${c.slice(0, columns - 2)}…` : c;
+      });
+      stdout.write(`${framed > 0 ? `\x1b[${framed}A\r\x1b[J` : ""}${text.join("\n")}\n`);
+      framed = text.length;
     },
     fields(rows) {
       if (!human) return;
