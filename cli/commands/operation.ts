@@ -1,28 +1,88 @@
-// `operation get ID` (the current state, without waiting) and `operation wait ID` (the outcome).
+// `operation get ID [--watch]` (the current state and the sandbox it is for, without waiting, or
+// each change of state until the outcome), `operation wait ID` (the outcome) and `operation list
+// --sandbox S` (a sandbox's operations, newest first, through our gateway's
+// ListConfigUpdateOperations extension; a gateway without it is named as such).
 
-import { CompletionTimeoutError } from "openshell-config";
-import type { Command } from "../args.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { CompletionTimeoutError, fromOperation, isTerminal, type OperationStatus } from "openshell-config";
+import { OpenShell, workspaceScope, type ConfigUpdateOperation } from "openshell-config/raw";
+import type { Command } from "../types.js";
 import { EXIT, statusJson, statusRows, summarize } from "../outcome.js";
+import { formatTime } from "../format.js";
+import { sandboxNameOf } from "../sandbox-query.js";
 import { startSpinner } from "../spinner.js";
 import { progressHandler, reportCompletion, reportWaitEnded } from "./update.js";
 import type { CommandContext } from "./context.js";
 
 type OperationGet = Extract<Command, { name: "operation get" }>;
 type OperationWait = Extract<Command, { name: "operation wait" }>;
+type OperationList = Extract<Command, { name: "operation list" }>;
 
 const ref = (cmd: OperationGet | OperationWait) => (cmd.workspace === undefined ? { operationId: cmd.id } : { operationId: cmd.id, workspace: cmd.workspace });
 
-export async function operationGet(ctx: CommandContext, cmd: OperationGet): Promise<number> {
-  const status = await ctx.client.getOperation(ref(cmd), { signal: ctx.signal });
+/** The sandbox row: its name, looked up by the id the operation names, else the id. */
+async function sandboxOf(ctx: CommandContext, status: OperationStatus, workspace: string | undefined): Promise<{ name: string | null; row: string | undefined }> {
+  if (!status.sandboxId) return { name: null, row: undefined };
+  const name = await sandboxNameOf(ctx.client, status.sandboxId, workspace, ctx.signal).catch((err: unknown) => {
+    if (ctx.signal.aborted) throw err;
+    return undefined;
+  });
+  return { name: name ?? null, row: name ?? `sandbox id ${status.sandboxId} (not found in workspace ${workspace ?? "default"})` };
+}
+
+function printStatus(ctx: CommandContext, cmd: OperationGet, status: OperationStatus, sandbox: { name: string | null; row: string | undefined }) {
   ctx.out.line(summarize(status, `operation ${cmd.id}`));
-  ctx.out.fields(statusRows(status));
-  if (status.state === "pending") {
+  ctx.out.fields([["sandbox", sandbox.row], ...statusRows(status)]);
+  if (status.state === "pending" && !cmd.watch) {
     ctx.out.line();
     ctx.out.line(`wait for the outcome: ${ctx.resumeCommand(cmd.id, cmd.workspace)}`);
   }
-  ctx.out.json(statusJson(status));
-  // A read: its exit status does not depend on the state (see `operation wait`).
-  return EXIT.ok;
+  ctx.out.json({ sandbox: sandbox.name, ...statusJson(status) });
+}
+
+export async function operationGet(ctx: CommandContext, cmd: OperationGet): Promise<number> {
+  const status = await ctx.client.getOperation(ref(cmd), { signal: ctx.signal });
+  const sandbox = await sandboxOf(ctx, status, cmd.workspace);
+  if (!cmd.watch || isTerminal(status)) {
+    printStatus(ctx, cmd, status, sandbox);
+    // A read: its exit status does not depend on the state (see `operation wait`).
+    return EXIT.ok;
+  }
+  return watchOperation(ctx, cmd, status, sandbox);
+}
+
+/** `operation get --watch`: a line per change of state (the block redrawn in place on a terminal), then the outcome. */
+async function watchOperation(ctx: CommandContext, cmd: OperationGet, first: OperationStatus, sandbox: { name: string | null; row: string | undefined }): Promise<number> {
+  const { out } = ctx;
+  const started = Date.now();
+  let last = "";
+  const show = (s: OperationStatus) => {
+    const line = `${formatTime(new Date())}  ${summarize(s, `operation ${cmd.id}`)}`;
+    const key = `${s.state}/${s.outcome}`;
+    if (key === last) return;
+    last = key;
+    if (out.live) out.frame([line, ...(sandbox.row ? [`sandbox  ${sandbox.row}`] : []), `watching for ${Math.round((Date.now() - started) / 1000)}s; Ctrl-C stops`]);
+    else out.line(line);
+    out.json({ sandbox: sandbox.name, ...statusJson(s) });
+  };
+  show(first);
+  try {
+    // The SDK follows the operation over WatchConfigUpdateOperations (polling where a gateway lacks it).
+    const done = await ctx.client.awaitCompletion(ref(cmd), {
+      timeoutMs: Infinity,
+      signal: ctx.signal,
+      onProgress: (e) => e.type === "state" && show(e.status),
+    });
+    if (out.live) out.frame([]);
+    else out.line();
+    out.line(summarize(done, `operation ${cmd.id}`));
+    out.fields([["sandbox", sandbox.row], ...statusRows(done)]);
+    if (last !== `${done.state}/${done.outcome}`) out.json({ sandbox: sandbox.name, ...statusJson(done) });
+    return EXIT.ok;
+  } catch (err) {
+    if (ctx.signal.aborted || (err instanceof CompletionTimeoutError && err.reason === "aborted")) return EXIT.interrupted;
+    throw err;
+  }
 }
 
 export async function operationWait(ctx: CommandContext, cmd: OperationWait): Promise<number> {
@@ -48,4 +108,65 @@ export async function operationWait(ctx: CommandContext, cmd: OperationWait): Pr
     }
     throw err;
   }
+}
+
+/**
+ * What an operation changed, from its target next to the one before it (the next older in the
+ * list): `policy v3`, `settings rev 5`, or both when nothing older tells which.
+ */
+function changed(s: OperationStatus, older: OperationStatus | undefined): string {
+  const t = s.target;
+  if (t === undefined) return "-";
+  switch (t.kind) {
+    case "sandbox-config": {
+      const policy = `policy v${t.policyVersion}${t.policySource === "global" ? " (global)" : ""}`;
+      const settings = `settings rev ${t.settingsRevision}`;
+      const o = older?.target?.kind === "sandbox-config" ? older.target : undefined;
+      if (o === undefined) return `${policy}, ${settings}`;
+      const parts = [...(o.policyVersion !== t.policyVersion || o.policySource !== t.policySource ? [policy] : []), ...(o.settingsRevision !== t.settingsRevision ? [settings] : [])];
+      // Neither moved: the same revision again (an identical change).
+      return parts.length > 0 ? parts.join(", ") : `${policy} (again)`;
+    }
+    case "policy-version":
+      return `policy v${t.policyVersion}`;
+    case "provider-environment":
+      return `provider environment rev ${t.providerEnvRevision}`;
+    case "provider-target":
+      return `provider ${t.providerId}`;
+  }
+}
+
+export async function operationList(ctx: CommandContext, cmd: OperationList): Promise<number> {
+  const raw = ctx.client.raw(OpenShell);
+  const wanted = cmd.limit === 0 ? Infinity : cmd.limit;
+  const ops: ConfigUpdateOperation[] = [];
+  let pageToken = "";
+  try {
+    // One more than shown: the next older operation tells what the last one shown changed.
+    do {
+      const pageSize = Math.min(1000, wanted + 1 - ops.length);
+      const page = await raw.listConfigUpdateOperations({ sandbox: cmd.sandbox, workspaceScope: workspaceScope(cmd.workspace), pageSize, pageToken }, { signal: ctx.signal });
+      ops.push(...page.operations.slice(0, wanted + 1 - ops.length));
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "" && ops.length <= wanted);
+  } catch (err) {
+    if (ConnectError.from(err).code === Code.Unimplemented) {
+      ctx.out.error("this gateway cannot list operations (it lacks the ListConfigUpdateOperations extension, which upstream gateways do not have); look one up by id with 'openshell-config operation get ID'");
+      return EXIT.failed;
+    }
+    throw err;
+  }
+  const all = ops.map((op) => fromOperation(op));
+  const statuses = all.slice(0, wanted);
+  const more = all.length > statuses.length || pageToken !== "";
+  if (statuses.length === 0) ctx.out.line(`sandbox ${cmd.sandbox} has no update operations`);
+  else {
+    ctx.out.table(
+      ["OPERATION", "CHANGE", "STATE", "OUTCOME", "CREATED", "ERROR"],
+      statuses.map((s, i) => [s.operationId, changed(s, all[i + 1]), s.state, s.outcome === "unspecified" ? "-" : s.outcome, formatTime(s.createdAt), s.error ?? ""]),
+    );
+    if (more) ctx.out.line(`… older operations not shown (--limit ${cmd.limit}; --limit 0 lists all)`);
+  }
+  ctx.out.json({ sandbox: cmd.sandbox, workspace: cmd.workspace ?? "default", operations: statuses.map(statusJson), more });
+  return EXIT.ok;
 }

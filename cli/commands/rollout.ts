@@ -34,7 +34,8 @@ async function rolloutOptions(cmd: RolloutCommand, saved: RolloutOptions["resume
   return {
     ...limits,
     ...(cmd.resume !== undefined ? { id: cmd.resume } : {}),
-    labelSelector: cmd.selector!,
+    // A set-based selector arrives resolved to names (commands/rollout-select.ts).
+    ...(cmd.sandboxes !== undefined ? { sandboxes: cmd.sandboxes } : { labelSelector: cmd.selector! }),
     ...(cmd.workspace !== undefined ? { workspace: cmd.workspace } : {}),
     policy,
   };

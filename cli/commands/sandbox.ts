@@ -1,35 +1,35 @@
-// `sandbox list [--selector k=v]`: the sandboxes of a workspace (or all), every page, each with
-// its desired policy version, what it enforces and the drift, from the list itself (our gateway's
-// extension fields; no request per sandbox).
+// `sandbox list [--selector S] [--watch]`: the sandboxes of a workspace (or all) that a kubectl
+// selector matches, every page, each with its desired policy version, what it enforces and the
+// drift, from the list itself (our gateway's extension fields; no request per sandbox). With
+// --watch it lists again every 2 s (a bounded rate: one ListSandboxes per 1000 sandboxes per
+// round) and shows what changed: the table redrawn in place on a terminal; otherwise the rows that
+// changed, appended (as kubectl get -w); -o json / -o yaml print the whole list again on a change.
 
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { allWorkspacesScope, OpenShell, SandboxPhase, workspaceScope, type Sandbox } from "openshell-config/raw";
-import type { Command } from "../args.js";
+import { SandboxPhase, type Sandbox } from "openshell-config/raw";
+import type { Command } from "../types.js";
 import { enforcedCell, enforcementJson, listedEnforcement } from "../enforcement.js";
+import { formatTable } from "../output.js";
 import { EXIT } from "../outcome.js";
+import { formatSelector } from "../selector.js";
+import { listSandboxes } from "../sandbox-query.js";
+import { formatVersion } from "../format.js";
 import type { CommandContext } from "./context.js";
 
 type SandboxList = Extract<Command, { name: "sandbox list" }>;
 
+/** Between two listings of `--watch`. */
+export const WATCH_INTERVAL_MS = 2_000;
+
+const HEADERS = ["NAME", "WORKSPACE", "PHASE", "DESIRED", "ENFORCED", "DRIFT", "LABELS"];
+
 const phaseName = (sb: Sandbox) => (SandboxPhase[sb.status?.phase ?? SandboxPhase.UNSPECIFIED] ?? "unknown").toLowerCase();
 
-export async function sandboxList(ctx: CommandContext, cmd: SandboxList): Promise<number> {
-  const raw = ctx.client.raw(OpenShell);
-  // Named (`default` unless --workspace) or all: the upstream gateway requires one of the two.
-  const scope = cmd.allWorkspaces ? allWorkspacesScope() : workspaceScope(cmd.workspace);
-  const sandboxes: Sandbox[] = [];
-  let pageToken = "";
-  do {
-    const page = await raw.listSandboxes({ labelSelector: cmd.selector ?? "", workspaceScope: scope, pageToken }, { signal: ctx.signal });
-    sandboxes.push(...page.sandboxes);
-    pageToken = page.nextPageToken;
-  } while (pageToken !== "");
-
-  const listed = sandboxes.map(listedEnforcement);
-  const rows = sandboxes.map((sb, i) => {
+function view(sandboxes: readonly Sandbox[]) {
+  return sandboxes.map((sb) => {
     const m = sb.metadata;
-    const { desiredVersion, enforced, drift } = listed[i]!;
-    return {
+    const { desiredVersion, enforced, drift } = listedEnforcement(sb);
+    const json = {
       name: m?.name ?? "",
       workspace: m?.workspace || "default",
       id: m?.id ?? "",
@@ -43,26 +43,76 @@ export async function sandboxList(ctx: CommandContext, cmd: SandboxList): Promis
       labels: { ...m?.labels },
       createdAt: m?.createdTime ? timestampDate(m.createdTime) : null,
     };
+    const row = [
+      json.name,
+      json.workspace,
+      json.phase,
+      json.desiredPolicyVersion === null ? "?" : formatVersion(json.desiredPolicyVersion),
+      enforcedCell(enforced),
+      json.drift === null ? "unknown" : json.drift.join(",") || "-",
+      Object.entries(json.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(",") || "-",
+    ];
+    return { json, row };
   });
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+export async function sandboxList(ctx: CommandContext, cmd: SandboxList): Promise<number> {
   const { out } = ctx;
-  if (rows.length === 0) {
-    out.line(cmd.selector ? `no sandboxes match ${cmd.selector}` : "no sandboxes");
-  } else {
-    out.table(
-      ["NAME", "WORKSPACE", "PHASE", "DESIRED", "ENFORCED", "DRIFT", "LABELS"],
-      rows.map((r, i) => [
-        r.name,
-        r.workspace,
-        r.phase,
-        r.desiredPolicyVersion === null ? "?" : r.desiredPolicyVersion > 0 ? `v${r.desiredPolicyVersion}` : "-",
-        enforcedCell(listed[i]!.enforced),
-        r.drift === null ? "unknown" : r.drift.join(",") || "-",
-        Object.entries(r.labels)
-          .map(([k, v]) => `${k}=${v}`)
-          .join(",") || "-",
-      ]),
-    );
+  const empty = cmd.selector ? `no sandboxes match ${formatSelector(cmd.selector)}` : "no sandboxes";
+  const list = async () => view(await listSandboxes(ctx.client, cmd, ctx.signal));
+  const rows = await list();
+  const lines = (rs: typeof rows) => (rs.length === 0 ? [empty] : formatTable(HEADERS, rs.map((r) => r.row)));
+  // On a terminal, --watch draws frames from the start.
+  if (cmd.watch && out.live) out.frame(lines(rows));
+  else for (const l of lines(rows)) out.line(l);
+  out.json({ sandboxes: rows.map((r) => r.json) });
+  if (!cmd.watch) return EXIT.ok;
+
+  // Rows as last shown, by workspace and name.
+  const key = (r: { json: { workspace: string; name: string } }) => `${r.json.workspace}/${r.json.name}`;
+  let shown = new Map(rows.map((r) => [key(r), r.row.join("\u0000")]));
+  let lastJson = JSON.stringify(rows.map((r) => r.json));
+  for (;;) {
+    await sleep(WATCH_INTERVAL_MS, ctx.signal);
+    if (ctx.signal.aborted) return EXIT.interrupted;
+    let next;
+    try {
+      next = await list();
+    } catch (err) {
+      if (ctx.signal.aborted) return EXIT.interrupted;
+      throw err;
+    }
+    const json = JSON.stringify(next.map((r) => r.json));
+    const different = json !== lastJson;
+    lastJson = json;
+    if (different) out.json({ sandboxes: next.map((r) => r.json) });
+    const now = new Map(next.map((r) => [key(r), r.row.join("\u0000")]));
+    if (out.live) {
+      if (different) out.frame(lines(next));
+    } else {
+      // Appended: the rows that are new or changed, and the sandboxes that are gone, in the
+      // columns of the whole table.
+      const gone = [...shown.keys()].filter((k) => !now.has(k)).map((k) => [k.slice(k.indexOf("/") + 1), k.slice(0, k.indexOf("/")), "deleted", "-", "-", "-", "-"]);
+      const all = [...next.map((r) => r.row), ...gone];
+      const changed = new Set([...next.filter((r) => shown.get(key(r)) !== now.get(key(r))).map((r) => r.row), ...gone]);
+      formatTable(HEADERS, all)
+        .slice(1)
+        .forEach((l, i) => changed.has(all[i]!) && out.line(l));
+    }
+    shown = now;
   }
-  out.json({ sandboxes: rows });
-  return EXIT.ok;
 }

@@ -1,27 +1,20 @@
-// `settings set` and `settings delete`: one sandbox setting, upserted or removed.
+// `settings set` and `settings delete` (one sandbox setting, upserted or removed), and `settings
+// get` and `settings list` (the effective settings, from the SDK's getConfig, with their type and
+// whether the sandbox or the global scope sets them).
 
-import type { SettingOutput, SettingInput } from "openshell-config";
-import type { Command } from "../args.js";
+import type { EffectiveSettingOutput } from "openshell-config";
+import type { Command } from "../types.js";
+import { EXIT } from "../outcome.js";
+import { formatSettingValue, settingJson } from "../setting-format.js";
 import { runUpdate } from "./update.js";
 import type { CommandContext } from "./context.js";
 
 type SettingsSet = Extract<Command, { name: "settings set" }>;
 type SettingsDelete = Extract<Command, { name: "settings delete" }>;
+type SettingsGet = Extract<Command, { name: "settings get" }>;
+type SettingsList = Extract<Command, { name: "settings list" }>;
 
-/** A setting value for people: strings quoted, bytes as base64. */
-export function formatSettingValue(value: SettingInput | SettingOutput | undefined): string {
-  if (value === undefined) return "(unset)";
-  if (typeof value === "string") return JSON.stringify(value);
-  if (value instanceof Uint8Array) return `base64:${Buffer.from(value).toString("base64")}`;
-  return String(value);
-}
-
-/** A setting value for JSON: bytes as base64, 64-bit integers as decimal strings. */
-function jsonValue(value: SettingInput): unknown {
-  if (value instanceof Uint8Array) return Buffer.from(value).toString("base64");
-  if (typeof value === "bigint") return value.toString();
-  return value;
-}
+export { formatSettingValue } from "../setting-format.js";
 
 export function settingsSet(ctx: CommandContext, cmd: SettingsSet): Promise<number> {
   return runUpdate(ctx, {
@@ -44,8 +37,7 @@ export function settingsSet(ctx: CommandContext, cmd: SettingsSet): Promise<numb
       sandbox: cmd.sandbox,
       workspace: cmd.workspace ?? null,
       key: cmd.key,
-      type: cmd.type,
-      value: jsonValue(cmd.value),
+      ...settingJson(cmd.value),
       settingsRevision: res.settingsRevision,
     }),
   });
@@ -70,4 +62,40 @@ export function settingsDelete(ctx: CommandContext, cmd: SettingsDelete): Promis
     ],
     json: (res) => ({ sandbox: cmd.sandbox, workspace: cmd.workspace ?? null, key: cmd.key, deleted: res.deleted, settingsRevision: res.settingsRevision }),
   });
+}
+
+/** One setting as JSON and YAML print it. */
+export function settingEntry(key: string, s: EffectiveSettingOutput) {
+  return { key, ...settingJson(s.value), scope: s.scope };
+}
+
+function settingRow(key: string, s: EffectiveSettingOutput): string[] {
+  return [key, settingJson(s.value).type ?? "-", formatSettingValue(s.value), s.scope];
+}
+
+const HEADERS = ["KEY", "TYPE", "VALUE", "SCOPE"];
+
+async function effectiveSettings(ctx: CommandContext, cmd: SettingsGet | SettingsList) {
+  const cfg = await ctx.client.getConfig({ sandbox: cmd.sandbox, workspace: cmd.workspace, signal: ctx.signal });
+  return { workspace: cfg.workspace ?? "default", settings: Object.entries(cfg.desired.settings).sort(([a], [b]) => a.localeCompare(b)) };
+}
+
+export async function settingsGet(ctx: CommandContext, cmd: SettingsGet): Promise<number> {
+  const { settings } = await effectiveSettings(ctx, cmd);
+  const found = settings.find(([key]) => key === cmd.key);
+  if (found === undefined || found[1].value === undefined) {
+    ctx.out.error(`setting ${cmd.key} is not set on sandbox ${cmd.sandbox}${settings.length > 0 ? ` (it has ${settings.map(([k]) => k).join(", ")})` : ""}`);
+    return EXIT.failed;
+  }
+  ctx.out.table(HEADERS, [settingRow(...found)]);
+  ctx.out.json({ sandbox: cmd.sandbox, ...settingEntry(...found) });
+  return EXIT.ok;
+}
+
+export async function settingsList(ctx: CommandContext, cmd: SettingsList): Promise<number> {
+  const { workspace, settings } = await effectiveSettings(ctx, cmd);
+  if (settings.length === 0) ctx.out.line(`sandbox ${cmd.sandbox} has no settings`);
+  else ctx.out.table(HEADERS, settings.map(([key, s]) => settingRow(key, s)));
+  ctx.out.json({ sandbox: cmd.sandbox, workspace, settings: settings.map(([key, s]) => settingEntry(key, s)) });
+  return EXIT.ok;
 }

@@ -1,0 +1,84 @@
+// `policy diff --sandbox S --file F` and `policy set --dry-run`: the sandbox's desired policy (the
+// effective one, from getConfig) against a policy file, as a unified diff of their canonical YAML,
+// before anything is sent. `policy diff` exits 0 when they are equal and 1 when they differ (as
+// diff does); the dry run exits 0 either way. Both warn when the file changes a static field,
+// which the gateway would refuse.
+
+import type { SandboxPolicy } from "openshell-config/raw";
+import type { Command } from "../types.js";
+import { unifiedDiff } from "../diff.js";
+import { EXIT } from "../outcome.js";
+import { readPolicyFile } from "../policy-file.js";
+import { policyYaml, staticChanges } from "../policy-yaml.js";
+import type { CommandContext } from "./context.js";
+
+type PolicyDiff = Extract<Command, { name: "policy diff" }>;
+type PolicySet = Extract<Command, { name: "policy set" }>;
+
+interface Compared {
+  readonly workspace: string;
+  readonly version: number;
+  readonly source: string;
+  readonly diff: string;
+  readonly added: number;
+  readonly removed: number;
+  readonly staticFields: string[];
+}
+
+async function compare(ctx: CommandContext, cmd: PolicyDiff | PolicySet, policy: SandboxPolicy): Promise<Compared> {
+  const cfg = await ctx.client.getConfig({ sandbox: cmd.sandbox, workspace: cmd.workspace, signal: ctx.signal });
+  const global = cfg.desired.policySource === "global";
+  const version = global ? cfg.desired.globalPolicyVersion : cfg.desired.policyVersion;
+  const from = `sandbox ${cmd.sandbox}: desired policy v${version}${global ? " (global)" : ""}`;
+  const diff = unifiedDiff(policyYaml(cfg.desired.policy), policyYaml(policy), { from, to: cmd.file });
+  const body = diff.split("\n").slice(2);
+  return {
+    workspace: cfg.workspace ?? "default",
+    version,
+    source: cfg.desired.policySource,
+    diff,
+    added: body.filter((l) => l.startsWith("+")).length,
+    removed: body.filter((l) => l.startsWith("-")).length,
+    staticFields: staticChanges(cfg.desired.policy, policy),
+  };
+}
+
+function report(ctx: CommandContext, cmd: PolicyDiff | PolicySet, c: Compared, extra: Record<string, unknown>): void {
+  if (c.diff !== "") ctx.out.line(c.diff.trimEnd());
+  if (c.staticFields.length > 0) {
+    ctx.out.warn(`${cmd.file} changes ${c.staticFields.join(", ")}, fixed when the sandbox was created: the gateway refuses it (only networkPolicies may change)`);
+  }
+  ctx.out.json({
+    sandbox: cmd.sandbox,
+    workspace: c.workspace,
+    file: cmd.file,
+    desiredVersion: c.version,
+    desiredSource: c.source,
+    ...extra,
+    equal: c.diff === "",
+    added: c.added,
+    removed: c.removed,
+    staticFieldsChanged: c.staticFields,
+    diff: c.diff,
+  });
+}
+
+export async function policyDiff(ctx: CommandContext, cmd: PolicyDiff): Promise<number> {
+  const policy = await readPolicyFile(cmd.file);
+  const c = await compare(ctx, cmd, policy);
+  report(ctx, cmd, c, {});
+  return c.diff === "" ? EXIT.ok : EXIT.failed;
+}
+
+/** `policy set --dry-run`: the file is valid (read by the caller); show the diff, send nothing. */
+export async function policyDryRun(ctx: CommandContext, cmd: PolicySet, policy: SandboxPolicy): Promise<number> {
+  const c = await compare(ctx, cmd, policy);
+  report(ctx, cmd, c, { dryRun: true, sent: false });
+  if (c.diff !== "") ctx.out.line();
+  ctx.out.line(
+    c.diff === ""
+      ? `dry run: ${cmd.file} is valid and equal to the desired policy v${c.version}; nothing was sent`
+      : `dry run: ${cmd.file} is valid (${c.added} lines added, ${c.removed} removed against v${c.version}); nothing was sent`,
+  );
+  return EXIT.ok;
+}

@@ -1,0 +1,158 @@
+// `openshell-config completion bash|zsh`: a completion script generated from the same command
+// tree the parser uses (program.ts), so that it cannot offer a command or option that does not
+// exist. It completes commands, subcommands, each command's options (and the global ones), the
+// values of options with a fixed set (--output, --protocol, --type, the shell) and file names
+// for --file and --config. Sandbox names and ids are not completed (that would need the gateway).
+
+import { ARGUMENT_CHOICES, COMMANDS, GLOBAL_OPTIONS, type OptionSpec } from "./program.js";
+import type { Shell } from "./types.js";
+
+interface Tree {
+  /** Top-level words: groups and lone commands, with a description. */
+  readonly top: readonly (readonly [string, string])[];
+  /** Per group: its subcommands with a description. */
+  readonly groups: ReadonlyMap<string, readonly (readonly [string, string])[]>;
+  /** Per command (`policy set`): its options and the global ones, with a description. */
+  readonly options: ReadonlyMap<string, readonly (readonly [string, string])[]>;
+  /** Options that take a value, short and long. */
+  readonly valued: readonly string[];
+  /** Options with a fixed set of values. */
+  readonly choices: readonly (readonly [readonly string[], readonly string[]])[];
+  /** Options whose value is a file. */
+  readonly files: readonly string[];
+}
+
+const flagsOf = (o: OptionSpec) => o.flags.split(/[ ,]+/).filter((f) => f.startsWith("-"));
+const takesValue = (o: OptionSpec) => /[<[]/.test(o.flags);
+
+function tree(): Tree {
+  const top: [string, string][] = [];
+  const groups = new Map<string, [string, string][]>();
+  const options = new Map<string, [string, string][]>();
+  const all = [...GLOBAL_OPTIONS, ...COMMANDS.flatMap((c) => c.options)];
+  for (const c of COMMANDS) {
+    const [group, verb] = c.name.split(" ") as [string, string | undefined];
+    if (verb === undefined) top.push([group, c.summary]);
+    else {
+      if (!groups.has(group)) {
+        groups.set(group, []);
+        top.push([group, `${group} commands`]);
+      }
+      groups.get(group)!.push([verb, c.summary]);
+    }
+    options.set(
+      c.name,
+      [...c.options, ...GLOBAL_OPTIONS, { flags: "--help", help: "show this command's help" }].map((o) => [flagsOf(o).at(-1)!, o.help] as [string, string]),
+    );
+  }
+  const uniq = (xs: string[]) => [...new Set(xs)];
+  const choices = new Map<string, string[]>();
+  for (const o of all) if (o.choices) for (const f of flagsOf(o)) choices.set(f, [...o.choices]);
+  const byValues = new Map<string, string[]>();
+  for (const [flag, values] of choices) byValues.set(values.join(" "), [...(byValues.get(values.join(" ")) ?? []), flag]);
+  return {
+    top,
+    groups,
+    options,
+    valued: uniq(all.filter(takesValue).flatMap(flagsOf)),
+    choices: [...byValues].map(([values, flags]) => [flags, values.split(" ")] as const),
+    files: uniq(all.filter((o) => o.complete === "file").flatMap(flagsOf)),
+  };
+}
+
+const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The completion script for `shell`. */
+export function completionScript(shell: Shell): string {
+  return shell === "bash" ? bashScript(tree()) : zshScript(tree());
+}
+
+function bashScript(t: Tree): string {
+  const groupNames = [...t.groups.keys()];
+  const words = (cmd: string): string => {
+    if (cmd === "") return t.top.map(([w]) => w).join(" ");
+    if (t.groups.has(cmd)) return t.groups.get(cmd)!.map(([w]) => w).join(" ");
+    const args = ARGUMENT_CHOICES[cmd as keyof typeof ARGUMENT_CHOICES] ?? [];
+    return [...args, ...(t.options.get(cmd) ?? []).map(([w]) => w)].join(" ");
+  };
+  const cases = ["", ...groupNames, ...COMMANDS.map((c) => c.name)].map((cmd) => `    ${sq(cmd)}) words=${sq(words(cmd))} ;;`);
+  return `# bash completion for openshell-config. Load it with:
+#   source <(openshell-config completion bash)
+# or save it as ~/.local/share/bash-completion/completions/openshell-config
+_openshell_config() {
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
+  local valued=${sq(` ${t.valued.join(" ")} `)}
+  local cmd="" i w
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    w="\${COMP_WORDS[i]}"
+    if [[ $w == -* ]]; then
+      [[ $valued == *" $w "* ]] && ((i++))
+    elif [[ -z $cmd ]]; then
+      cmd=$w
+    elif [[ $cmd != *" "* && ${sq(` ${groupNames.join(" ")} `)} == *" $cmd "* ]]; then
+      cmd="$cmd $w"
+    fi
+  done
+  case "$prev" in
+${t.choices.map(([flags, values]) => `    ${flags.join("|")}) COMPREPLY=($(compgen -W ${sq(values.join(" "))} -- "$cur")); return ;;`).join("\n")}
+    ${t.files.join("|")}) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+  esac
+  # Some other value (a sandbox name, a duration): nothing to offer.
+  [[ $valued == *" $prev "* ]] && return
+  local words=""
+  case "$cmd" in
+${cases.join("\n")}
+  esac
+  COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}
+complete -F _openshell_config openshell-config
+`;
+}
+
+// zsh: _describe takes "word:description" with colons in the word escaped.
+const zq = (word: string, help: string) => sq(`${word.replace(/:/g, "\\:")}:${help}`);
+
+function zshScript(t: Tree): string {
+  const groupNames = [...t.groups.keys()];
+  const describe = (what: string, entries: readonly (readonly [string, string])[]) =>
+    `local -a items=(${entries.map(([w, h]) => zq(w, h)).join(" ")}); _describe -t ${what} ${sq(what)} items`;
+  const cases = [
+    `    ${sq("")}) ${describe("commands", t.top)} ;;`,
+    ...groupNames.map((g) => `    ${sq(g)}) ${describe("commands", t.groups.get(g)!)} ;;`),
+    ...COMMANDS.map((c) => {
+      const args = (ARGUMENT_CHOICES[c.name] ?? []).map((a) => [a, `${a} completion`] as const);
+      return `    ${sq(c.name)}) ${describe("options", [...args, ...(t.options.get(c.name) ?? [])])} ;;`;
+    }),
+  ];
+  return `#compdef openshell-config
+# zsh completion for openshell-config. Load it with (after compinit):
+#   source <(openshell-config completion zsh)
+# or save it as _openshell-config in a directory of $fpath.
+_openshell_config() {
+  local -a valued=(${t.valued.join(" ")})
+  local cmd="" i w
+  for ((i = 2; i < CURRENT; i++)); do
+    w=\${words[i]}
+    if [[ $w == -* ]]; then
+      (( \${valued[(Ie)$w]} )) && ((i++))
+    elif [[ -z $cmd ]]; then
+      cmd=$w
+    elif [[ $cmd != *" "* && " ${groupNames.join(" ")} " == *" $cmd "* ]]; then
+      cmd="$cmd $w"
+    fi
+  done
+  local prev=\${words[CURRENT-1]}
+  case $prev in
+${t.choices.map(([flags, values]) => `    ${flags.join("|")}) _values 'value' ${values.map(sq).join(" ")}; return ;;`).join("\n")}
+    ${t.files.join("|")}) _files; return ;;
+  esac
+  (( \${valued[(Ie)$prev]} )) && return
+  case $cmd in
+${cases.join("\n")}
+  esac
+}
+if (( $+functions[compdef] )); then
+  compdef _openshell_config openshell-config
+fi
+`;
+}
