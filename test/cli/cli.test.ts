@@ -158,6 +158,11 @@ describe("openshell-config policy", () => {
     expect(r.stdout).toMatch(new RegExp(`^policy v\\d+ of sandbox ${web}: applied\\n`));
     expect(r.stdout).toMatch(/^state +applied$/m);
     expect(r.stdout).toMatch(new RegExp(`^operation +${UUID.source}$`, "m"));
+    // One style: versions as v2, hashes shortened, durations as 950ms or 1.2s, no config revision.
+    expect(r.stdout).toMatch(/^policy version +v\d+$/m);
+    expect(r.stdout).toMatch(/^policy hash +sha256:[0-9a-f]{12}…$/m);
+    expect(r.stdout).toMatch(/^completed +\S+ \(after (\d+ms|\d+\.\ds)\)$/m);
+    expect(r.stdout).toMatch(/^target +policy v\d+ \(sandbox\), settings revision \d+$/m);
     expect(r.stderr).toBe("");
   });
 
@@ -399,11 +404,19 @@ describe("openshell-config: a sandbox that fails closed", () => {
 });
 
 describe("openshell-config errors and configuration", () => {
-  it("usage errors exit 2 with a usage text", async () => {
-    for (const args of [[], ["policy", "set", "--sandbox", web], ["policy", "set", "--sandbox", web, "--file", files.ok, "--frobnicate"], ["settings", "set", "-s", web, "--key", "k", "--value", "x", "--type", "int"]]) {
+  it("usage errors exit 2 with one line saying what is wrong and one pointing to --help, never the whole usage", async () => {
+    const cases: [string[], string, string][] = [
+      [[], "no command given; commands: policy, settings, operation, sandbox, completion", "openshell-config"],
+      [["policy", "set", "--sandbox", web], "policy set needs --file", "openshell-config policy set"],
+      [["policy", "set", "--sandbox", web, "--file", files.ok, "--frobnicate"], 'unknown option "--frobnicate" for policy set', "openshell-config policy set"],
+      [["settings", "set", "-s", web, "--key", "k", "--value", "x", "--type", "int"], '--value must be an integer for --type int; got "x"', "openshell-config settings set"],
+      [["polcy", "get", "-s", web], 'unknown command "polcy"; did you mean "policy"?', "openshell-config"],
+      [["policy", "gte", "-s", web], 'unknown command "policy gte"; did you mean "policy get"?', "openshell-config policy"],
+    ];
+    for (const [args, message, command] of cases) {
       const r = await cli(args);
       expect(r.code, args.join(" ")).toBe(2);
-      expect(r.stderr).toMatch(/^error: .+\n\nUsage: openshell-config /);
+      expect(r.stderr).toBe(`error: ${message}\nrun '${command} --help' for usage\n`);
       expect(r.stdout).toBe("");
     }
   });
@@ -430,11 +443,12 @@ describe("openshell-config errors and configuration", () => {
     expect(r.stdout + r.stderr).not.toContain(token);
   });
 
-  it("an unreachable gateway is a one-line connection error with exit status 1", async () => {
+  it("an unreachable gateway is retried with one line on stderr, then a one-line connection error with exit status 1", async () => {
     const url = `http://127.0.0.1:${await closedPort()}`;
     const r = await cli(["operation", "get", "00000000-0000-4000-8000-000000000000"], { OPENSHELL_GATEWAY_URL: url });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(new RegExp(`^error: cannot reach the gateway at ${url}: .*ECONNREFUSED.*\\n$`));
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(new RegExp(`^gateway unreachable \\(connect ECONNREFUSED [^)]+\\); retrying 3 times within 3\\.5s…\\nerror: cannot reach the gateway at ${url} \\(4 attempts\\): .*ECONNREFUSED.*\\n$`));
   });
 
   it("takes the URL and token from the config file, and lets the environment and flags override it", async () => {
