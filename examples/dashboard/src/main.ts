@@ -50,7 +50,7 @@ type Raw = Client<typeof OpenShell>;
 
 /** The timer that keeps an outcome panel's elapsed time counting, per panel. */
 const tickers = new WeakMap<HTMLElement, ReturnType<typeof setInterval>>();
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}\u00a0s`;
 
 const app = byId("app");
 

@@ -43,7 +43,7 @@ interface RowView {
 /** How the summary line reads: a plain note, a running rollout, success, a warning, an error. */
 type Tone = "info" | "running" | "ok" | "warn" | "error";
 
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)}\u00a0s`;
 
 function viewOf(r: SandboxRolloutResult): RowView {
   switch (r.status) {

@@ -6,7 +6,8 @@
 // Vite, gateway, supervisors) is stopped in afterAll, and the test checks that Chromium is gone.
 // The final page is saved to test-results/dashboard.png (also when a step fails), the page
 // showing a sandbox that fails closed to test-results/dashboard-fail-closed.png, and the page at
-// 1280 and 390 px wide to test-results/dashboard-1280.png and dashboard-390.png.
+// 1280 and 390 px wide to test-results/dashboard-1280.png and dashboard-390.png (and 360 px), and
+// the editor card while an update is pending to test-results/dashboard-pending.png.
 
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,6 +25,7 @@ import { dashboardConfig } from "../vite.config.js";
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const SCREENSHOT = join(ROOT, "test-results", "dashboard.png");
 const FAIL_CLOSED_SCREENSHOT = join(ROOT, "test-results", "dashboard-fail-closed.png");
+const PENDING_SCREENSHOT = join(ROOT, "test-results", "dashboard-pending.png");
 const WIDTH_SCREENSHOT = (width: number) => join(ROOT, "test-results", `dashboard-${width}.png`);
 /** "Dec 1, 09:16:37": a date and a time. */
 const DATE_TIME = /^[A-Z][a-z]{2} \d{1,2}, \d{2}:\d{2}:\d{2}$/;
@@ -179,6 +181,17 @@ afterAll(async () => {
   }
 }, 30_000);
 
+/**
+ * A computed style of the first element matching a CSS selector, read in one step in the page (a
+ * locator's element may be replaced by a re-render between finding it and reading its style).
+ */
+const styleOf = (selector: string, property: "color" | "backgroundColor" = "color") =>
+  page.evaluate(([sel, prop]) => {
+    const el = document.querySelector(sel!);
+    if (!el) throw new Error(`nothing matches ${sel}`);
+    return getComputedStyle(el)[prop as "color"];
+  }, [selector, property]);
+
 const outcome = (slot: "update-outcome" | "resume-outcome") => page.locator(`[data-testid="${slot}"] .outcome`);
 
 describe("dashboard in Chromium", () => {
@@ -237,6 +250,8 @@ describe("dashboard in Chromium", () => {
     expect(await pendingPanel.locator('[data-testid="outcome-change"]').innerText()).toBe("policy v2");
     const committedId = await pendingPanel.locator('[data-testid="operation-id"]').innerText();
     expect(committedId).toMatch(UUID);
+    mkdirSync(join(ROOT, "test-results"), { recursive: true });
+    await page.locator('[data-testid="editor"]').screenshot({ path: PENDING_SCREENSHOT });
 
     // The watch shows the new operation pending, then the same row turns applied.
     // (Read in one step: the row may turn applied right after.)
@@ -282,7 +297,7 @@ describe("dashboard in Chromium", () => {
     // It still runs a valid policy, but not the desired one: "ready" in amber, never green.
     expect(await dev.locator("[data-phase]").innerText()).toBe("ready");
     expect(await dev.locator("[data-phase]").getAttribute("data-health")).toBe("drift");
-    expect(await dev.locator("[data-phase]").evaluate((el) => getComputedStyle(el).color)).toBe(AMBER);
+    expect(await styleOf('tr[data-sandbox="dev"] [data-phase]')).toBe(AMBER);
     // The editor holds the rejected v3: it says so, not only that the text is a valid policy.
     const warning = page.locator('[data-testid="policy-warning"]');
     await warning.waitFor();
@@ -308,14 +323,14 @@ describe("dashboard in Chromium", () => {
     const superseded = page.locator(`[data-testid="operation-rows"] tr[data-operation-id="${first.operation!.operationId}"][data-state="superseded"]`);
     await superseded.waitFor();
     expect(await superseded.locator('[data-testid="operation-change"]').innerText()).toBe(`policy v${first.policyVersion}`);
-    expect(await superseded.locator(".badge").evaluate((el) => getComputedStyle(el).color)).toBe(GREY);
+    const supersededRow = `[data-testid="operation-rows"] tr[data-operation-id="${first.operation!.operationId}"]`;
+    expect(await styleOf(`${supersededRow} .badge`)).toBe(GREY);
     expect(await superseded.locator(".error-text").count()).toBe(0); // its note is not an error
-    expect(await superseded.locator(".note-text").evaluate((el) => getComputedStyle(el).color)).not.toBe(RED);
+    expect(await styleOf(`${supersededRow} .note-text`)).not.toBe(RED);
     await page.locator(`tr[data-operation-id="${second.operation!.operationId}"][data-state="applied"]`).waitFor();
-    const failed = page.locator('[data-testid="operation-rows"] tr[data-state="failed"]').first();
-    expect(await failed.locator(".badge").evaluate((el) => getComputedStyle(el).color)).toBe(RED);
-    expect(await failed.locator(".error-text").evaluate((el) => getComputedStyle(el).color)).toBe(RED);
-    expect(await page.locator('[data-testid="operation-rows"] tr[data-state="applied"] .badge').first().evaluate((el) => getComputedStyle(el).color)).toBe("rgb(19, 122, 58)");
+    expect(await styleOf('[data-testid="operation-rows"] tr[data-state="failed"] .badge')).toBe(RED);
+    expect(await styleOf('[data-testid="operation-rows"] tr[data-state="failed"] .error-text')).toBe(RED);
+    expect(await styleOf('[data-testid="operation-rows"] tr[data-state="applied"] .badge')).toBe("rgb(19, 122, 58)");
 
     // A setting change made elsewhere (the CLI, a script): the row names the key.
     const setting = await admin.updateSettings({ sandbox: "dev", key: "log_level", value: "debug" });
@@ -380,11 +395,11 @@ describe("dashboard in Chromium", () => {
 
     await page.locator('[data-testid="rollout-progress"][data-verdict="done"]').waitFor();
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(WEB.length);
-    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}, [\d.]+ s\)\.$/);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}, [\d.]+\ss\)\.$/);
     expect(await page.locator('[data-testid="rollout-bar"]').getAttribute("aria-valuenow")).toBe(String(WEB.length));
     expect(await page.locator('[data-testid="rollout-bar"]').getAttribute("aria-valuemax")).toBe(String(WEB.length));
     expect(await page.locator('[data-testid="rollout-progress"]').getAttribute("data-tone")).toBe("ok");
-    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').first().locator("td").nth(2).innerText()).toMatch(/^policy v\d+ · [\d.]+ s$/);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').first().locator("td").nth(2).innerText()).toMatch(/^policy v\d+ · [\d.]+\ss$/);
     expect(await page.locator("#rollout-resume").isHidden()).toBe(true);
     // Each sandbox: queued, sending, committed (pending), then applied; never straight from sending to its outcome.
     const rowStates = await page.evaluate(() => (window as unknown as { rowStates: Record<string, string[]> }).rowStates);
@@ -427,7 +442,7 @@ describe("dashboard in Chromium", () => {
     await page.locator("#rollout-start").click();
     await page.locator('[data-testid="rollout-progress"][data-verdict="no-match"]').waitFor();
     expect(await summary.innerText()).toBe("No sandbox matches app=xyz: nothing was sent.");
-    expect(await summary.evaluate((el) => getComputedStyle(el).color)).toBe(RED);
+    expect(await styleOf('[data-testid="rollout-progress"]')).toBe(RED);
     expect(await bar.getAttribute("aria-valuemax")).toBe("0"); // no full bar, no "Done"
     expect(await bar.getAttribute("data-tone")).toBe("error");
     expect(await page.locator('[data-testid="rollout-rows"] tr').count()).toBe(0);
@@ -443,7 +458,7 @@ describe("dashboard in Chromium", () => {
     await page.locator("#rollout-start").click();
     await page.locator('[data-testid="rollout-progress"][data-verdict="error"]').waitFor();
     expect(await summary.innerText()).toBe("Enter a label selector (e.g. app=web): nothing was sent.");
-    expect(await summary.evaluate((el) => getComputedStyle(el).color)).toBe(RED);
+    expect(await styleOf('[data-testid="rollout-progress"]')).toBe(RED);
     expect(await bar.getAttribute("aria-valuemax")).toBe("0");
     expect(await page.locator('[data-testid="rollout-rows"] tr').count()).toBe(0);
 
@@ -459,7 +474,7 @@ describe("dashboard in Chromium", () => {
     const summaries = await page.evaluate(() => (window as unknown as { summaries: string[] }).summaries);
     expect(summaries).toContain("Rolling out to 1 sandbox…");
     expect(summaries.filter((t) => /\b1 (sandboxes|errors|failures)\b/.test(t))).toEqual([]);
-    expect(await summary.innerText()).toMatch(/^Done: 1 applied \(rollout [0-9a-f-]{36}, [\d.]+ s\)\.$/);
+    expect(await summary.innerText()).toMatch(/^Done: 1 applied \(rollout [0-9a-f-]{36}, [\d.]+\ss\)\.$/);
     expect(updateConfigRequests).toBeGreaterThan(sent);
     expect(pageErrors).toEqual([]);
     mark("rollout errors");
@@ -484,7 +499,7 @@ describe("dashboard in Chromium", () => {
     await qa.waitFor();
     expect(await qa.locator('[data-enforcement="failed-closed"]').innerText()).toBe("fails closed (deny all)");
     expect(await qa.locator(".phase-ready").count()).toBe(0); // no green "ready"
-    expect(await qa.locator('[data-testid="phase"]').evaluate((el) => getComputedStyle(el.querySelector(".badge")!).backgroundColor)).toBe("rgb(180, 35, 24)"); // --red
+    expect(await styleOf('tr[data-sandbox="qa"] [data-testid="phase"] .badge', "backgroundColor")).toBe(RED);
     expect(await qa.locator('[data-drift="failed-closed"]').innerText()).toBe("denies all traffic");
     expect(await qa.locator('[data-drift="last-update-failed"]').innerText()).toMatch(/^v2 failed: .*network_policies\["pypi"\]\.endpoints\[0\]: protocol "ftp" is not supported/);
     expect(await qa.locator('[data-testid="policy-version"]').innerText()).not.toMatch(/runs v/);
@@ -500,7 +515,7 @@ describe("dashboard in Chromium", () => {
     for (const slot of ["policy-enforcement", "operations-enforcement"]) {
       const chip = page.locator(`[data-testid="${slot}"] [data-health="failed-closed"]`);
       expect(await chip.innerText()).toBe("fails closed: denies all traffic");
-      expect(await chip.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe(RED);
+      expect(await styleOf(`[data-testid="${slot}"] [data-health="failed-closed"]`, "backgroundColor")).toBe(RED);
     }
 
     mkdirSync(join(ROOT, "test-results"), { recursive: true });
@@ -550,7 +565,7 @@ describe("dashboard in Chromium", () => {
       expect(m.jsonRight, `the JSON toggle inside the editor card at ${width} px`).toBeLessThanOrEqual(m.editorRight);
       // The detail column is never squeezed to a few letters a line.
       expect(m.narrowestDetail, `operation detail width at ${width} px`).toBeGreaterThanOrEqual(width < 640 ? width - 80 : 150);
-      if (width === 1280 || width === 390) await page.screenshot({ path: WIDTH_SCREENSHOT(width), fullPage: true });
+      if (width === 1280 || width === 390 || width === 360) await page.screenshot({ path: WIDTH_SCREENSHOT(width), fullPage: true });
     }
     await page.setViewportSize({ width: 1280, height: 900 });
     expect(pageErrors).toEqual([]);
