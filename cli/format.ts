@@ -10,9 +10,9 @@ export function formatVersion(version: number): string {
 /** `950ms` below a second, `31.8s` below a minute, then `2m05s` and `1h02m`. */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return "no limit";
-  if (ms < 1_000) return `${Math.max(0, Math.round(ms))}ms`;
-  if (ms < 60_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s`;
-  const s = Math.floor(ms / 1_000);
+  if (Math.round(ms) < 1_000) return `${Math.max(0, Math.round(ms))}ms`;
+  if (Math.round(ms / 100) < 600) return `${(Math.round(ms / 100) / 10).toFixed(1)}s`;
+  const s = Math.round(ms / 1_000);
   if (s < 3_600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
   return `${Math.floor(s / 3_600)}h${String(Math.floor((s % 3_600) / 60)).padStart(2, "0")}m`;
 }

@@ -61,6 +61,14 @@ export function toJsonText(value: unknown): string {
   );
 }
 
+/** Every string of a JSON value (keys too) passed through `f`. */
+function redactDeep(value: unknown, f: (s: string) => string): unknown {
+  if (typeof value === "string") return f(value);
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, f));
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [f(k), redactDeep(v, f)]));
+  return value;
+}
+
 /** The same document as YAML (via its JSON form, so that both print the same values). */
 export function toYamlText(value: unknown): string {
   return stringify(JSON.parse(toJsonText(value) ?? "null"), { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd();
@@ -97,8 +105,10 @@ export function createOutput(format: OutputFormat, stdout: OutputStream, stderr:
       if (human) stdout.write(`${clean(sanitize(text))}\n`);
     },
     json(value) {
-      if (format === "json") stdout.write(`${clean(toJsonText(value))}\n`);
-      else if (format === "yaml") stdout.write(`${clean(toYamlText(value))}\n`);
+      if (human) return;
+      // Redacted in the data, before it is written: a replacement in YAML text could change what it means.
+      const doc = redactDeep(JSON.parse(toJsonText(value) ?? "null"), clean);
+      stdout.write(`${clean(format === "json" ? toJsonText(doc) : toYamlText(doc))}\n`);
     },
     table(headers, rows) {
       if (!human) return;

@@ -1,10 +1,14 @@
-// What the command line prints (cli/output.ts) and its spinner (cli/spinner.ts): the
-// token is never printed, gateway text cannot drive the terminal, JSON is one document, and the
-// spinner appears only on a terminal.
+// What the command line prints (cli/output.ts, cli/format.ts, cli/setting-format.ts): the token
+// is never printed, gateway text cannot drive the terminal, JSON and YAML are one document of the
+// same typed data, --watch frames redraw in place only on a terminal, and values have one style
+// (versions, durations, hashes, setting values by type). The spinner's tests are in
+// live-line.test.ts.
 
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { createOutput, toJsonText } from "../../cli/output.js";
-import { formatElapsed, startSpinner } from "../../cli/spinner.js";
+import { describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
+import { createOutput, formatTable, toJsonText, toYamlText } from "../../cli/output.js";
+import { formatDuration, formatVersion, shortHash } from "../../cli/format.js";
+import { formatSettingValue, settingJson } from "../../cli/setting-format.js";
 
 function stream(isTTY = false) {
   const chunks: string[] = [];
@@ -64,41 +68,88 @@ describe("output", () => {
   });
 });
 
-describe("spinner", () => {
-  afterEach(() => {
-    vi.useRealTimers();
+describe("-o yaml", () => {
+  it("prints the same document as -o json, 64-bit integers, bytes and times included", () => {
+    const value = { n: 2n ** 63n - 1n, at: new Date(0), bytes: new Uint8Array([1, 2, 3]), list: [{ a: null }], s: "64" };
+    const out = stream();
+    createOutput("yaml", out, stream()).json(value);
+    expect(parseYaml(out.text())).toEqual(JSON.parse(toJsonText(value)));
+    expect(out.text()).toBe(`${toYamlText(value)}\n`);
+    expect(out.text()).toContain('n: "9223372036854775807"');
+    expect(out.text()).toContain('s: "64"');
   });
 
-  it("writes nothing at all when the stream is not a terminal", () => {
-    const s = stream(false);
-    const spinner = startSpinner(s, "waiting");
-    spinner.update("still waiting");
-    spinner.stop();
-    expect(s.chunks).toEqual([]);
+  it("prints no tables or lines, and redacts the token", () => {
+    const out = stream();
+    const o = createOutput("yaml", out, stream());
+    o.redact("tok-0123456789");
+    o.line("ignored");
+    o.table(["A"], [["b"]]);
+    o.frame(["ignored"]);
+    o.json({ echo: "tok-0123456789" });
+    expect(out.text()).toBe("echo: \"[redacted]\"\n");
+  });
+});
+
+describe("--watch frames", () => {
+  it("are plain lines when stdout is not a terminal", () => {
+    const out = stream(false);
+    const o = createOutput("table", out, stream());
+    expect(o.live).toBe(false);
+    o.frame(["a", "b"]);
+    o.frame(["c"]);
+    expect(out.text()).toBe("a\nb\nc\n");
   });
 
-  it("shows the text with the elapsed time on a terminal, and erases its line when stopped", () => {
-    vi.useFakeTimers();
-    let now = 0;
-    const s = stream(true);
-    const spinner = startSpinner(s, "waiting for web", { intervalMs: 100, now: () => now });
-    now = 1_250;
-    vi.advanceTimersByTime(100);
-    spinner.update("waiting for web (pending)");
-    spinner.stop();
-    spinner.stop();
-    expect(s.chunks[0]).toMatch(/^\r\x1b\[2K. waiting for web 0\.0s$/);
-    expect(s.chunks).toContainEqual(expect.stringMatching(/waiting for web 1\.3s$/));
-    expect(s.chunks).toContainEqual(expect.stringMatching(/waiting for web \(pending\) 1\.3s$/));
-    expect(s.chunks.at(-1)).toBe("\r\x1b[2K");
-    const count = s.chunks.length;
-    vi.advanceTimersByTime(1_000);
-    expect(s.chunks.length).toBe(count);
+  it("replace the previous frame on a terminal: up as many rows as it took, then erase below", () => {
+    const out = { ...stream(true), columns: 10 };
+    const o = createOutput("table", out, stream(), {});
+    expect(o.live).toBe(true);
+    o.frame(["one", "two"]);
+    o.frame(["a line longer than ten"]);
+    expect(out.chunks).toEqual(["one\ntwo\n", "\x1b[2A\r\x1b[Ja line l…\n"]);
   });
 
-  it("formats elapsed time in seconds, then minutes", () => {
-    expect(formatElapsed(400)).toBe("0.4s");
-    expect(formatElapsed(59_949)).toBe("59.9s");
-    expect(formatElapsed(125_000)).toBe("2m05s");
+  it("are not redrawn on a dumb terminal", () => {
+    const out = stream(true);
+    const o = createOutput("table", out, stream(), { TERM: "dumb" });
+    o.frame(["a"]);
+    o.frame(["b"]);
+    expect(out.text()).toBe("a\nb\n");
+  });
+
+  it("format tables as table() prints them", () => {
+    expect(formatTable(["NAME", "PHASE"], [["web", "ready"], ["analytics", "stopped"]])).toEqual(["NAME       PHASE", "web        ready", "analytics  stopped"]);
+  });
+});
+
+describe("one style for values", () => {
+  it("writes versions as v2 and durations as 950ms, 31.8s, 2m05s", () => {
+    expect(formatVersion(2)).toBe("v2");
+    expect(formatVersion(0)).toBe("-");
+    expect(formatDuration(950)).toBe("950ms");
+    expect(formatDuration(31_795)).toBe("31.8s");
+    expect(formatDuration(999.6)).toBe("1.0s");
+    expect(formatDuration(59_960)).toBe("1m00s");
+    expect(formatDuration(1_000)).toBe("1.0s");
+    expect(formatDuration(125_000)).toBe("2m05s");
+    expect(formatDuration(3_720_000)).toBe("1h02m");
+    expect(formatDuration(Infinity)).toBe("no limit");
+  });
+
+  it("shortens a hash to sha256: and 12 hex digits", () => {
+    expect(shortHash("6cebb638b742d1e3aa2f4e1c5d7b9a0f1e2d3c4b5a69788796a5b4c3d2e1f001")).toBe("sha256:6cebb638b742…");
+    expect(shortHash("sha512:abcdef0123456789abcdef")).toBe("sha512:abcdef012345…");
+    expect(shortHash("")).toBe("-");
+  });
+
+  it("keeps a setting's type: text tells int 64 from string \"64\", JSON gives { type, value }", () => {
+    expect([64n, "64", true, new Uint8Array([1, 2, 3])].map((v) => formatSettingValue(v))).toEqual(["64", '"64"', "true", "base64:AQID"]);
+    expect(settingJson(64n)).toEqual({ type: "int", value: "64" });
+    expect(settingJson(-(2n ** 63n))).toEqual({ type: "int", value: "-9223372036854775808" });
+    expect(settingJson("64")).toEqual({ type: "string", value: "64" });
+    expect(settingJson(false)).toEqual({ type: "bool", value: false });
+    expect(settingJson(new Uint8Array([1, 2, 3]))).toEqual({ type: "bytes-base64", value: "AQID" });
+    expect(settingJson(undefined)).toEqual({ type: null, value: null });
   });
 });
