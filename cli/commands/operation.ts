@@ -54,14 +54,13 @@ export async function operationGet(ctx: CommandContext, cmd: OperationGet): Prom
 /** `operation get --watch`: a line per change of state (the block redrawn in place on a terminal), then the outcome. */
 async function watchOperation(ctx: CommandContext, cmd: OperationGet, first: OperationStatus, sandbox: { name: string | null; row: string | undefined }): Promise<number> {
   const { out } = ctx;
-  const started = Date.now();
   let last = "";
   const show = (s: OperationStatus) => {
     const line = `${formatTime(new Date())}  ${summarize(s, `operation ${cmd.id}`)}`;
     const key = `${s.state}/${s.outcome}`;
     if (key === last) return;
     last = key;
-    if (out.live) out.frame([line, ...(sandbox.row ? [`sandbox  ${sandbox.row}`] : []), `watching for ${Math.round((Date.now() - started) / 1000)}s; Ctrl-C stops`]);
+    if (out.live) out.frame([line, ...(sandbox.row ? [`sandbox  ${sandbox.row}`] : []), "watching until the outcome; Ctrl-C stops"]);
     else out.line(line);
     out.json({ sandbox: sandbox.name, ...statusJson(s) });
   };
