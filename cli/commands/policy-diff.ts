@@ -78,7 +78,7 @@ export async function policyDryRun(ctx: CommandContext, cmd: PolicySet, policy: 
   ctx.out.line(
     c.diff === ""
       ? `dry run: ${cmd.file} is valid and equal to the desired policy v${c.version}; nothing was sent`
-      : `dry run: ${cmd.file} is valid (${c.added} lines added, ${c.removed} removed against v${c.version}); nothing was sent`,
+      : `dry run: ${cmd.file} is valid (${c.added} ${c.added === 1 ? "line" : "lines"} added, ${c.removed} removed against v${c.version}); nothing was sent`,
   );
   return EXIT.ok;
 }
