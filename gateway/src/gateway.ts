@@ -30,6 +30,7 @@ import type { SessionOptions } from "./delivery/session.js";
 import { createReconciler, type Reconciler } from "./operations/reconciler.js";
 import type { GatewayDeps } from "./rpc/deps.js";
 import { createCluster, type Cluster, type ClusterOptions } from "./cluster/cluster.js";
+import { createDesiredCache } from "./delivery/desired-cache.js";
 
 export interface GatewayOptions {
   readonly store: Store;
@@ -110,6 +111,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       registry.publish(sandboxId);
       cluster?.publish(sandboxId);
     },
+    // Replicas share the database: each re-reads the global versions on every use.
+    desired: createDesiredCache(store, { shared: cluster !== undefined }),
   };
   const reconciler = createReconciler(store, registry, logger, {
     intervalMs: reconcileIntervalMs,

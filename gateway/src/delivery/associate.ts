@@ -18,27 +18,41 @@ import { SUPERSEDED_ERROR } from "../operations/states.js";
 import { revisionBytes, sameRevision } from "./revisions.js";
 
 /** What association would do to one pending operation. */
-function plan(op: OperationRecord, snap: SandboxConfigSnapshot, revision: ConfigSnapshotRevision): "later" | "supersede" | "target" | "targeted" {
+function plan(op: OperationRecord, snap: SandboxConfigSnapshot, revision: ConfigSnapshotRevision, target: Uint8Array): "later" | "supersede" | "target" | "targeted" {
   const current = op.dimension === "policy" ? BigInt(snap.version) : snap.settingsRevision;
   if (op.desiredRevision > current) return "later";
   if (op.desiredRevision < current) return "supersede";
-  return op.target && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), revision) ? "targeted" : "target";
+  return op.target && targetsRevision(op.target, revision, target) ? "targeted" : "target";
 }
 
-export async function associate(deps: GatewayDeps, sandboxId: string, snap: SandboxConfigSnapshot, revision: ConfigSnapshotRevision): Promise<boolean> {
+/**
+ * Whether a stored target is `revision` (`encoded` is its encoding): equal bytes settle it
+ * without decoding; other bytes may still encode the same revision, so they are compared decoded.
+ */
+export function targetsRevision(stored: Uint8Array, revision: ConfigSnapshotRevision, encoded: Uint8Array): boolean {
+  if (stored.length === encoded.length && Buffer.compare(stored, encoded) === 0) return true;
+  return sameRevision(fromBinary(ConfigSnapshotRevisionSchema, stored), revision);
+}
+
+export async function associate(
+  deps: GatewayDeps,
+  sandboxId: string,
+  snap: SandboxConfigSnapshot,
+  revision: ConfigSnapshotRevision,
+  target: Uint8Array = revisionBytes(revision),
+): Promise<boolean> {
   // Usually every pending operation already targets this revision (or there is none): a plain
   // read settles that without a write.
   const seen = await deps.store.pendingOperations(sandboxId);
-  const plans = seen.map((op) => plan(op, snap, revision));
+  const plans = seen.map((op) => plan(op, snap, revision, target));
   if (plans.every((p) => p === "later" || p === "targeted")) return plans.includes("targeted");
-  const target = revisionBytes(revision);
   // One transaction for every operation of the sandbox: re-targeting them one by one would cost
   // a durable write each.
   const { waiting, changed } = await deps.store.transaction(async (tx) => {
     const changed: OperationRecord[] = [];
     let waiting = false;
     for (const op of await tx.pendingOperations(sandboxId)) {
-      const what = plan(op, snap, revision);
+      const what = plan(op, snap, revision, target);
       if (what === "later") continue;
       if (what === "supersede") {
         const superseded = await resolveLatestInTx(tx, op, { state: State.SUPERSEDED, outcome: Outcome.IGNORED_STALE, error: SUPERSEDED_ERROR });

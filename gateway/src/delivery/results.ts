@@ -14,14 +14,14 @@ import {
   type SandboxConfigSnapshot,
   type SandboxConfigurationAdmission,
 } from "openshell-config/raw";
-import { fromBinary } from "@bufbuild/protobuf";
-import { ConfigSnapshotRevisionSchema, type ConfigSnapshotRevision } from "openshell-config/raw";
+import type { ConfigSnapshotRevision } from "openshell-config/raw";
 import { stateForOutcome } from "../operations/states.js";
 import { resolveLatestInTx } from "../operations/transitions.js";
 import type { OperationRecord } from "../store/store.js";
 import type { GatewayDeps } from "../rpc/deps.js";
 import { enforcementOfResult, keptPolicy, toEnforcementRecord } from "../model/enforcement.js";
-import { sameRevision } from "./revisions.js";
+import { revisionBytes, sameRevision } from "./revisions.js";
+import { targetsRevision } from "./associate.js";
 
 const ACKNOWLEDGING = new Set([Outcome.APPLIED, Outcome.IGNORED_DUPLICATE, Outcome.RETAINED_LOCAL_OVERRIDE, Outcome.DEGRADED]);
 
@@ -105,7 +105,8 @@ export async function recordSandboxResult(
     finalState === State.APPLIED ? PolicyStatus.LOADED : finalState === State.SUPERSEDED ? PolicyStatus.SUPERSEDED : PolicyStatus.FAILED;
   const owner = snapshot.policySource === PolicySource.GLOBAL ? "" : sandboxId;
   const version = snapshot.policySource === PolicySource.GLOBAL ? snapshot.globalPolicyVersion : snapshot.version;
-  const targets = (op: OperationRecord) => op.target !== undefined && sameRevision(fromBinary(ConfigSnapshotRevisionSchema, op.target), delivered);
+  const deliveredBytes = revisionBytes(delivered);
+  const targets = (op: OperationRecord) => op.target !== undefined && targetsRevision(op.target, delivered, deliveredBytes);
   // Transitions, policy status and readiness commit together: one durable write per result.
   const resolved = await deps.store.transaction(async (tx) => {
     // The sandbox row first: commits lock it before touching operations, so the same order here

@@ -26,9 +26,11 @@ import { buildProviderSnapshot } from "./provider-snapshot.js";
 import { createAsyncQueue, type AsyncQueue } from "./queue.js";
 import { isAcknowledging, isStillPending, recordSandboxResult, validateResult } from "./results.js";
 import { associate } from "./associate.js";
+import type { DesiredSnapshot } from "./desired-cache.js";
 import {
   providerFingerprint,
   providerRevision,
+  revisionBytes,
   sameRevision,
   sandboxFingerprint,
   sandboxRevision,
@@ -64,6 +66,9 @@ interface Slot {
    */
   expired: Map<string, InFlight>;
 }
+
+/** More than a configUpdate message adds to the snapshot it carries (see `send`). */
+const ENVELOPE_BOUND = 256;
 
 /** How many re-sent updates per component a late result may still answer for. */
 const MAX_EXPIRED = 16;
@@ -119,17 +124,33 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     log.info({ reason: error instanceof Error ? error.message : "closed" }, "supervisor session ended");
   }
 
-  function send(msg: GatewayMessage): boolean {
-    const size = toBinary(GatewayMessageSchema, msg).length;
-    if (size > options.maxMessageBytes) return false;
+  /**
+   * Pushes `msg` unless it is over the size bound. `payloadBytes`, the encoded size of the
+   * snapshot it carries when known, spares encoding the message only to measure it: a
+   * configUpdate's own fields (update id, sequence, tags and lengths) add well under
+   * ENVELOPE_BOUND bytes.
+   */
+  function send(msg: GatewayMessage, payloadBytes?: number): boolean {
+    if (payloadBytes === undefined || payloadBytes + ENVELOPE_BOUND > options.maxMessageBytes) {
+      const size = toBinary(GatewayMessageSchema, msg).length;
+      if (size > options.maxMessageBytes) return false;
+    }
     outbound.push(msg);
     return true;
   }
 
-  async function snapshots(sb: SandboxRecord) {
-    const snap = await buildSnapshot(deps.store, sb, await globalPolicyVersion(deps));
-    const provider = await buildProviderSnapshot(deps.store, sb, snap);
-    return { snap, provider };
+  /** The sandbox snapshot (with its revision, fingerprint and size) and the provider snapshot of `sb`. */
+  async function snapshots(sb: SandboxRecord, keep: boolean) {
+    let desired: DesiredSnapshot;
+    if (deps.desired) {
+      desired = await deps.desired.snapshot(sb, keep);
+    } else {
+      const snap = await buildSnapshot(deps.store, sb, await globalPolicyVersion(deps));
+      const revision = sandboxRevision(snap);
+      desired = { snap, revision, revisionBytes: revisionBytes(revision), fingerprint: sandboxFingerprint(snap), bytes: undefined };
+    }
+    const provider = await buildProviderSnapshot(deps.store, sb, desired.snap);
+    return { desired, provider };
   }
 
   function flight(slot: Slot, revision: ConfigSnapshotRevision, fingerprint: string, snapshot: InFlight["snapshot"], withTimer: boolean): InFlight {
@@ -167,18 +188,18 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     if (outbound.closed || !bootstrapped) return;
     const sb = await deps.store.sandboxById(sandbox.id);
     if (!sb) return close(new ConnectError("sandbox no longer exists", Code.NotFound));
-    const { snap, provider } = await snapshots(sb);
+    const { desired, provider } = await snapshots(sb, true);
+    const { snap, revision } = desired;
     deferred = slots.sandbox.inflight !== undefined || slots.provider.inflight !== undefined;
     if (!slots.sandbox.inflight) {
-      const revision = sandboxRevision(snap);
-      const needsAck = await associate(deps, sb.id, snap, revision);
-      const fp = sandboxFingerprint(snap);
+      const needsAck = await associate(deps, sb.id, snap, revision, desired.revisionBytes);
+      const fp = desired.fingerprint;
       if ((fp !== slots.sandbox.lastAcked && fp !== slots.sandbox.lastRefused) || needsAck) {
         const f = flight(slots.sandbox, revision, fp, snap, true);
         const msg = create(GatewayMessageSchema, {
           payload: { case: "configUpdate", value: { updateId: f.updateId, componentSequence: f.sequence, component: { case: "sandboxConfig", value: snap } } },
         });
-        if (!send(msg)) {
+        if (!send(msg, desired.bytes)) {
           clearTimeout(f.timer);
           slots.sandbox.inflight = undefined;
           await failOversized(revision, toBinary(GatewayMessageSchema, msg).length);
@@ -249,11 +270,12 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     notify,
     close,
     async accept() {
-      const { snap, provider } = await snapshots(sandbox);
-      const revision = sandboxRevision(snap);
-      await associate(deps, sandbox.id, snap, revision);
+      // A bootstrap keeps no snapshot in the cache: with thousands of sessions opening, each would hold one.
+      const { desired, provider } = await snapshots(sandbox, false);
+      const { snap, revision } = desired;
+      await associate(deps, sandbox.id, snap, revision, desired.revisionBytes);
       bootstrap = {
-        sandbox: flight(slots.sandbox, revision, sandboxFingerprint(snap), snap, false),
+        sandbox: flight(slots.sandbox, revision, desired.fingerprint, snap, false),
         provider: flight(slots.provider, providerRevision(provider), providerFingerprint(provider), provider, false),
       };
       const msg = create(GatewayMessageSchema, {

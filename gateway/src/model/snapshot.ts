@@ -17,9 +17,9 @@ import {
   type SandboxPolicy,
   type EffectiveSetting,
 } from "openshell-config/raw";
-import type { PolicyRevisionRecord, SandboxRecord, StoreTx, Store } from "../store/store.js";
+import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, StoreTx, Store } from "../store/store.js";
 
-type Reader = Pick<Store | StoreTx, "settings" | "policyRevision">;
+export type Reader = Pick<Store | StoreTx, "settings" | "policyRevision">;
 
 /** What a snapshot is made of, as stored: the policy revision in force and the effective settings. */
 interface Desired {
@@ -29,13 +29,34 @@ interface Desired {
   readonly settings: Map<string, { readonly scope: SettingScope; readonly value: Uint8Array }>;
 }
 
-async function readDesired(reader: Reader, sb: SandboxRecord, globalPolicyVersion: number): Promise<Desired> {
+/** The stored parts a snapshot is built from (see desired-cache.ts, which keeps them between builds). */
+export interface SnapshotParts {
+  /** The global policy revision in force, when one is set. */
+  readonly global: PolicyRevisionRecord | undefined;
+  /** The sandbox's own revision `sb.policyVersion`; only read (and needed) without a global policy. */
+  readonly own: PolicyRevisionRecord | undefined;
+  readonly sandboxSettings: readonly SettingRecord[];
+  readonly globalSettings: readonly SettingRecord[];
+}
+
+/** Effective settings: global ones override the sandbox's. */
+export function effectiveSettings(sandboxSettings: readonly SettingRecord[], globalSettings: readonly SettingRecord[]) {
+  const settings = new Map<string, { scope: SettingScope; value: Uint8Array }>();
+  for (const s of sandboxSettings) settings.set(s.key, { scope: SettingScope.SANDBOX, value: s.value });
+  for (const s of globalSettings) settings.set(s.key, { scope: SettingScope.GLOBAL, value: s.value });
+  return settings;
+}
+
+async function readParts(reader: Reader, sb: SandboxRecord, globalPolicyVersion: number): Promise<SnapshotParts> {
   const global = globalPolicyVersion > 0 ? await reader.policyRevision("", globalPolicyVersion) : undefined;
   const own = global === undefined && sb.policyVersion > 0 ? await reader.policyRevision(sb.id, sb.policyVersion) : undefined;
-  const settings = new Map<string, { scope: SettingScope; value: Uint8Array }>();
-  for (const s of await reader.settings(sb.id)) settings.set(s.key, { scope: SettingScope.SANDBOX, value: s.value });
-  for (const s of await reader.settings("")) settings.set(s.key, { scope: SettingScope.GLOBAL, value: s.value });
-  return { global, policyRev: global ?? own, settings };
+  const sandboxSettings = await reader.settings(sb.id);
+  const globalSettings = await reader.settings("");
+  return { global, own, sandboxSettings, globalSettings };
+}
+
+function desiredOf(p: SnapshotParts): Desired {
+  return { global: p.global, policyRev: p.global ?? p.own, settings: effectiveSettings(p.sandboxSettings, p.globalSettings) };
 }
 
 /**
@@ -45,11 +66,19 @@ async function readDesired(reader: Reader, sb: SandboxRecord, globalPolicyVersio
  */
 export async function currentRevision(reader: Reader, sb: SandboxRecord, globalPolicyVersion: number): Promise<ConfigSnapshotRevision> {
   const global = globalPolicyVersion > 0 ? await reader.policyRevision("", globalPolicyVersion) : undefined;
-  const settings = new Map<string, { scope: SettingScope; value: Uint8Array }>();
-  for (const s of await reader.settings(sb.id)) settings.set(s.key, { scope: SettingScope.SANDBOX, value: s.value });
-  for (const s of await reader.settings("")) settings.set(s.key, { scope: SettingScope.GLOBAL, value: s.value });
+  return revisionFromParts(sb, global, await reader.settings(sb.id), await reader.settings(""), globalPolicyVersion);
+}
+
+/** `currentRevision` from parts already read. */
+export function revisionFromParts(
+  sb: SandboxRecord,
+  global: PolicyRevisionRecord | undefined,
+  sandboxSettings: readonly SettingRecord[],
+  globalSettings: readonly SettingRecord[],
+  globalPolicyVersion: number,
+): ConfigSnapshotRevision {
   const policyHash = global?.hash ?? (sb.policyVersion > 0 ? sb.policyHash : "");
-  return revisionOf(sb, { global, policyHash, settings }, globalPolicyVersion);
+  return revisionOf(sb, { global, policyHash, settings: effectiveSettings(sandboxSettings, globalSettings) }, globalPolicyVersion);
 }
 
 function revisionOf(
@@ -73,7 +102,12 @@ function revisionOf(
 
 /** Builds the snapshot from the store; `reader` may be a transaction or the store. */
 export async function buildSnapshot(reader: Reader, sb: SandboxRecord, globalPolicyVersion: number): Promise<SandboxConfigSnapshot> {
-  const d = await readDesired(reader, sb, globalPolicyVersion);
+  return snapshotFromParts(sb, await readParts(reader, sb, globalPolicyVersion), globalPolicyVersion);
+}
+
+/** Builds the snapshot from parts already read. */
+export function snapshotFromParts(sb: SandboxRecord, parts: SnapshotParts, globalPolicyVersion: number): SandboxConfigSnapshot {
+  const d = desiredOf(parts);
   const settings: Record<string, EffectiveSetting> = {};
   for (const [key, s] of d.settings) {
     settings[key] = { $typeName: "openshell.sandbox.v1.EffectiveSetting", value: fromBinary(SettingValueSchema, s.value), scope: s.scope };

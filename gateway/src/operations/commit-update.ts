@@ -27,6 +27,7 @@ import { globalPolicyVersion } from "../rpc/sandbox-config.js";
 import { revisionBytes } from "../delivery/revisions.js";
 import { resolveInTx } from "./transitions.js";
 import { FIRST_CHECK_MS } from "./reconciler.js";
+import type { DesiredCache } from "../delivery/desired-cache.js";
 
 export interface CommitResult {
   readonly response: UpdateConfigResponse;
@@ -59,6 +60,7 @@ export async function commitSandboxUpdate(
   workspace: string,
   req: UpdateConfigRequest,
   fingerprint: string,
+  desired?: DesiredCache,
 ): Promise<CommitResult> {
   return store.transaction(async (tx) => {
     let sb = await tx.sandboxByName(workspace, req.sandbox);
@@ -111,7 +113,9 @@ export async function commitSandboxUpdate(
     // to re-target, which saves a durable write per update. Plain reads (no global lock): a
     // global change committed meanwhile only means the delivery re-targets it.
     const target =
-      init.state === State.PENDING ? revisionBytes(await currentRevision(store, sb, await globalPolicyVersion({ store }))) : undefined;
+      init.state !== State.PENDING
+        ? undefined
+        : revisionBytes(desired ? await desired.revision(store, sb) : await currentRevision(store, sb, await globalPolicyVersion({ store })));
     const operation: OperationRecord = {
       id: randomUUID(),
       sandboxId: sb.id,
@@ -163,8 +167,9 @@ interface Change {
 
 async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRequest): Promise<Change> {
   const latest = await tx.latestPolicyRevision(sb.id);
-  const base = latest ? fromBinary(SandboxPolicySchema, latest.policy) : create(SandboxPolicySchema);
-  const next = req.policy ?? applyMergeOperations(base, req.mergeOperations);
+  // The latest policy is decoded only when merge operations apply to it.
+  const next =
+    req.policy ?? applyMergeOperations(latest ? fromBinary(SandboxPolicySchema, latest.policy) : create(SandboxPolicySchema), req.mergeOperations);
   validatePolicy(next);
   const createTime = fromBinary(SandboxSpecSchema, sb.spec).policy ?? create(SandboxPolicySchema);
   checkStaticFields(next, createTime);

@@ -76,10 +76,8 @@ export function validateUpdate(req: UpdateConfigRequest): void {
 
 /** SHA-256 of the canonical request without the fields a retry may change (wait settings, request_id). */
 export function requestFingerprint(req: UpdateConfigRequest): string {
-  const c = clone(UpdateConfigRequestSchema, req);
-  c.waitMode = ConfigUpdateWaitMode.UNSPECIFIED;
-  c.waitTimeout = undefined;
-  c.requestId = "";
+  // A shallow copy is enough: toJson only reads it (a deep clone would copy the whole policy).
+  const c: UpdateConfigRequest = { ...req, waitMode: ConfigUpdateWaitMode.UNSPECIFIED, waitTimeout: undefined, requestId: "" };
   return createHash("sha256").update(canonicalJson(toJson(UpdateConfigRequestSchema, c))).digest("hex");
 }
 
@@ -97,13 +95,14 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
   validateUpdate(req);
   if (req.global) {
     const response = await commitGlobalUpdate(deps, req);
+    deps.desired?.invalidateGlobal();
     deps.publish();
     return response;
   }
   const workspace = singleWorkspace(req.workspaceScope);
   assertWorkspace(principal, workspace, `sandbox "${req.sandbox}"`);
 
-  const result = await commitSandboxUpdate(deps.store, workspace, req, requestFingerprint(req));
+  const result = await commitSandboxUpdate(deps.store, workspace, req, requestFingerprint(req), deps.desired);
   deps.transitions.announce(result.touched);
   deps.publish(result.sandbox.id);
   deps.logger.info(

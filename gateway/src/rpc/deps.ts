@@ -5,6 +5,7 @@ import type { Store } from "../store/store.js";
 import type { OperationBus } from "../operations/bus.js";
 import type { Transitions } from "../operations/transitions.js";
 import type { Waiters } from "../operations/waiters.js";
+import type { DesiredCache } from "../delivery/desired-cache.js";
 
 export interface GatewayDeps {
   readonly store: Store;
@@ -20,4 +21,6 @@ export interface GatewayDeps {
   readonly waitDefaultMs: number;
   /** Tells connected supervisors that desired state changed (one sandbox, or all without an id). */
   readonly publish: (sandboxId?: string) => void;
+  /** Snapshots and revisions kept between deliveries (absent: every one is read and built anew). */
+  readonly desired?: DesiredCache;
 }

@@ -16,12 +16,42 @@ const MAX_DEPTH = 64;
  * protobuf-es messages are; bytes fields are skipped (they may hold anything).
  */
 export function findNulText(value: unknown, path = "", depth = 0): string | undefined {
+  // Almost every message has no NUL: a scan that builds no field paths settles that first.
+  if (depth === 0 && !hasNul(value, 0)) return undefined;
+  return pathOfNul(value, path, depth);
+}
+
+/** Whether any string (value, map key or map value) below `value` contains U+0000; same walk as below. */
+function hasNul(value: unknown, depth: number): boolean {
+  if (depth > MAX_DEPTH) return false;
+  if (typeof value === "string") return value.includes("\u0000");
+  if (value === null || typeof value !== "object" || value instanceof Uint8Array) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (hasNul(value[i], depth + 1)) return true;
+    return false;
+  }
+  const record = value as Record<string, unknown>;
+  const isMessage = typeof record.$typeName === "string";
+  for (const key in record) {
+    if (!Object.prototype.hasOwnProperty.call(record, key)) continue;
+    if (key === "$typeName" || key === "$unknown") continue;
+    const v = record[key];
+    if (isMessage) {
+      if (hasNul(isOneof(v) ? v.value : v, depth + 1)) return true;
+    } else if (key.includes("\u0000") || hasNul(v, depth + 1)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+function pathOfNul(value: unknown, path: string, depth: number): string | undefined {
   if (depth > MAX_DEPTH) return undefined;
   if (typeof value === "string") return value.includes("\u0000") ? path || "(message)" : undefined;
   if (value === null || typeof value !== "object" || value instanceof Uint8Array) return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = findNulText(value[i], `${path}[${i}]`, depth + 1);
+      const found = pathOfNul(value[i], `${path}[${i}]`, depth + 1);
       if (found) return found;
     }
     return undefined;
@@ -34,14 +64,14 @@ export function findNulText(value: unknown, path = "", depth = 0): string | unde
       // A oneof is `{ case, value }` under the oneof's name; callers know the case's field name.
       const oneof = isOneof(v) ? v : undefined;
       const found = oneof
-        ? findNulText(oneof.value, join(path, snake(oneof.case)), depth + 1)
-        : findNulText(v, join(path, snake(key)), depth + 1);
+        ? pathOfNul(oneof.value, join(path, snake(oneof.case)), depth + 1)
+        : pathOfNul(v, join(path, snake(key)), depth + 1);
       if (found) return found;
     } else {
       // A map: its keys are caller text too.
       const at = `${path}[${JSON.stringify(key)}]`;
       if (key.includes("\u0000")) return at;
-      const found = findNulText(v, at, depth + 1);
+      const found = pathOfNul(v, at, depth + 1);
       if (found) return found;
     }
   }

@@ -1,0 +1,161 @@
+// The desired configuration of each sandbox, kept in memory between deliveries: the snapshot, its
+// exact revision and fingerprint are built once per revision instead of on every delivery and
+// every commit. The database stays authoritative:
+//
+// - A sandbox's part is keyed by what its row says (policy version and hash, settings revision,
+//   provider revision, workspace), and every delivery reads that row fresh, so a commit from
+//   anywhere (another replica included) is seen: a policy revision never changes once stored,
+//   and every change of a sandbox's settings bumps its settings revision in the same transaction.
+// - The global part (global policy version and settings) is on no sandbox row. A gateway alone on
+//   its database (SQLite, or PostgreSQL without replicas) keeps it until its own global commit
+//   invalidates it. Replicas cannot know of another replica's global commit for certain (a
+//   notification may be lost), so with `shared` the global policy version and settings revision
+//   are read on every use, and only the contents they name are kept.
+// - Nothing is filled from a read inside a transaction (it may see writes that never commit):
+//   only from reads outside one, which see committed, durable state.
+
+import { toBinary } from "@bufbuild/protobuf";
+import { SandboxConfigSnapshotSchema, type ConfigSnapshotRevision, type SandboxConfigSnapshot } from "openshell-config/raw";
+import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, Store } from "../store/store.js";
+import { revisionFromParts, snapshotFromParts, type Reader } from "../model/snapshot.js";
+import { revisionBytes, sandboxFingerprint, sandboxRevision } from "./revisions.js";
+
+/** The global part of every snapshot, as committed. */
+interface Globals {
+  readonly policyVersion: number;
+  readonly settingsRevision: bigint;
+  readonly policy: PolicyRevisionRecord | undefined;
+  readonly settings: readonly SettingRecord[];
+}
+
+/** A built snapshot of one sandbox, with what delivery derives from it. */
+export interface DesiredSnapshot {
+  readonly snap: SandboxConfigSnapshot;
+  readonly revision: ConfigSnapshotRevision;
+  /** `revision` encoded, as an operation's target stores it. */
+  readonly revisionBytes: Uint8Array;
+  readonly fingerprint: string;
+  /** Encoded size of `snap` (undefined: not measured). */
+  readonly bytes: number | undefined;
+}
+
+interface Entry extends DesiredSnapshot {
+  readonly key: string;
+  readonly globals: Globals;
+  readonly settingsRevision: bigint;
+  readonly sandboxSettings: readonly SettingRecord[];
+}
+
+export interface DesiredCache {
+  /**
+   * The snapshot of `sb` (a row read outside any transaction). `keep: false` uses a kept
+   * snapshot but keeps none it builds (bootstraps: thousands of sessions would each hold one).
+   */
+  snapshot(sb: SandboxRecord, keep?: boolean): Promise<DesiredSnapshot>;
+  /** The exact revision of `sb`'s snapshot, read through `reader` (a transaction may be open) where nothing kept applies. */
+  revision(reader: Reader & Pick<Store, "listPolicyRevisions" | "globalSettingsRevision">, sb: SandboxRecord): Promise<ConfigSnapshotRevision>;
+  /** A global policy or setting was committed here, or another replica said so. */
+  invalidateGlobal(): void;
+  /** The sandbox is gone. */
+  forget(sandboxId: string): void;
+}
+
+/** Sandboxes whose snapshot is kept (least recently used ones go first). */
+const MAX_ENTRIES = 1024;
+
+type GlobalReader = Pick<Store, "listPolicyRevisions" | "globalSettingsRevision" | "policyRevision" | "settings">;
+
+async function readGlobalVersions(reader: Pick<Store, "listPolicyRevisions" | "globalSettingsRevision">) {
+  const page = await reader.listPolicyRevisions("", 1, "");
+  return { policyVersion: page.items[0]?.version ?? 0, settingsRevision: await reader.globalSettingsRevision() };
+}
+
+async function readGlobals(reader: GlobalReader, known?: { policyVersion: number; settingsRevision: bigint }): Promise<Globals> {
+  const { policyVersion, settingsRevision } = known ?? (await readGlobalVersions(reader));
+  const policy = policyVersion > 0 ? await reader.policyRevision("", policyVersion) : undefined;
+  return { policyVersion, settingsRevision, policy, settings: await reader.settings("") };
+}
+
+function keyOf(sb: SandboxRecord, g: Globals): string {
+  return `${sb.policyVersion}|${sb.policyHash}|${sb.settingsRevision}|${sb.providerEnvRevision}|${sb.workspace}|${g.policyVersion}|${g.settingsRevision}`;
+}
+
+/** `shared`: other gateways write to the same database (replicas). */
+export function createDesiredCache(store: Store, options: { readonly shared: boolean }): DesiredCache {
+  const entries = new Map<string, Entry>();
+  let globals: Globals | undefined;
+  /** Bumped by every invalidation: a read that started before one must not be kept. */
+  let generation = 0;
+
+  /** The committed globals, from outside any transaction. */
+  async function currentGlobals(): Promise<Globals> {
+    if (!options.shared && globals) return globals;
+    const gen = generation;
+    const versions = options.shared ? await readGlobalVersions(store) : undefined;
+    if (globals && versions && globals.policyVersion === versions.policyVersion && globals.settingsRevision === versions.settingsRevision) {
+      return globals;
+    }
+    const read = await readGlobals(store, versions);
+    if (gen === generation) globals = read;
+    return read;
+  }
+
+  function remember(sandboxId: string, entry: Entry): void {
+    entries.delete(sandboxId);
+    entries.set(sandboxId, entry);
+    if (entries.size > MAX_ENTRIES) entries.delete(entries.keys().next().value!);
+  }
+
+  return {
+    async snapshot(sb, keep = true) {
+      const gen = generation;
+      const g = await currentGlobals();
+      const key = keyOf(sb, g);
+      const kept = entries.get(sb.id);
+      if (kept && kept.key === key && kept.globals === g) {
+        if (keep) remember(sb.id, kept);
+        return kept;
+      }
+      const sandboxSettings =
+        kept && kept.settingsRevision === sb.settingsRevision && kept.sandboxSettings !== undefined ? kept.sandboxSettings : await store.settings(sb.id);
+      const global = g.policyVersion > 0 ? g.policy : undefined;
+      const own = global === undefined && sb.policyVersion > 0 ? await store.policyRevision(sb.id, sb.policyVersion) : undefined;
+      const snap = snapshotFromParts(sb, { global, own, sandboxSettings, globalSettings: g.settings }, g.policyVersion);
+      const revision = sandboxRevision(snap);
+      const entry: Entry = {
+        key,
+        globals: g,
+        settingsRevision: sb.settingsRevision,
+        sandboxSettings,
+        snap,
+        revision,
+        revisionBytes: revisionBytes(revision),
+        fingerprint: sandboxFingerprint(snap),
+        bytes: toBinary(SandboxConfigSnapshotSchema, snap).length,
+      };
+      // Kept only if nothing was invalidated while it was read.
+      if (keep && gen === generation) remember(sb.id, entry);
+      return entry;
+    },
+    async revision(reader, sb) {
+      // Inside a transaction: use what is kept when it applies, read through `reader` otherwise,
+      // and keep nothing read here.
+      let g = globals;
+      if (g && options.shared) {
+        const v = await readGlobalVersions(reader);
+        if (v.policyVersion !== g.policyVersion || v.settingsRevision !== g.settingsRevision) g = undefined;
+      }
+      g ??= await readGlobals(reader);
+      const kept = entries.get(sb.id);
+      const sandboxSettings = kept && kept.settingsRevision === sb.settingsRevision ? kept.sandboxSettings : await reader.settings(sb.id);
+      return revisionFromParts(sb, g.policyVersion > 0 ? g.policy : undefined, sandboxSettings, g.settings, g.policyVersion);
+    },
+    invalidateGlobal() {
+      generation++;
+      globals = undefined;
+    },
+    forget(sandboxId) {
+      entries.delete(sandboxId);
+    },
+  };
+}
