@@ -2,26 +2,34 @@
 // one after another on loopback, writes bench/results/latest.json and latest.md after each, and
 // exits 1 when any scenario failed or any operation was lost, stuck or ended in the wrong state.
 //
-//   node --import tsx bench/run.ts [--full] [--only latency,fleet,scale,recovery,size] [--cpu-prof]
-//                                  [--fleet-sandboxes N] [--fleet-ops N] [--scale N,N] [--recovery N]
-//                                  [--backend sqlite,postgres]
+// Each scenario with a floor (bench/floor: the same processes and messages on the same libraries,
+// doing nothing else) runs it right after, and the report leads with ours ÷ floor.
+//
+//   node --import tsx bench/run.ts [--full] [--only latency,probe,fleet,scale,recovery,size] [--cpu-prof]
+//                                  [--fleet-sandboxes N] [--fleet-ops N] [--probe-ops N] [--scale N,N]
+//                                  [--recovery N] [--backend sqlite,postgres] [--no-floor]
 
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem, type } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { floorLatency, floorRecovery, floorScale, floorSmoke, floorUpdates } from "./floor/scenarios.js";
+import { FloorStack } from "./floor/stack.js";
+import { measureFsync } from "./lib/fsync.js";
+import { issue15Targets, ratioRows, times } from "./lib/ratios.js";
 import { renderMarkdown, type Results } from "./lib/report.js";
 import { machineBusyPercent, ROOT, sampleMachine } from "./lib/proc.js";
 import { Stack } from "./lib/stack.js";
 import type { Context } from "./scenarios/common.js";
 import { fleetScenario } from "./scenarios/fleet.js";
 import { latencyScenario } from "./scenarios/latency.js";
+import { PROBE_SHAPE, probeScenario } from "./scenarios/probe.js";
 import { recoveryScenario } from "./scenarios/recovery.js";
 import { scaleScenario } from "./scenarios/scale.js";
 import { sizeScenario } from "./scenarios/size.js";
 
-const SCENARIOS = ["latency", "fleet", "scale", "recovery", "size"] as const;
+const SCENARIOS = ["latency", "probe", "fleet", "scale", "recovery", "size"] as const;
 
 const { values } = parseArgs({
   options: {
@@ -30,6 +38,8 @@ const { values } = parseArgs({
     "cpu-prof": { type: "boolean" },
     "fleet-sandboxes": { type: "string" },
     "fleet-ops": { type: "string" },
+    "probe-ops": { type: "string" },
+    "no-floor": { type: "boolean" },
     scale: { type: "string" },
     recovery: { type: "string" },
     backend: { type: "string" },
@@ -41,6 +51,7 @@ for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw n
 const backends = (values.backend ?? "sqlite,postgres").split(",").map((b) => b.trim()) as ("sqlite" | "postgres")[];
 for (const b of backends) if (b !== "sqlite" && b !== "postgres") throw new Error(`--backend: unknown backend ${b} (sqlite, postgres)`);
 const int = (v: string | undefined, d: number) => (v === undefined ? d : Number.parseInt(v, 10));
+const withFloor = values["no-floor"] !== true;
 
 const plan = {
   latency: full ? { n: 1000, warmup: 50 } : { n: 200, warmup: 20 },
@@ -53,7 +64,8 @@ const plan = {
     clients: full ? 4 : 2,
     loopsPerClient: full ? 32 : 25,
   },
-  scale: (values.scale ?? (full ? "1000,5000,10000" : "1000")).split(",").map(Number),
+  probe: { ops: int(values["probe-ops"], full ? 5000 : 2000) },
+  scale: (values.scale ?? (full ? "2500,10000" : "2500")).split(",").map(Number),
   recovery: int(values.recovery, full ? 10_000 : 1000),
 };
 
@@ -90,12 +102,24 @@ const results: Results = {
     load: [],
   },
   latency: [],
+  probe: [],
   fleet: [],
   scale: [],
   recovery: [],
+  floor: { scale: [], recovery: [] },
   profiles: [],
   failures: [],
 };
+
+// Console: each ratio once, as soon as both sides of it are in.
+const printed = new Set<string>();
+function sayRatios(): void {
+  for (const row of ratioRows(results)) {
+    if (printed.has(row.measure)) continue;
+    printed.add(row.measure);
+    say(`  ${times(row.ratio).padStart(6)} floor  ${row.measure}: ours ${row.ours}, floor ${row.floor}${row.busy ? ` (machine busy ${row.busy})` : ""}`);
+  }
+}
 
 function write(): void {
   mkdirSync(resultsDir, { recursive: true });
@@ -121,20 +145,46 @@ async function step(name: string, fn: () => Promise<void> | void): Promise<void>
   }
   results.meta.load.push({ step: name, loadAvg1, machineBusyPercent: machineBusyPercent(m0, sampleMachine()) });
   write();
+  sayRatios();
 }
 
 async function main(): Promise<void> {
   say(`benchmarks (${results.meta.mode}) on ${results.meta.cores} cores, Node ${process.version}`);
+  if (withFloor) {
+    // The floor stack must work before any ratio to it means anything.
+    await step("floor/smoke", async () => {
+      results.floor.smoke = await floorSmoke(ctx);
+      say(`floor/smoke: ${results.floor.smoke.updates} waited updates, all applied and matched`);
+    });
+  }
   if (only.has("latency")) {
+    results.fsyncMs = measureFsync();
     await step("latency/sqlite + polling", async () => {
       const r = await latencyScenario(ctx, "sqlite", { ...plan.latency, poll: plan.poll });
       results.latency.push(r.latency);
       if (r.polling) results.polling = r.polling;
     });
+    if (withFloor) {
+      await step("latency/floor", async () => {
+        results.floor.latency = await floorLatency(ctx, plan.latency);
+      });
+    }
     if (backends.includes("postgres")) {
       await step("latency/postgres", async () => {
         results.latency.push((await latencyScenario(ctx, "postgres", plan.latency)).latency);
       });
+    }
+  }
+  if (only.has("probe")) {
+    for (const backend of backends) {
+      await step(`probe/${backend}`, async () => {
+        results.probe.push(await probeScenario(ctx, backend, plan.probe.ops));
+      });
+      if (withFloor && !results.floor.probe) {
+        await step("probe/floor", async () => {
+          results.floor.probe = await floorUpdates(ctx, "probe/floor", { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmup: true });
+        });
+      }
     }
   }
   if (only.has("fleet")) {
@@ -142,6 +192,12 @@ async function main(): Promise<void> {
       await step(`fleet/${backend}`, async () => {
         results.fleet.push(await fleetScenario(ctx, backend, plan.fleet));
       });
+      if (withFloor && !results.floor.fleet) {
+        await step("fleet/floor", async () => {
+          const { sandboxes, supervisors, clients, loopsPerClient, ops } = plan.fleet;
+          results.floor.fleet = await floorUpdates(ctx, "fleet/floor", { sandboxes, supervisors, clients, loopsPerClient, ops, warmup: false });
+        });
+      }
     }
     if (values["cpu-prof"]) {
       for (const backend of backends) {
@@ -169,6 +225,11 @@ async function main(): Promise<void> {
         if (r.atOnceError) results.meta.notes.push(`Scale ${sessions}: the at-once bootstrap fell short (${r.atOnceReached} READY): ${r.atOnceError}.`);
         if (r.error) throw new Error(`reached ${r.reached} of ${sessions} sessions: ${r.error}`);
       });
+      if (withFloor) {
+        await step(`scale/${sessions}/floor`, async () => {
+          results.floor.scale.push(await floorScale(ctx, sessions, { idleMs: 10_000 }));
+        });
+      }
     }
   }
   if (only.has("recovery")) {
@@ -177,6 +238,11 @@ async function main(): Promise<void> {
       results.recovery.push(r);
       if (r.error) throw new Error(`stuck: ${r.error}`);
     });
+    if (withFloor) {
+      await step("recovery/floor", async () => {
+        results.floor.recovery.push(await floorRecovery(ctx, plan.recovery));
+      });
+    }
   }
   if (only.has("size")) {
     await step("size", () => {
@@ -184,6 +250,13 @@ async function main(): Promise<void> {
     });
   }
   write();
+  const rows = ratioRows(results);
+  if (rows.length > 0) {
+    say("ours ÷ floor (same run, back to back):");
+    for (const row of rows) console.log(`  ${times(row.ratio).padStart(6)}  ${row.measure}: ours ${row.ours}, floor ${row.floor}`);
+    say("targets of the performance issue (reported, not enforced):");
+    for (const t of issue15Targets(results)) console.log(`  ${t.verdict.padEnd(7)}  ${t.measure}: ${t.now} (target ${t.target})`);
+  }
   say(`wrote bench/results/latest.md and latest.json${results.failures.length > 0 ? `; ${results.failures.length} FAILURE(S)` : ""}`);
 }
 
@@ -191,7 +264,7 @@ async function main(): Promise<void> {
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     say(`${signal}: stopping`);
-    void Promise.allSettled([...Stack.live].map((s) => s.stop())).then(() => process.exit(130));
+    void Promise.allSettled([...[...Stack.live].map((s) => s.stop()), ...[...FloorStack.live].map((s) => s.stop())]).then(() => process.exit(130));
   });
 }
 

@@ -37,6 +37,8 @@ export interface FloorScaleResult {
   readonly supervisorProcesses: number;
   /** Supervisor processes spawned → every sandbox READY, seen by paging ListSandboxes like the real scale run. */
   readonly bootstrapMs: number;
+  /** CPU ms per session until all were READY (as ScaleResult.bootstrapCpuMsPerSession). */
+  readonly bootstrapCpuMsPerSession: { readonly gateway: number; readonly supervisors: number };
   readonly rssBeforeMb: number;
   readonly rssAfterMb: number;
   readonly rssPerSessionKb: number;
@@ -49,6 +51,8 @@ export interface FloorRecoveryResult {
   readonly startToListeningMs: number;
   /** Gateway spawned → every session re-opened and bootstrapped (supervisors started when it listened). */
   readonly startToAllReadyMs: number;
+  /** CPU ms per session until then: the gateway's (start-up included) and the supervisor processes'. */
+  readonly cpuMsPerSession: { readonly gateway: number; readonly supervisors: number };
 }
 
 const PER_PROCESS = 2_500;
@@ -160,9 +164,13 @@ export async function floorScale(ctx: Context, sessions: number, o: { idleMs: nu
     await sleep(1000);
     const base = stack.gatewaySample();
     ctx.say(`scale/${sessions}/floor: ${sessions} sessions from ${groups.length} floor supervisor process(es) started at once`);
+    let g0 = stack.gatewaySample();
     const { results, goAt } = await stack.runTogether([{ kind: "ready", count: sessions, intervalMs: sessions > 2000 ? 250 : 100, timeoutMs: Math.max(90_000, sessions * 15) }], () => {
+      g0 = stack.gatewaySample();
       for (const g of groups) stack.startSupervisor(g);
     });
+    const g1 = stack.gatewaySample();
+    const sup = stack.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
     const bootstrapMs = results[0]!.readyAt - goAt;
     // The same wait as the real run before its memory sample (2 s settle + the idle window).
     await sleep(2000 + o.idleMs);
@@ -171,6 +179,7 @@ export async function floorScale(ctx: Context, sessions: number, o: { idleMs: nu
       sessions,
       supervisorProcesses: groups.length,
       bootstrapMs: Math.round(bootstrapMs),
+      bootstrapCpuMsPerSession: { gateway: round((g1.cpuMs - g0.cpuMs) / sessions, 3), supervisors: round(sup / sessions, 3) },
       rssBeforeMb: mb(base.rssBytes),
       rssAfterMb: mb(held.rssBytes),
       rssPerSessionKb: round((held.rssBytes - base.rssBytes) / 1024 / sessions),
@@ -184,11 +193,13 @@ export async function floorRecovery(ctx: Context, sessions: number): Promise<Flo
   ctx.say(`recovery/floor: gateway start → ${sessions} sessions re-opened and bootstrapped (floor)`);
   return withFloor("recovery/floor", sessions, async (stack) => {
     await stack.bootstrap(groups, 600_000);
+    const startToAllReadyMs = Math.round(performance.now() - stack.gateway.spawnedAt);
     return {
       sessions,
       supervisorProcesses: groups.length,
       startToListeningMs: Math.round(stack.gatewayStartMs),
-      startToAllReadyMs: Math.round(performance.now() - stack.gateway.spawnedAt),
+      startToAllReadyMs,
+      cpuMsPerSession: { gateway: round(stack.gatewaySample().cpuMs / sessions, 3), supervisors: round(stack.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0) / sessions, 3) },
     };
   });
 }

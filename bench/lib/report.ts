@@ -1,12 +1,15 @@
 // The results document (latest.json) and its markdown rendering (latest.md), with the targets
 // of the benchmark issue reported against, never enforced.
 
+import type { FloorLatencyResult, FloorRecoveryResult, FloorScaleResult, FloorUpdatesResult } from "../floor/scenarios.js";
 import type { FleetScenarioResult } from "../scenarios/fleet.js";
+import type { ProbeResult } from "../scenarios/probe.js";
 import type { LatencyResult, PollingResult } from "../scenarios/latency.js";
 import type { RecoveryResult } from "../scenarios/recovery.js";
 import type { ScaleResult } from "../scenarios/scale.js";
 import type { SizeResult } from "../scenarios/size.js";
 import type { ProfileEntry } from "./profile.js";
+import { issue15Targets, ratioRows, times } from "./ratios.js";
 import type { Summary } from "./stats.js";
 
 export interface Results {
@@ -26,10 +29,24 @@ export interface Results {
   };
   latency: LatencyResult[];
   polling?: PollingResult;
+  /** The probe shape (32 waited updates in flight on 64 sandboxes, one supervisor and one client process), per backend. */
+  probe: ProbeResult[];
   fleet: FleetScenarioResult[];
   scale: ScaleResult[];
   recovery: RecoveryResult[];
   size?: SizeResult;
+  /** The floor (bench/floor), run back to back with each real scenario. */
+  floor: {
+    /** The floor stack's self-check (64 sessions, 600 waited updates, 20 sequential). */
+    smoke?: { updates: number; perSec: number };
+    latency?: FloorLatencyResult;
+    probe?: FloorUpdatesResult;
+    fleet?: FloorUpdatesResult;
+    scale: FloorScaleResult[];
+    recovery: FloorRecoveryResult[];
+  };
+  /** One fsync where the SQLite databases live (the "two fsyncs" of the latency target). */
+  fsyncMs?: Summary;
   /** `--cpu-prof`: the gateway's top self time during a separate, profiled fleet run per backend. */
   profiles: { backend: string; operations: number; completedPerSec: number; top: ProfileEntry[] }[];
   failures: string[];
@@ -132,15 +149,53 @@ export function renderMarkdown(r: Results): string {
     "",
   ];
   if (r.failures.length > 0) parts.push("## FAILURES", "", ...r.failures.map((f) => `- ${f}`), "");
-  parts.push("## Targets (reported, not enforced)", "", table(["", "target", "measured", ""], targets(r).map((t) => [t.what, t.target, t.measured, t.verdict])), "");
+  const ratios = ratioRows(r);
+  if (ratios.length > 0) {
+    parts.push(
+      "## Ours ÷ floor (measured back to back in this run)",
+      "",
+      "The floor (`bench/floor/`) is the same processes and messages on the same libraries (connect-node, protobuf-es; gRPC over h2c, no compression) doing nothing else: a gateway that pushes each update's policy to the sandbox's stream and answers when the result is back, a supervisor that answers at once, clients without the SDK. No storage, validation, logging, metrics or auth. Above 1× means ours takes more time, CPU or memory; for updates/s, below 1× means ours completes fewer. Machine busy: whole-machine CPU during the step of ours / of the floor (other work on the machine skews both).",
+      "",
+      table(["measure", "ours ÷ floor", "ours", "floor", "machine busy"], ratios.map((x) => [x.measure, `**${times(x.ratio)}**`, x.ours, x.floor, x.busy ?? ""])),
+      "",
+      "## Targets of the performance issue (ratios to the floor; reported, never enforced)",
+      "",
+      table(["measure", "now", "target", ""], issue15Targets(r).map((t) => [t.measure, t.now, t.target, t.verdict])),
+      "",
+    );
+  }
+  parts.push("## Absolute targets of the benchmark issue (reported, not enforced)", "", table(["", "target", "measured", ""], targets(r).map((t) => [t.what, t.target, t.measured, t.verdict])), "");
   if (r.latency.length > 0) {
     parts.push(
       "## 1. Latency: one sandbox, sequential updates (SDK, gRPC h2c), ms",
       "",
       table(
         ["backend", "updates", "commit p50", "p95", "p99", "commit→applied p50", "p95", "p99", "gateway-side p50", "p99"],
-        r.latency.map((l) => [l.backend, l.updates, ...pct(l.commitMs), ...pct(l.waitedMs), ms(l.serverMs.p50), ms(l.serverMs.p99)]),
+        [
+          ...r.latency.map((l) => [l.backend, l.updates, ...pct(l.commitMs), ...pct(l.waitedMs), ms(l.serverMs.p50), ms(l.serverMs.p99)]),
+          ...(r.floor.latency ? [["floor", r.floor.latency.updates, "–", "–", "–", ...pct(r.floor.latency.waitedMs), "–", "–"]] : []),
+        ],
       ),
+      "",
+      ...(r.fsyncMs ? [`One fsync (4 KiB appended) on the file system of the SQLite databases: p50 ${ms(r.fsyncMs.p50)} ms, p95 ${ms(r.fsyncMs.p95)} ms.`, ""] : []),
+    );
+  }
+  if (r.probe.length > 0 || r.floor.probe) {
+    const fp = r.floor.probe;
+    parts.push(
+      "## Probe shape: 32 waited policy updates in flight on 64 sandboxes (one supervisor process, one client process)",
+      "",
+      table(
+        ["", "ops", "updates/s", "p50 ms", "p95", "p99", "CPU ms/update: gateway", "supervisor", "client", "store calls/update", "transactions", "COMMITs", "PostgreSQL queries/update", "machine busy"],
+        [
+          ...r.probe.map((p) => [p.backend, n(p.operations), n(p.completedPerSec), ...pct(p.latencyMs), p.cpuMsPerOp.gateway, p.cpuMsPerOp.supervisors, p.cpuMsPerOp.clients, p.store.calls, p.store.transactions, p.store.commits, p.pgQueriesPerOp ?? "–", `${Math.round(p.machineBusyPercent)}%`]),
+          ...(fp ? [["floor", n(fp.operations), n(fp.completedPerSec), ...pct(fp.latencyMs), fp.cpuMsPerOp.gateway, fp.cpuMsPerOp.supervisors, fp.cpuMsPerOp.clients, "–", "–", "–", "–", `${Math.round(fp.machineBusyPercent)}%`]] : []),
+        ],
+      ),
+      "",
+      "One untimed warm-up update per sandbox first. CPU = utime + stime from /proc over the timed part (the client's own process.cpuUsage). Store calls count the calls on the store (a transaction counts once; the calls inside it are not timed separately): " +
+        r.probe.map((p) => `${p.backend} ${Object.entries(p.store.byCall).map(([k, v]) => `${k} ${v}`).join(", ")}`).join("; ") +
+        ". PostgreSQL queries are counted in the gateway's pg client (bench/lib/pg-count.mjs).",
       "",
     );
   }
@@ -171,8 +226,13 @@ export function renderMarkdown(r: Results): string {
       "",
       ...r.fleet.map(
         (f) =>
-          `- ${f.backend}: kinds ${JSON.stringify(f.byKind)}; final states ${JSON.stringify(f.byState)}; CPU during the run (% of one core): gateway ${f.cpuPercent.gateway}, supervisors ${f.cpuPercent.supervisors}, clients ${f.cpuPercent.clients}, everything else on the machine (the PostgreSQL server, other work) ${f.cpuPercent.rest}; bootstrap of ${n(f.sandboxes)} sandboxes ${ms(f.bootstrapMs)} ms`,
+          `- ${f.backend}: kinds ${JSON.stringify(f.byKind)}; final states ${JSON.stringify(f.byState)}; CPU during the run (% of one core): gateway ${f.cpuPercent.gateway}, supervisors ${f.cpuPercent.supervisors}, clients ${f.cpuPercent.clients}, everything else on the machine (the PostgreSQL server, other work) ${f.cpuPercent.rest}${f.cpuMsPerOp ? `; CPU ms per operation: gateway ${f.cpuMsPerOp.gateway}, supervisors ${f.cpuMsPerOp.supervisors}, clients ${f.cpuMsPerOp.clients}` : ""}; bootstrap of ${n(f.sandboxes)} sandboxes ${ms(f.bootstrapMs)} ms`,
       ),
+      ...(r.floor.fleet
+        ? [
+            `- floor, the same shape (${n(r.floor.fleet.sandboxes)} sandboxes on ${r.floor.fleet.supervisorProcesses} supervisor processes, ${r.floor.fleet.clientProcesses} clients × ${r.floor.fleet.concurrency / r.floor.fleet.clientProcesses} loops, ${n(r.floor.fleet.operations)} waited updates, policy updates only: the floor has no settings, validation or supersession): ${n(r.floor.fleet.completedPerSec)}/s, p50 ${ms(r.floor.fleet.latencyMs.p50)} ms, p99 ${ms(r.floor.fleet.latencyMs.p99)} ms; CPU ms per operation: gateway ${r.floor.fleet.cpuMsPerOp.gateway}, supervisors ${r.floor.fleet.cpuMsPerOp.supervisors}, clients ${r.floor.fleet.cpuMsPerOp.clients}; gateway peak RSS ${r.floor.fleet.gatewayPeakRssMb} MiB`,
+          ]
+        : []),
       "",
     );
   }
@@ -198,6 +258,8 @@ export function renderMarkdown(r: Results): string {
       ),
       "",
       "Each supervisor process hosts up to 2,500 sandboxes over one HTTP/2 connection. Heartbeats: the gateway's default interval (15 s), both directions. RSS before = the gateway with every sandbox created and no session; peak RSS = VmHWM of the gateway process holding the sessions (after a ramped start, of the restarted process).",
+      ...r.scale.filter((s) => s.bootstrapCpuMsPerSession).map((s) => `- ${n(s.sessions)} at once, CPU per session until all were READY: gateway ${s.bootstrapCpuMsPerSession!.gateway} ms (the READY watcher's ListSandboxes included), supervisor processes ${s.bootstrapCpuMsPerSession!.supervisors} ms (their start-up included)`),
+      ...r.floor.scale.map((f) => `- floor, ${n(f.sessions)} sessions from ${f.supervisorProcesses} floor supervisor process(es) at once: all READY in ${secs(f.bootstrapMs)} (the same ListSandboxes paging); CPU per session gateway ${f.bootstrapCpuMsPerSession.gateway} ms, supervisors ${f.bootstrapCpuMsPerSession.supervisors} ms; gateway RSS ${f.rssBeforeMb} → ${f.rssAfterMb} MiB = ${f.rssPerSessionKb} kB per session (sampled after the same wait as ours)`),
       ...r.scale.filter((s) => s.atOnceError).map((s) => `- ${n(s.sessions)} at once: ${s.atOnceError}`),
       ...r.scale.filter((s) => s.reconnects).map((s) => `- ${n(s.sessions)} at once, session streams that ended and reconnected: ${reasons(s.reconnects!)}`),
       "",
@@ -220,14 +282,27 @@ export function renderMarkdown(r: Results): string {
         ]),
       ),
       "",
-      ...r.recovery.map((x) => `- ${x.backend}: pending after the restart (s → count): ${x.progress.map(([t, c]) => `${t} → ${n(c)}`).join(", ") || "none left at the first look"}${Object.keys(x.reconnects).length > 0 ? `; session streams that ended and reconnected: ${reasons(x.reconnects)}` : ""}`),
+      ...r.recovery.map((x) => `- ${x.backend}: ${x.cpuMsPerOp ? `CPU per pending operation until all were terminal: gateway ${x.cpuMsPerOp.gateway} ms (its start-up included), supervisors ${x.cpuMsPerOp.supervisors} ms; ` : ""}pending after the restart (s → count): ${x.progress.map(([t, c]) => `${t} → ${n(c)}`).join(", ") || "none left at the first look"}${Object.keys(x.reconnects).length > 0 ? `; session streams that ended and reconnected: ${reasons(x.reconnects)}` : ""}`),
       "",
       "The supervisor processes start when the restarted gateway answers /healthz (their own start-up, about a second, is inside the figure; reconnect backoff is not). Restart = spawning the new gateway process, which includes Node + tsx start-up and opening the store.",
+      ...r.floor.recovery.map((f) => `- floor: a new floor gateway spawned → listening ${ms(f.startToListeningMs)} ms → ${n(f.sessions)} sessions from ${f.supervisorProcesses} floor supervisor process(es) (started when it listened) re-opened and bootstrapped: ${ms(f.startToAllReadyMs)} ms after the spawn; CPU per session gateway ${f.cpuMsPerSession.gateway} ms, supervisors ${f.cpuMsPerSession.supervisors} ms`),
       "",
     );
   }
   if (r.size) {
-    parts.push("## 6. Browser bundle (size-limit, brotli)", "", table(["entry", "size", "limit", ""], r.size.entries.map((e) => [e.name, `${(e.bytes / 1000).toFixed(1)} kB`, `${(e.limitBytes / 1000).toFixed(1)} kB`, e.passed ? "ok" : "over"])), "");
+    const wf = r.size.floor;
+    parts.push(
+      "## 6. Browser bundle (size-limit, brotli)",
+      "",
+      table(["entry", "size", "limit", ""], r.size.entries.map((e) => [e.name, `${(e.bytes / 1000).toFixed(1)} kB`, `${(e.limitBytes / 1000).toFixed(1)} kB`, e.passed ? "ok" : "over"])),
+      "",
+      ...(wf
+        ? [
+            `connect-web's own floor, bundled the same way as ours (esbuild, minified, brotli): the same five methods (src/rpc.ts) over connect-web's Connect transport ${(wf.floorBytes / 1000).toFixed(1)} kB; createConfigClient ${(wf.oursBytes / 1000).toFixed(1)} kB: ${((wf.oursBytes - wf.floorBytes) / 1000).toFixed(1)} kB above the floor (${times(wf.oursBytes / wf.floorBytes)}).`,
+            "",
+          ]
+        : []),
+    );
   }
   for (const p of r.profiles) {
     parts.push(

@@ -6,7 +6,8 @@
 // backoff ceiling: 250 ms doubling to 30 s, full jitter). Measured: restart → no operation
 // pending; then every operation is read back and must be applied.
 
-import { sleep, type Child } from "../lib/proc.js";
+import { sampleProc, sleep, type Child } from "../lib/proc.js";
+import { round } from "../lib/stats.js";
 import { groupNames, Stack, type Backend } from "../lib/stack.js";
 import { bootstrapAll, createAll, groupsFor, verify, type Context } from "./common.js";
 
@@ -21,6 +22,8 @@ export interface RecoveryResult {
   /** Supervisor processes started (when the gateway became healthy) → no operation pending. */
   readonly supervisorsToAllTerminalMs: number;
   readonly byState: Record<string, number>;
+  /** CPU ms until all were terminal, per pending operation: the new gateway's (start-up included) and the supervisor processes'. */
+  readonly cpuMsPerOp?: { readonly gateway: number; readonly supervisors: number };
   /** Pending operations every 5 s after the restart (s, pending). */
   readonly progress: [number, number][];
   /** Session streams that ended and were reconnected after the restart, by reason. */
@@ -74,6 +77,9 @@ export async function recoveryScenario(ctx: Context, backend: Backend, pending: 
     }
     const restartToAllTerminalMs = performance.now() - gateway.spawnedAt;
     const supervisorsToAllTerminalMs = performance.now() - supervisorsAt;
+    const cpuMsPerOp = error
+      ? undefined
+      : { gateway: round(sampleProc(gateway.pid).cpuMs / pending, 3), supervisors: round(supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0) / pending, 3) };
     const common = {
       backend,
       pending,
@@ -91,6 +97,7 @@ export async function recoveryScenario(ctx: Context, backend: Backend, pending: 
       ...common,
       restartToAllTerminalMs: Math.round(restartToAllTerminalMs),
       supervisorsToAllTerminalMs: Math.round(supervisorsToAllTerminalMs),
+      ...(cpuMsPerOp ? { cpuMsPerOp } : {}),
       byState: check.byState,
     };
   } catch (err) {

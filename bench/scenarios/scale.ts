@@ -6,7 +6,7 @@
 // state before the attempt and the sessions are connected again one supervisor process at a
 // time (ramped), so memory and heartbeat cost are still measured at the full size.
 
-import { cpuPercent, sleep } from "../lib/proc.js";
+import { cpuPercent, sampleProc, sleep } from "../lib/proc.js";
 import { Stack } from "../lib/stack.js";
 import { mb, round } from "../lib/stats.js";
 import { bootstrapAll, createAll, groupsFor, type Context } from "./common.js";
@@ -24,6 +24,12 @@ export interface ScaleResult {
   readonly atOnceReached?: number;
   /** Session streams that ended and were reconnected during the at-once start, by reason. */
   readonly reconnects?: Record<string, number>;
+  /**
+   * CPU ms per session of the at-once bootstrap: the gateway's (from just before the supervisors'
+   * spawn until all were READY, the READY watcher's ListSandboxes included) and the supervisor
+   * processes' (their whole life until then, start-up included).
+   */
+  readonly bootstrapCpuMsPerSession?: { readonly gateway: number; readonly supervisors: number };
   /** Ramped instead (one supervisor process at a time): spawn of the first → all READY. */
   readonly rampedMs?: number;
   readonly rssBeforeMb: number;
@@ -54,10 +60,16 @@ export async function scaleScenario(ctx: Context, sessions: number, o: { idleMs:
     let base = stack.gatewaySample();
     ctx.say(`scale: ${sessions} sessions from ${groups.length} supervisor process(es) started at once`);
     let bootstrapMs: number | undefined;
+    let bootstrapCpu: ScaleResult["bootstrapCpuMsPerSession"];
     let atOnce: { atOnceError: string; atOnceReached: number } | undefined;
     let rampedMs: number | undefined;
     try {
-      bootstrapMs = Math.round((await bootstrapAll(stack, groups, Math.max(90_000, sessions * 15))).ms);
+      const g0 = stack.gatewaySample();
+      const b = await bootstrapAll(stack, groups, Math.max(90_000, sessions * 15));
+      const g1 = stack.gatewaySample();
+      const sup = b.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
+      bootstrapMs = Math.round(b.ms);
+      bootstrapCpu = { gateway: round((g1.cpuMs - g0.cpuMs) / sessions, 3), supervisors: round(sup / sessions, 3) };
     } catch (err) {
       atOnce = { atOnceError: firstLine(err), atOnceReached: Number(/only (\d+) of/.exec(firstLine(err))?.[1] ?? NaN) };
       ctx.say(`scale/${sessions}: at once: ${atOnce.atOnceError}`);
@@ -95,6 +107,7 @@ export async function scaleScenario(ctx: Context, sessions: number, o: { idleMs:
       ...common,
       ...(atOnce ?? {}),
       ...(rampedMs !== undefined ? { rampedMs } : {}),
+      ...(bootstrapCpu ? { bootstrapCpuMsPerSession: bootstrapCpu } : {}),
       reached: sessions,
       createMs,
       bootstrapMs,
