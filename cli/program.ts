@@ -272,7 +272,7 @@ export function buildProgram(version: string, onRun: (spec: CommandSpec, args: s
     if (o.flags === "--version") program.version(`openshell-config ${version}`, o.flags, o.help);
     else program.option(o.flags, o.help);
   }
-  program.addHelpText("after", '\nRun "openshell-config <command> --help" for a command\'s options and exit statuses.');
+  program.addHelpText("after", '\nRun "openshell-config <command> --help" for its options and exit statuses.');
   const groups = new Map<string, Command>();
   for (const spec of COMMANDS) {
     const [group, verb] = spec.name.split(" ") as [string, string | undefined];

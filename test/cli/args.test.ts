@@ -140,6 +140,7 @@ describe("command-line parsing", () => {
   it("lists every command in the program's --help, and each command's --help has its options, the global ones and fits 80 columns", () => {
     const main = helpOf(["--help"]);
     for (const c of COMMANDS) expect(main).toMatch(new RegExp(`^  ${c.name}\\b`, "m"));
+    for (const line of main.split("\n")) expect(line.length, `--help: ${line}`).toBeLessThanOrEqual(80);
     for (const c of COMMANDS) {
       const text = helpOf([...c.name.split(" "), "--help"]);
       expect(text).toMatch(new RegExp(`^Usage: openshell-config ${c.name} `));
