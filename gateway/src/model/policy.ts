@@ -21,18 +21,42 @@ import {
 /** Upstream limit on middlewares per policy. */
 const MAX_MIDDLEWARES = 10;
 
-/** SHA-256 over canonical (key-sorted) proto-JSON: equal policies hash equally whatever their map order. */
-export function policyHash(policy: SandboxPolicy): string {
-  const json = toJson(SandboxPolicySchema, policy, { alwaysEmitImplicit: false });
-  return createHash("sha256").update(canonicalJson(json)).digest("hex");
+/**
+ * SHA-256 over canonical (key-sorted) proto-JSON: equal policies hash equally whatever their map
+ * order. `canonical`, when given, is `canonicalPolicyJson(policy)` already computed.
+ */
+export function policyHash(policy: SandboxPolicy, canonical?: string): string {
+  return createHash("sha256").update(canonical ?? canonicalPolicyJson(policy)).digest("hex");
 }
 
-/** JSON text with object keys sorted at every level. */
-export function canonicalJson(value: JsonValue): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+/** The canonical proto-JSON text that `policyHash` hashes. */
+export function canonicalPolicyJson(policy: SandboxPolicy): string {
+  return canonicalJson(toJson(SandboxPolicySchema, policy, { alwaysEmitImplicit: false }));
+}
+
+/**
+ * JSON text with object keys sorted at every level. `raw` maps objects of `value` to text
+ * already canonical, written in their place.
+ */
+export function canonicalJson(value: JsonValue, raw?: ReadonlyMap<object, string>): string {
+  if (Array.isArray(value)) {
+    let s = "[";
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) s += ",";
+      s += canonicalJson(value[i]!, raw);
+    }
+    return s + "]";
+  }
   if (value !== null && typeof value === "object") {
+    const text = raw?.get(value);
+    if (text !== undefined) return text;
     const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, JsonValue>)[k]!)}`).join(",")}}`;
+    let s = "{";
+    for (let i = 0; i < keys.length; i++) {
+      if (i > 0) s += ",";
+      s += `${JSON.stringify(keys[i])}:${canonicalJson((value as Record<string, JsonValue>)[keys[i]!]!, raw)}`;
+    }
+    return s + "}";
   }
   return JSON.stringify(value);
 }

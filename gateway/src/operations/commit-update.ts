@@ -16,6 +16,7 @@ import {
   SandboxSpecSchema,
   SettingValueSchema,
   UpdateConfigResponseSchema,
+  type SandboxPolicy,
   type UpdateConfigRequest,
   type UpdateConfigResponse,
 } from "openshell-config/raw";
@@ -61,6 +62,8 @@ export async function commitSandboxUpdate(
   req: UpdateConfigRequest,
   fingerprint: string,
   desired?: DesiredCache,
+  /** `canonicalPolicyJson(req.policy)`, when the caller has it. */
+  policyJson?: string,
 ): Promise<CommitResult> {
   return store.transaction(async (tx) => {
     let sb = await tx.sandboxByName(workspace, req.sandbox);
@@ -86,7 +89,7 @@ export async function commitSandboxUpdate(
     }
 
     const dimension = dimensionOf(req);
-    const change = dimension === "policy" ? await changePolicy(tx, sb, req) : await changeSetting(tx, sb, req);
+    const change = dimension === "policy" ? await changePolicy(tx, sb, req, policyJson) : await changeSetting(tx, sb, req);
     const annotations = { ...sb.annotations, ...req.annotations };
     const annotationsChanged = !sameMap(annotations, sb.annotations);
     if (change.changed || annotationsChanged) {
@@ -159,21 +162,38 @@ export async function commitSandboxUpdate(
   });
 }
 
+/** Decoded create-time policies by sandbox id, with the spec bytes they came from. */
+const createTimePolicies = new Map<string, { readonly spec: Uint8Array; readonly policy: SandboxPolicy }>();
+const MAX_CREATE_TIME_POLICIES = 1024;
+
+/**
+ * The policy `sb` was created with (what static fields are checked against), decoded once per
+ * spec: kept by sandbox id and used only while the row's spec bytes are the same.
+ */
+function createTimePolicy(sb: SandboxRecord): SandboxPolicy {
+  const kept = createTimePolicies.get(sb.id);
+  if (kept && kept.spec.length === sb.spec.length && Buffer.compare(kept.spec, sb.spec) === 0) return kept.policy;
+  const policy = fromBinary(SandboxSpecSchema, sb.spec).policy ?? create(SandboxPolicySchema);
+  createTimePolicies.delete(sb.id);
+  createTimePolicies.set(sb.id, { spec: sb.spec.slice(), policy });
+  if (createTimePolicies.size > MAX_CREATE_TIME_POLICIES) createTimePolicies.delete(createTimePolicies.keys().next().value!);
+  return policy;
+}
+
 interface Change {
   changed: boolean;
   deleted: boolean;
   patch: { policyVersion?: number; policyHash?: string; settingsRevision?: bigint };
 }
 
-async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRequest): Promise<Change> {
+async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRequest, policyJson: string | undefined): Promise<Change> {
   const latest = await tx.latestPolicyRevision(sb.id);
   // The latest policy is decoded only when merge operations apply to it.
   const next =
     req.policy ?? applyMergeOperations(latest ? fromBinary(SandboxPolicySchema, latest.policy) : create(SandboxPolicySchema), req.mergeOperations);
   validatePolicy(next);
-  const createTime = fromBinary(SandboxSpecSchema, sb.spec).policy ?? create(SandboxPolicySchema);
-  checkStaticFields(next, createTime);
-  const hash = policyHash(next);
+  checkStaticFields(next, createTimePolicy(sb));
+  const hash = next === req.policy && policyJson !== undefined ? policyHash(next, policyJson) : policyHash(next);
   if (latest && latest.hash === hash && sameMap(latest.provenance, req.annotations)) {
     return { changed: false, deleted: false, patch: {} };
   }

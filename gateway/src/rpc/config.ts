@@ -3,7 +3,7 @@
 // idempotency keys safe.
 
 import { createHash } from "node:crypto";
-import { clone, toJson } from "@bufbuild/protobuf";
+import { clone, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import {
   ConfigUpdateWaitMode,
@@ -12,7 +12,7 @@ import {
   type UpdateConfigRequest,
   type UpdateConfigResponse,
 } from "openshell-config/raw";
-import { canonicalJson } from "../model/policy.js";
+import { canonicalJson, canonicalPolicyJson } from "../model/policy.js";
 import { toOperation } from "../model/convert.js";
 import { commitSandboxUpdate } from "../operations/commit-update.js";
 import { commitGlobalUpdate } from "../operations/commit-global.js";
@@ -76,9 +76,27 @@ export function validateUpdate(req: UpdateConfigRequest): void {
 
 /** SHA-256 of the canonical request without the fields a retry may change (wait settings, request_id). */
 export function requestFingerprint(req: UpdateConfigRequest): string {
+  return fingerprintOf(req).fingerprint;
+}
+
+/**
+ * `requestFingerprint`, and the policy's canonical JSON it contains (what `policyHash` hashes),
+ * so that the commit need not write the policy as JSON a second time.
+ */
+function fingerprintOf(req: UpdateConfigRequest): { fingerprint: string; policyJson: string | undefined } {
   // A shallow copy is enough: toJson only reads it (a deep clone would copy the whole policy).
-  const c: UpdateConfigRequest = { ...req, waitMode: ConfigUpdateWaitMode.UNSPECIFIED, waitTimeout: undefined, requestId: "" };
-  return createHash("sha256").update(canonicalJson(toJson(UpdateConfigRequestSchema, c))).digest("hex");
+  // The policy is written on its own: its JSON is the same nested as alone.
+  const c: UpdateConfigRequest = { ...req, waitMode: ConfigUpdateWaitMode.UNSPECIFIED, waitTimeout: undefined, requestId: "", policy: undefined };
+  const json = toJson(UpdateConfigRequestSchema, c) as JsonObject;
+  let raw: Map<object, string> | undefined;
+  let policyJson: string | undefined;
+  if (req.policy) {
+    policyJson = canonicalPolicyJson(req.policy);
+    const slot = {};
+    json.policy = slot;
+    raw = new Map([[slot, policyJson]]);
+  }
+  return { fingerprint: createHash("sha256").update(canonicalJson(json, raw)).digest("hex"), policyJson };
 }
 
 function waitMs(req: UpdateConfigRequest, deps: GatewayDeps): number {
@@ -102,7 +120,8 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
   const workspace = singleWorkspace(req.workspaceScope);
   assertWorkspace(principal, workspace, `sandbox "${req.sandbox}"`);
 
-  const result = await commitSandboxUpdate(deps.store, workspace, req, requestFingerprint(req), deps.desired);
+  const { fingerprint, policyJson } = fingerprintOf(req);
+  const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, deps.desired, policyJson);
   deps.transitions.announce(result.touched);
   deps.publish(result.sandbox.id);
   deps.logger.info(

@@ -85,3 +85,71 @@ function isOneof(v: unknown): v is { case: string; value: unknown } {
 function join(path: string, field: string): string {
   return path === "" ? field : `${path}.${field}`;
 }
+
+/** More than any one value adds to a binary encoding besides its own bytes (tag and length, 5 each at most). */
+const FIELD_OVERHEAD = 16;
+
+/**
+ * One walk over a request message for what the RPC edge checks: whether any text contains
+ * U+0000, and an upper bound on the size of its binary encoding. The bound counts every field
+ * the message object holds, set or not, each string at 3 bytes per UTF-16 unit, each number at a
+ * full varint, unknown fields at their bytes, plus FIELD_OVERHEAD per value: never less than
+ * `toBinary(...).length`, so a message under the limit by this bound needs no encoding to tell.
+ */
+export function scanRequest(value: unknown): { readonly nul: boolean; readonly sizeBound: number } {
+  const state = { nul: false, size: 0 };
+  scan(value, 0, state);
+  return { nul: state.nul, sizeBound: state.size };
+}
+
+function scan(value: unknown, depth: number, st: { nul: boolean; size: number }): void {
+  st.size += FIELD_OVERHEAD;
+  switch (typeof value) {
+    case "string":
+      st.size += 3 * value.length;
+      if (!st.nul && value.includes("\u0000")) st.nul = true;
+      return;
+    case "number":
+    case "bigint":
+    case "boolean":
+      st.size += 10;
+      return;
+    case "object":
+      break;
+    default:
+      return;
+  }
+  if (value === null) return;
+  if (value instanceof Uint8Array) {
+    st.size += value.length;
+    return;
+  }
+  if (depth > MAX_DEPTH) {
+    // Deeper than any walk here goes: no bound, the caller encodes it to know.
+    st.size = Infinity;
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) scan(value[i], depth + 1, st);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  const isMessage = typeof record.$typeName === "string";
+  for (const key in record) {
+    if (!Object.prototype.hasOwnProperty.call(record, key)) continue;
+    if (key === "$typeName") continue;
+    const v = record[key];
+    if (key === "$unknown" && isMessage) {
+      // Unknown fields are written back as they came: their bytes count, not as text.
+      if (Array.isArray(v)) for (const u of v as { data?: unknown }[]) scan(u?.data, depth + 1, st);
+      continue;
+    }
+    if (!isMessage) {
+      // A map entry (or a oneof's case/value pair): the key is caller text too.
+      // (10 more: an integer key "-1" is a 10-byte varint.)
+      st.size += FIELD_OVERHEAD + 10 + 3 * key.length;
+      if (!st.nul && key.includes("\u0000")) st.nul = true;
+    }
+    scan(v, depth + 1, st);
+  }
+}

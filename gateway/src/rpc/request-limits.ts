@@ -7,7 +7,7 @@ import { toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ConfigUpdateWaitMode, type UpdateConfigRequest } from "openshell-config/raw";
 import { principalKey } from "../auth/interceptor.js";
-import { findNulText } from "./nul-text.js";
+import { findNulText, scanRequest } from "./nul-text.js";
 
 export interface RequestLimits {
   /** Largest request message, in bytes of its binary encoding. */
@@ -118,9 +118,13 @@ export function createRequestLimitsInterceptor(limits: RequestLimits = DEFAULT_R
   const slots = createWaiterSlots(limits.maxWaitersPerCaller);
   return (next) => async (req) => {
     const checkSize = (message: unknown) => {
-      const size = toBinary(req.method.input, message as never).byteLength;
-      if (size > limits.maxMessageBytes) throw tooLarge(size, limits.maxMessageBytes);
-      const nul = findNulText(message);
+      // One walk finds NUL text and bounds the size; only a message the bound cannot clear is encoded to measure it.
+      const scan = scanRequest(message);
+      if (scan.sizeBound > limits.maxMessageBytes) {
+        const size = toBinary(req.method.input, message as never).byteLength;
+        if (size > limits.maxMessageBytes) throw tooLarge(size, limits.maxMessageBytes);
+      }
+      const nul = scan.nul ? findNulText(message) : undefined;
       if (nul) throw new ConnectError(`${nul} must not contain NUL characters (U+0000)`, Code.InvalidArgument);
     };
     const principal = req.contextValues.get(principalKey);
