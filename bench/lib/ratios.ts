@@ -33,6 +33,19 @@ function busyOf(r: Results, ours: string, floor: string): string | undefined {
   return a && b ? `${Math.round(a.machineBusyPercent)}% / ${Math.round(b.machineBusyPercent)}%` : undefined;
 }
 
+type Cpu = { readonly gateway: number; readonly supervisors: number; readonly clients: number };
+
+/**
+ * Gateway + supervisors + clients: what one update costs the machine. With every core busy, the
+ * updates/s ratio tends to the inverse of this one; it moves far less with other work on the
+ * machine than updates/s do.
+ */
+function totalCpu(shape: string, ours: Cpu, floor: Cpu): RatioRow {
+  const a = ours.gateway + ours.supervisors + ours.clients;
+  const b = floor.gateway + floor.supervisors + floor.clients;
+  return { measure: `All processes' CPU per update (gateway + supervisor + client), ${shape}`, ratio: div(a, b), ours: `${fmt(a)} ms`, floor: `${fmt(b)} ms` };
+}
+
 export function ratioRows(r: Results): RatioRow[] {
   const f = r.floor;
   const rows: RatioRow[] = [];
@@ -46,6 +59,7 @@ export function ratioRows(r: Results): RatioRow[] {
     push({ measure: `Gateway CPU per update, ${shape}`, ratio: div(p.cpuMsPerOp.gateway, f.probe.cpuMsPerOp.gateway), ours: `${fmt(p.cpuMsPerOp.gateway)} ms`, floor: `${fmt(f.probe.cpuMsPerOp.gateway)} ms` });
     push({ measure: `Supervisor CPU per update, ${shape}`, ratio: div(p.cpuMsPerOp.supervisors, f.probe.cpuMsPerOp.supervisors), ours: `${fmt(p.cpuMsPerOp.supervisors)} ms`, floor: `${fmt(f.probe.cpuMsPerOp.supervisors)} ms` });
     push({ measure: `Client (SDK) CPU per update, ${shape}`, ratio: div(p.cpuMsPerOp.clients, f.probe.cpuMsPerOp.clients), ours: `${fmt(p.cpuMsPerOp.clients)} ms`, floor: `${fmt(f.probe.cpuMsPerOp.clients)} ms` });
+    push(totalCpu(shape, p.cpuMsPerOp, f.probe.cpuMsPerOp));
   }
   for (const x of r.fleet) {
     if (!f.fleet) break;
@@ -56,6 +70,7 @@ export function ratioRows(r: Results): RatioRow[] {
       push({ measure: `Gateway CPU per update, ${shape}`, ratio: div(x.cpuMsPerOp.gateway, f.fleet.cpuMsPerOp.gateway), ours: `${fmt(x.cpuMsPerOp.gateway)} ms`, floor: `${fmt(f.fleet.cpuMsPerOp.gateway)} ms` });
       push({ measure: `Supervisor CPU per update, ${shape}`, ratio: div(x.cpuMsPerOp.supervisors, f.fleet.cpuMsPerOp.supervisors), ours: `${fmt(x.cpuMsPerOp.supervisors)} ms`, floor: `${fmt(f.fleet.cpuMsPerOp.supervisors)} ms` });
       push({ measure: `Client (SDK) CPU per update, ${shape}`, ratio: div(x.cpuMsPerOp.clients, f.fleet.cpuMsPerOp.clients), ours: `${fmt(x.cpuMsPerOp.clients)} ms`, floor: `${fmt(f.fleet.cpuMsPerOp.clients)} ms` });
+      push(totalCpu(shape, x.cpuMsPerOp, f.fleet.cpuMsPerOp));
     }
   }
   for (const l of r.latency) {
@@ -112,9 +127,16 @@ export function issue15Targets(r: Results): Issue15Target[] {
     fleetSql && f.fleet ? { what: "fleet", v: div(fleetSql.completedPerSec, f.fleet.completedPerSec) } : undefined,
     probeSql && f.probe ? { what: "probe", v: div(probeSql.completedPerSec, f.probe.completedPerSec) } : undefined,
   ].filter((x) => x !== undefined);
+  const sum = (c: Cpu) => c.gateway + c.supervisors + c.clients;
+  const cpuAll = [
+    fleetSql?.cpuMsPerOp && f.fleet ? `fleet ${times(div(sum(fleetSql.cpuMsPerOp), sum(f.fleet.cpuMsPerOp)))}` : undefined,
+    probeSql && f.probe ? `probe ${times(div(sum(probeSql.cpuMsPerOp), sum(f.probe.cpuMsPerOp)))}` : undefined,
+  ].filter((x) => x !== undefined);
   out.push({
     measure: "Waited updates/s (SQLite), fleet and probe shapes",
-    now: tput.length === 0 ? "–" : tput.map((t) => `${t.what} ${times(t.v)}`).join(", "),
+    now:
+      (tput.length === 0 ? "–" : tput.map((t) => `${t.what} ${times(t.v)}`).join(", ")) +
+      (cpuAll.length === 0 ? "" : ` (CPU per update of all processes, which updates/s follow on a saturated machine: ${cpuAll.join(", ")})`),
     target: "≥ 0.8× floor",
     verdict: verdict(all(tput.map((t) => t.v), (x) => x >= 0.8)),
   });
@@ -149,7 +171,8 @@ export function issue15Targets(r: Results): Issue15Target[] {
     measure: "Sessions: open → all READY, 2,500 and 10,000",
     now: boots.length === 0 ? "–" : boots.map((p, i) => `${n(p.x.sessions)}: ${times(bootRatios[i])}`).join(", "),
     target: "≤ 1.5×",
-    verdict: verdict(targetSizes ? all(bootRatios, (x) => x <= 1.5) : undefined),
+    // Any measured size over the bound is "not met"; all within it counts only with both sizes.
+    verdict: bootRatios.some((x) => x === undefined || x > 1.5) ? "not met" : verdict(targetSizes ? all(bootRatios, (x) => x <= 1.5) : undefined),
   });
   const mem = boots.map((p) => div(p.x.rssPerSessionKb, p.fl!.rssPerSessionKb));
   out.push({
