@@ -14,8 +14,8 @@
 // - Nothing is filled from a read inside a transaction (it may see writes that never commit):
 //   only from reads outside one, which see committed, durable state.
 
-import { toBinary } from "@bufbuild/protobuf";
-import { SandboxConfigSnapshotSchema, type ConfigSnapshotRevision, type SandboxConfigSnapshot } from "openshell-config/raw";
+import type { ConfigSnapshotRevision, SandboxConfigSnapshot, SandboxPolicy } from "openshell-config/raw";
+import { scanRequest } from "../rpc/nul-text.js";
 import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, Store } from "../store/store.js";
 import { revisionFromParts, snapshotFromParts, type Reader } from "../model/snapshot.js";
 import { revisionBytes, sandboxFingerprint, sandboxRevision } from "./revisions.js";
@@ -35,8 +35,8 @@ export interface DesiredSnapshot {
   /** `revision` encoded, as an operation's target stores it. */
   readonly revisionBytes: Uint8Array;
   readonly fingerprint: string;
-  /** Encoded size of `snap` (undefined: not measured). */
-  readonly bytes: number | undefined;
+  /** At least the encoded size of `snap` (undefined: not measured). */
+  readonly sizeBound: number | undefined;
 }
 
 interface Entry extends DesiredSnapshot {
@@ -54,6 +54,11 @@ export interface DesiredCache {
   snapshot(sb: SandboxRecord, keep?: boolean): Promise<DesiredSnapshot>;
   /** The exact revision of `sb`'s snapshot, read through `reader` (a transaction may be open) where nothing kept applies. */
   revision(reader: Reader & Pick<Store, "listPolicyRevisions" | "globalSettingsRevision">, sb: SandboxRecord): Promise<ConfigSnapshotRevision>;
+  /**
+   * A sandbox policy revision this gateway has just committed (durably), with the policy it
+   * encodes: the next snapshot of that revision needs neither read nor decoding.
+   */
+  committedPolicy(record: PolicyRevisionRecord, policy: SandboxPolicy): void;
   /** A global policy or setting was committed here, or another replica said so. */
   invalidateGlobal(): void;
   /** The sandbox is gone. */
@@ -83,6 +88,8 @@ function keyOf(sb: SandboxRecord, g: Globals): string {
 /** `shared`: other gateways write to the same database (replicas). */
 export function createDesiredCache(store: Store, options: { readonly shared: boolean }): DesiredCache {
   const entries = new Map<string, Entry>();
+  /** Policy revisions committed here and not yet built into a snapshot, by sandbox id. */
+  const seeds = new Map<string, { readonly record: PolicyRevisionRecord; readonly policy: SandboxPolicy }>();
   let globals: Globals | undefined;
   /** Bumped by every invalidation: a read that started before one must not be kept. */
   let generation = 0;
@@ -119,8 +126,18 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       const sandboxSettings =
         kept && kept.settingsRevision === sb.settingsRevision && kept.sandboxSettings !== undefined ? kept.sandboxSettings : await store.settings(sb.id);
       const global = g.policyVersion > 0 ? g.policy : undefined;
-      const own = global === undefined && sb.policyVersion > 0 ? await store.policyRevision(sb.id, sb.policyVersion) : undefined;
-      const snap = snapshotFromParts(sb, { global, own, sandboxSettings, globalSettings: g.settings }, g.policyVersion);
+      let own: PolicyRevisionRecord | undefined;
+      let decoded: SandboxPolicy | undefined;
+      if (global === undefined && sb.policyVersion > 0) {
+        const seed = seeds.get(sb.id);
+        if (seed && seed.record.version === sb.policyVersion && seed.record.hash === sb.policyHash) {
+          own = seed.record;
+          decoded = seed.policy;
+        } else {
+          own = await store.policyRevision(sb.id, sb.policyVersion);
+        }
+      }
+      const snap = snapshotFromParts(sb, { global, own, sandboxSettings, globalSettings: g.settings }, g.policyVersion, decoded);
       const revision = sandboxRevision(snap);
       const entry: Entry = {
         key,
@@ -131,10 +148,15 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
         revision,
         revisionBytes: revisionBytes(revision),
         fingerprint: sandboxFingerprint(snap),
-        bytes: toBinary(SandboxConfigSnapshotSchema, snap).length,
+        // A bound, not the size: encoding the snapshot here only to measure it would cost as
+        // much as the encoding that sends it.
+        sizeBound: scanRequest(snap).sizeBound,
       };
       // Kept only if nothing was invalidated while it was read.
-      if (keep && gen === generation) remember(sb.id, entry);
+      if (keep && gen === generation) {
+        remember(sb.id, entry);
+        if (decoded) seeds.delete(sb.id);
+      }
       return entry;
     },
     async revision(reader, sb) {
@@ -150,12 +172,19 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       const sandboxSettings = kept && kept.settingsRevision === sb.settingsRevision ? kept.sandboxSettings : await reader.settings(sb.id);
       return revisionFromParts(sb, g.policyVersion > 0 ? g.policy : undefined, sandboxSettings, g.settings, g.policyVersion);
     },
+    committedPolicy(record, policy) {
+      if (record.sandboxId === "") return;
+      seeds.delete(record.sandboxId);
+      seeds.set(record.sandboxId, { record, policy });
+      if (seeds.size > MAX_ENTRIES) seeds.delete(seeds.keys().next().value!);
+    },
     invalidateGlobal() {
       generation++;
       globals = undefined;
     },
     forget(sandboxId) {
       entries.delete(sandboxId);
+      seeds.delete(sandboxId);
     },
   };
 }

@@ -125,13 +125,13 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   }
 
   /**
-   * Pushes `msg` unless it is over the size bound. `payloadBytes`, the encoded size of the
-   * snapshot it carries when known, spares encoding the message only to measure it: a
+   * Pushes `msg` unless it is over the size bound. `payloadBound`, at least the encoded size of
+   * the snapshot it carries when known, spares encoding the message only to measure it: a
    * configUpdate's own fields (update id, sequence, tags and lengths) add well under
    * ENVELOPE_BOUND bytes.
    */
-  function send(msg: GatewayMessage, payloadBytes?: number): boolean {
-    if (payloadBytes === undefined || payloadBytes + ENVELOPE_BOUND > options.maxMessageBytes) {
+  function send(msg: GatewayMessage, payloadBound?: number): boolean {
+    if (payloadBound === undefined || payloadBound + ENVELOPE_BOUND > options.maxMessageBytes) {
       const size = toBinary(GatewayMessageSchema, msg).length;
       if (size > options.maxMessageBytes) return false;
     }
@@ -147,7 +147,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     } else {
       const snap = await buildSnapshot(deps.store, sb, await globalPolicyVersion(deps));
       const revision = sandboxRevision(snap);
-      desired = { snap, revision, revisionBytes: revisionBytes(revision), fingerprint: sandboxFingerprint(snap), bytes: undefined };
+      desired = { snap, revision, revisionBytes: revisionBytes(revision), fingerprint: sandboxFingerprint(snap), sizeBound: undefined };
     }
     const provider = await buildProviderSnapshot(deps.store, sb, desired.snap);
     return { desired, provider };
@@ -199,7 +199,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
         const msg = create(GatewayMessageSchema, {
           payload: { case: "configUpdate", value: { updateId: f.updateId, componentSequence: f.sequence, component: { case: "sandboxConfig", value: snap } } },
         });
-        if (!send(msg, desired.bytes)) {
+        if (!send(msg, desired.sizeBound)) {
           clearTimeout(f.timer);
           slots.sandbox.inflight = undefined;
           await failOversized(revision, toBinary(GatewayMessageSchema, msg).length);

@@ -105,15 +105,19 @@ export async function buildSnapshot(reader: Reader, sb: SandboxRecord, globalPol
   return snapshotFromParts(sb, await readParts(reader, sb, globalPolicyVersion), globalPolicyVersion);
 }
 
-/** Builds the snapshot from parts already read. */
-export function snapshotFromParts(sb: SandboxRecord, parts: SnapshotParts, globalPolicyVersion: number): SandboxConfigSnapshot {
+/**
+ * Builds the snapshot from parts already read. `ownPolicy`, when given, is `parts.own`'s policy
+ * already decoded (used only when no global policy is in force).
+ */
+export function snapshotFromParts(sb: SandboxRecord, parts: SnapshotParts, globalPolicyVersion: number, ownPolicy?: SandboxPolicy): SandboxConfigSnapshot {
   const d = desiredOf(parts);
   const settings: Record<string, EffectiveSetting> = {};
   for (const [key, s] of d.settings) {
     settings[key] = { $typeName: "openshell.sandbox.v1.EffectiveSetting", value: fromBinary(SettingValueSchema, s.value), scope: s.scope };
   }
   const policyHash = d.policyRev?.hash ?? "";
-  const policy = d.policyRev ? fromBinary(SandboxPolicySchema, d.policyRev.policy) : create(SandboxPolicySchema);
+  const policy =
+    ownPolicy && !d.global && d.policyRev ? ownPolicy : d.policyRev ? fromBinary(SandboxPolicySchema, d.policyRev.policy) : create(SandboxPolicySchema);
   return create(SandboxConfigSnapshotSchema, {
     policy,
     supervisorMiddlewareServices: middlewareServices(policy),

@@ -20,7 +20,7 @@ import {
   type UpdateConfigRequest,
   type UpdateConfigResponse,
 } from "openshell-config/raw";
-import type { Dimension, OperationRecord, SandboxRecord, StoreTx, Store } from "../store/store.js";
+import type { Dimension, OperationRecord, PolicyRevisionRecord, SandboxRecord, StoreTx, Store } from "../store/store.js";
 import { applyMergeOperations, checkStaticFields, policyHash, validatePolicy } from "../model/policy.js";
 import { initialState, SUPERSEDED_ERROR } from "./states.js";
 import { currentRevision } from "../model/snapshot.js";
@@ -40,6 +40,8 @@ export interface CommitResult {
   readonly changed: boolean;
   /** Operations this commit created or resolved, to announce once it is durable. */
   readonly touched: OperationRecord[];
+  /** The policy revision this commit stored, with the policy it encodes. */
+  readonly policy?: { readonly record: PolicyRevisionRecord; readonly decoded: SandboxPolicy } | undefined;
 }
 
 export function dimensionOf(req: UpdateConfigRequest): Dimension {
@@ -158,7 +160,7 @@ export async function commitSandboxUpdate(
         createdAt: now,
       });
     }
-    return { response, operation, sandbox: sb, replayed: false, changed: change.changed, touched };
+    return { response, operation, sandbox: sb, replayed: false, changed: change.changed, touched, policy: change.policy };
   });
 }
 
@@ -184,6 +186,7 @@ interface Change {
   changed: boolean;
   deleted: boolean;
   patch: { policyVersion?: number; policyHash?: string; settingsRevision?: bigint };
+  policy?: { readonly record: PolicyRevisionRecord; readonly decoded: SandboxPolicy };
 }
 
 async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRequest, policyJson: string | undefined): Promise<Change> {
@@ -198,7 +201,7 @@ async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigReq
     return { changed: false, deleted: false, patch: {} };
   }
   const version = (latest?.version ?? 0) + 1;
-  await tx.insertPolicyRevision({
+  const record: PolicyRevisionRecord = {
     sandboxId: sb.id,
     version,
     policy: toBinary(SandboxPolicySchema, next),
@@ -208,8 +211,9 @@ async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigReq
     createdAt: new Date(),
     loadedAt: undefined,
     provenance: { ...req.annotations },
-  });
-  return { changed: true, deleted: false, patch: { policyVersion: version, policyHash: hash } };
+  };
+  await tx.insertPolicyRevision(record);
+  return { changed: true, deleted: false, patch: { policyVersion: version, policyHash: hash }, policy: { record, decoded: next } };
 }
 
 async function changeSetting(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRequest): Promise<Change> {

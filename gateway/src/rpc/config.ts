@@ -122,6 +122,8 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
 
   const { fingerprint, policyJson } = fingerprintOf(req);
   const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, deps.desired, policyJson);
+  // Durable now: the next snapshot of this revision may use the policy as committed.
+  if (result.policy) deps.desired?.committedPolicy(result.policy.record, result.policy.decoded);
   deps.transitions.announce(result.touched);
   deps.publish(result.sandbox.id);
   deps.logger.info(
