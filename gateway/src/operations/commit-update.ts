@@ -63,10 +63,15 @@ export async function commitSandboxUpdate(
   workspace: string,
   req: UpdateConfigRequest,
   fingerprint: string,
-  desired?: DesiredCache,
-  /** `canonicalPolicyJson(req.policy)`, when the caller has it. */
-  policyJson?: string,
+  options: {
+    readonly desired?: DesiredCache | undefined;
+    /** `canonicalPolicyJson(req.policy)`, when the caller has it. */
+    readonly policyJson?: string | undefined;
+    /** The id a new operation gets (a caller listening to it before the commit); random otherwise. */
+    readonly operationId?: string | undefined;
+  } = {},
 ): Promise<CommitResult> {
+  const { desired, policyJson } = options;
   return store.transaction(async (tx) => {
     let sb = await tx.sandboxByName(workspace, req.sandbox);
     if (!sb) throw new ConnectError(`sandbox "${req.sandbox}" not found`, Code.NotFound);
@@ -122,7 +127,7 @@ export async function commitSandboxUpdate(
         ? undefined
         : revisionBytes(desired ? await desired.revision(store, sb) : await currentRevision(store, sb, await globalPolicyVersion({ store })));
     const operation: OperationRecord = {
-      id: randomUUID(),
+      id: options.operationId ?? randomUUID(),
       sandboxId: sb.id,
       workspace: sb.workspace,
       dimension,

@@ -7,12 +7,33 @@ import type { OperationRecord, Store } from "../store/store.js";
 import type { OperationBus } from "./bus.js";
 import { isTerminalState } from "./states.js";
 
+/**
+ * Listening to an operation from before the commit that creates it (`Waiters.listen`): a wait
+ * that starts from it already knows the row, so it need not read it.
+ */
+export interface WaitStart {
+  readonly id: string;
+  /** Stops listening (idempotent); a wait that started from this one stops it itself. */
+  close(): void;
+}
+
+interface WaitStartState extends WaitStart {
+  /** The first terminal row heard before a wait started. */
+  heard: OperationRecord | undefined;
+  /** Set by the wait that started from this one. */
+  wake: ((op: OperationRecord) => void) | undefined;
+}
+
 export interface Waiters {
   /**
    * Resolves with the terminal row, or throws DEADLINE_EXCEEDED (with `operation-id`
    * metadata) after `timeoutMs`, CANCELED when `signal` aborts, UNAVAILABLE on shutdown.
+   * `from`: the wait continues `start`, which listened since before `current` (the row as
+   * committed) was stored, so every later transition was heard and no read is needed.
    */
-  waitFor(id: string, timeoutMs: number, signal: AbortSignal): Promise<OperationRecord>;
+  waitFor(id: string, timeoutMs: number, signal: AbortSignal, from?: { start: WaitStart; current: OperationRecord }): Promise<OperationRecord>;
+  /** Starts listening to operation `id` before it is committed (see WaitStart). */
+  listen(id: string): WaitStart;
   /** Number of waits in progress. */
   readonly active: number;
   /** Ends every wait with UNAVAILABLE and refuses new ones. */
@@ -43,8 +64,26 @@ export function createWaiters(store: Store, bus: OperationBus): Waiters {
       others.add(end);
       return () => others.delete(end);
     },
-    async waitFor(id, timeoutMs, signal) {
-      if (closed) throw new ConnectError("gateway is shutting down", Code.Unavailable);
+    listen(id) {
+      const state: WaitStartState = {
+        id,
+        heard: undefined,
+        wake: undefined,
+        close: () => unsubscribe(),
+      };
+      const unsubscribe = bus.onOperation(id, (op) => {
+        if (!isTerminalState(op.state)) return;
+        if (state.wake) state.wake(op);
+        else state.heard ??= op;
+      });
+      return state;
+    },
+    async waitFor(id, timeoutMs, signal, from) {
+      const start = from && from.start.id === id ? (from.start as WaitStartState) : undefined;
+      if (closed) {
+        start?.close();
+        throw new ConnectError("gateway is shutting down", Code.Unavailable);
+      }
       let wake!: (op: OperationRecord) => void;
       let fail!: (err: Error) => void;
       const done = new Promise<OperationRecord>((resolve, reject) => {
@@ -56,9 +95,15 @@ export function createWaiters(store: Store, bus: OperationBus): Waiters {
       // would end the process). `await done` below still sees the failure.
       done.catch(() => undefined);
       // Subscribe before reading, so a transition between the read and the subscription is not missed.
-      const unsubscribe = bus.onOperation(id, (op) => {
-        if (isTerminalState(op.state)) wake(op);
-      });
+      let unsubscribe: () => void;
+      if (start) {
+        start.wake = (op) => wake(op);
+        unsubscribe = () => start.close();
+      } else {
+        unsubscribe = bus.onOperation(id, (op) => {
+          if (isTerminalState(op.state)) wake(op);
+        });
+      }
       const timer = setTimeout(
         () => fail(new ConnectError(`timed out waiting for update operation ${id}`, Code.DeadlineExceeded, { "operation-id": id })),
         timeoutMs,
@@ -67,7 +112,7 @@ export function createWaiters(store: Store, bus: OperationBus): Waiters {
       signal.addEventListener("abort", onAbort, { once: true });
       ending.add(fail);
       try {
-        const current = await store.operation(id);
+        const current = start ? (start.heard ?? from!.current) : await store.operation(id);
         if (!current) throw new ConnectError("update operation not found", Code.NotFound);
         if (isTerminalState(current.state)) return current;
         if (signal.aborted) onAbort();

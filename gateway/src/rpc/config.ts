@@ -2,7 +2,7 @@
 // exact operation without holding any transaction. Also the request fingerprint that makes
 // idempotency keys safe.
 
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { clone, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import {
@@ -19,6 +19,7 @@ import { commitGlobalUpdate } from "../operations/commit-global.js";
 import { isTerminalState } from "../operations/states.js";
 import { assertWorkspace, requireAdmin, requirePlatformAdmin, singleWorkspace } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
+import type { WaitStart } from "../operations/waiters.js";
 
 const MAX_KEY_BYTES = 256;
 /**
@@ -121,7 +122,27 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
   assertWorkspace(principal, workspace, `sandbox "${req.sandbox}"`);
 
   const { fingerprint, policyJson } = fingerprintOf(req);
-  const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, deps.desired, policyJson);
+  // A waited update listens to its operation before committing it: the wait then needs no read.
+  const waits = req.waitMode === ConfigUpdateWaitMode.WAIT_FOR_COMPLETION;
+  const start = waits ? deps.waiters.listen(randomUUID()) : undefined;
+  try {
+    return await commitAndWait(deps, req, ctx, principal.name, workspace, fingerprint, policyJson, start);
+  } finally {
+    start?.close();
+  }
+}
+
+async function commitAndWait(
+  deps: GatewayDeps,
+  req: UpdateConfigRequest,
+  ctx: HandlerContext,
+  principal: string,
+  workspace: string,
+  fingerprint: string,
+  policyJson: string | undefined,
+  start: WaitStart | undefined,
+): Promise<UpdateConfigResponse> {
+  const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, { desired: deps.desired, policyJson, operationId: start?.id });
   // Durable now: the next snapshot of this revision may use the policy as committed.
   if (result.policy) deps.desired?.committedPolicy(result.policy.record, result.policy.decoded);
   deps.transitions.announce(result.touched);
@@ -133,7 +154,7 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
       operationId: result.operation.id,
       replayed: result.replayed,
       changed: result.changed,
-      principal: principal.name,
+      principal,
     },
     result.replayed ? "update replayed" : "update committed",
   );
@@ -142,7 +163,9 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
   if (req.waitMode === ConfigUpdateWaitMode.WAIT_FOR_COMPLETION && !isTerminalState(operation.state)) {
     const started = performance.now();
     try {
-      operation = await deps.waiters.waitFor(operation.id, waitMs(req, deps), ctx.signal);
+      // A replay answers with an earlier operation, which `start` did not listen to.
+      const from = start && operation.id === start.id ? { start, current: operation } : undefined;
+      operation = await deps.waiters.waitFor(operation.id, waitMs(req, deps), ctx.signal, from);
     } finally {
       deps.observeWait((performance.now() - started) / 1000);
     }
