@@ -180,6 +180,22 @@ export function renderMarkdown(r: Results): string {
       ...(r.fsyncMs ? [`One fsync (4 KiB appended) on the file system of the SQLite databases: p50 ${ms(r.fsyncMs.p50)} ms, p95 ${ms(r.fsyncMs.p95)} ms.`, ""] : []),
     );
   }
+  if (r.polling) {
+    const p = r.polling;
+    const push = r.latency.find((l) => l.backend === "sqlite");
+    const ratio = (s: Summary) => (push ? `${Math.round(s.p50 / push.waitedMs.p50)}×` : "–");
+    const rows: (string | number)[][] = [[`measured, supervisor polls every ${p.supervisorIntervalMs / 1000} s`, p.updates, ...pct(p.measuredMs), ratio(p.measuredMs)]];
+    if (p.expectedAt10sMs) rows.push(["expected at the upstream default 10 s (model)", "–", ...pct(p.expectedAt10sMs), ratio(p.expectedAt10sMs)]);
+    parts.push(
+      "## 2. Polling baseline (SQLite): commit → LOADED seen by a client polling GetSandboxPolicyStatus every 1 s, ms",
+      "",
+      table(["", "updates", "p50", "p95", "p99", "p50 ÷ push p50"], rows),
+      "",
+      `Supervisor share (revision created → reported loaded): p50 ${ms(p.supervisorMs.p50)} ms, p99 ${ms(p.supervisorMs.p99)} ms.` +
+        (p.expectedAt10sMs ? " The 10 s row is a model, not a measurement: the change lands at a uniformly random point of the 10 s poll cycle (plus the measured push p50 for the apply), then waits for the client's next 1 s poll." : ""),
+      "",
+    );
+  }
   if (r.probe.length > 0 || r.floor.probe) {
     const fp = r.floor.probe;
     parts.push(
@@ -196,22 +212,6 @@ export function renderMarkdown(r: Results): string {
       "One untimed warm-up update per sandbox first. CPU = utime + stime from /proc over the timed part (the client's own process.cpuUsage). Store calls count the calls on the store (a transaction counts once; the calls inside it are not timed separately): " +
         r.probe.map((p) => `${p.backend} ${Object.entries(p.store.byCall).map(([k, v]) => `${k} ${v}`).join(", ")}`).join("; ") +
         ". PostgreSQL queries are counted in the gateway's pg client (bench/lib/pg-count.mjs).",
-      "",
-    );
-  }
-  if (r.polling) {
-    const p = r.polling;
-    const push = r.latency.find((l) => l.backend === "sqlite");
-    const ratio = (s: Summary) => (push ? `${Math.round(s.p50 / push.waitedMs.p50)}×` : "–");
-    const rows: (string | number)[][] = [[`measured, supervisor polls every ${p.supervisorIntervalMs / 1000} s`, p.updates, ...pct(p.measuredMs), ratio(p.measuredMs)]];
-    if (p.expectedAt10sMs) rows.push(["expected at the upstream default 10 s (model)", "–", ...pct(p.expectedAt10sMs), ratio(p.expectedAt10sMs)]);
-    parts.push(
-      "## 2. Polling baseline (SQLite): commit → LOADED seen by a client polling GetSandboxPolicyStatus every 1 s, ms",
-      "",
-      table(["", "updates", "p50", "p95", "p99", "p50 ÷ push p50"], rows),
-      "",
-      `Supervisor share (revision created → reported loaded): p50 ${ms(p.supervisorMs.p50)} ms, p99 ${ms(p.supervisorMs.p99)} ms.` +
-        (p.expectedAt10sMs ? " The 10 s row is a model, not a measurement: the change lands at a uniformly random point of the 10 s poll cycle (plus the measured push p50 for the apply), then waits for the client's next 1 s poll." : ""),
       "",
     );
   }
