@@ -32,8 +32,9 @@ function hasNul(value: unknown, depth: number): boolean {
   }
   const record = value as Record<string, unknown>;
   const isMessage = typeof record.$typeName === "string";
-  for (const key in record) {
-    if (!Object.prototype.hasOwnProperty.call(record, key)) continue;
+  const keys = Object.keys(record);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     if (key === "$typeName" || key === "$unknown") continue;
     const v = record[key];
     if (isMessage) {
@@ -135,8 +136,9 @@ function scan(value: unknown, depth: number, st: { nul: boolean; size: number })
   }
   const record = value as Record<string, unknown>;
   const isMessage = typeof record.$typeName === "string";
-  for (const key in record) {
-    if (!Object.prototype.hasOwnProperty.call(record, key)) continue;
+  const keys = Object.keys(record);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     if (key === "$typeName") continue;
     const v = record[key];
     if (key === "$unknown" && isMessage) {

@@ -188,10 +188,26 @@ const TX_METHODS: Record<keyof import("./store.js").StoreTx, true> = {
  * refuses calls after the transaction ended and maps driver errors. Both backends share it.
  */
 export function guardedTx(queries: object, guard: <T>(call: () => T | Promise<T>) => Promise<T>): import("./store.js").StoreTx {
-  const tx: Record<string, unknown> = {};
+  // The methods live on one prototype per `queries` (a transaction is opened per request; its
+  // own object holds only the guard).
+  const tx = Object.create(txPrototype(queries)) as { [GUARD]: typeof guard };
+  tx[GUARD] = guard;
+  return tx as unknown as import("./store.js").StoreTx;
+}
+
+const GUARD = Symbol("guard");
+const prototypes = new WeakMap<object, object>();
+
+function txPrototype(queries: object): object {
+  let proto = prototypes.get(queries);
+  if (proto) return proto;
+  const p: Record<string, unknown> = {};
   const q = queries as Record<string, (...args: unknown[]) => unknown>;
   for (const name of Object.keys(TX_METHODS)) {
-    tx[name] = (...args: unknown[]) => guard(() => q[name]!.apply(queries, args));
+    p[name] = function (this: { [GUARD]: <T>(call: () => T | Promise<T>) => Promise<T> }, ...args: unknown[]) {
+      return this[GUARD](() => q[name]!.apply(queries, args));
+    };
   }
-  return tx as unknown as import("./store.js").StoreTx;
+  prototypes.set(queries, (proto = p));
+  return proto;
 }
