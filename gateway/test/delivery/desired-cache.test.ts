@@ -1,0 +1,107 @@
+// The desired-state cache (delivery/desired-cache.ts) against the store it stands in front of:
+// after every kind of commit, what it hands out equals a snapshot built from the store, alone on
+// the database (the global part invalidated by our own commits) and shared with other writers
+// (the global versions re-read on every use); and nothing a transaction wrote is kept from inside
+// it, so a rolled-back write never shows.
+
+import { describe, expect, it } from "vitest";
+import { create, equals, toBinary } from "@bufbuild/protobuf";
+import { ConfigSnapshotRevisionSchema, SandboxConfigSnapshotSchema, SandboxPolicySchema, SettingValueSchema } from "openshell-config/raw";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { SandboxRecord, Store } from "../../src/store/store.js";
+import { createDesiredCache } from "../../src/delivery/desired-cache.js";
+import { buildSnapshot, currentRevision } from "../../src/model/snapshot.js";
+import { globalPolicyVersion } from "../../src/rpc/sandbox-config.js";
+import { policyRevision, sandbox } from "../store/store-fixtures.js";
+
+const policyBytes = (host: string) =>
+  toBinary(SandboxPolicySchema, create(SandboxPolicySchema, { networkPolicies: { r: { name: "r", endpoints: [{ host, ports: [443] }] } } }));
+const value = (s: string) => toBinary(SettingValueSchema, create(SettingValueSchema, { value: { case: "stringValue", value: s } }));
+
+async function setup() {
+  const store = openSqliteStore(":memory:");
+  const sb = sandbox({ policyVersion: 1, policyHash: "sha256:v1", settingsRevision: 0n, providers: [] });
+  await store.transaction(async (tx) => {
+    await tx.insertSandbox(sb);
+    await tx.insertPolicyRevision(policyRevision(sb.id, 1, { policy: policyBytes("one.example.com") }));
+  });
+  return { store, id: sb.id };
+}
+
+async function expectFresh(store: Store, cache: ReturnType<typeof createDesiredCache>, id: string) {
+  const sb = (await store.sandboxById(id))!;
+  const fromStore = await buildSnapshot(store, sb, await globalPolicyVersion({ store }));
+  const kept = await cache.snapshot(sb);
+  expect(equals(SandboxConfigSnapshotSchema, kept.snap, fromStore)).toBe(true);
+  expect(toBinary(ConfigSnapshotRevisionSchema, kept.revision)).toEqual(kept.revisionBytes);
+  expect(kept.sizeBound).toBeGreaterThanOrEqual(toBinary(SandboxConfigSnapshotSchema, fromStore).length);
+  return sb;
+}
+
+/** Commits as another writer would: the cache learns of it only through what it reads. */
+const commits: [string, (store: Store, sb: SandboxRecord) => Promise<void>][] = [
+  ["a sandbox setting", (store, sb) => store.transaction(async (tx) => {
+    await tx.putSetting({ sandboxId: sb.id, key: "mode", value: value("strict") });
+    await tx.updateSandbox(sb.id, { settingsRevision: sb.settingsRevision + 1n });
+  })],
+  ["a sandbox policy", (store, sb) => store.transaction(async (tx) => {
+    await tx.insertPolicyRevision(policyRevision(sb.id, sb.policyVersion + 1, { policy: policyBytes("two.example.com") }));
+    await tx.updateSandbox(sb.id, { policyVersion: sb.policyVersion + 1, policyHash: `sha256:v${sb.policyVersion + 1}` });
+  })],
+  ["a global setting", (store) => store.transaction(async (tx) => {
+    await tx.putSetting({ sandboxId: "", key: "mode", value: value("global") });
+    await tx.setGlobalSettingsRevision((await tx.globalSettingsRevision()) + 1n);
+  })],
+  ["a global policy", (store) => store.transaction(async (tx) => {
+    await tx.insertPolicyRevision(policyRevision("", 1, { policy: policyBytes("global.example.com") }));
+  })],
+  ["another sandbox setting under the global one", (store, sb) => store.transaction(async (tx) => {
+    await tx.putSetting({ sandboxId: sb.id, key: "other", value: value("x") });
+    await tx.updateSandbox(sb.id, { settingsRevision: sb.settingsRevision + 1n });
+  })],
+];
+
+describe("desired-state cache", () => {
+  for (const shared of [false, true]) {
+    it(`equals the store after every kind of commit (${shared ? "shared with other writers" : "alone on its database"})`, async () => {
+      const { store, id } = await setup();
+      const cache = createDesiredCache(store, { shared });
+      let sb = await expectFresh(store, cache, id);
+      for (const [what, commit] of commits) {
+        await commit(store, sb);
+        // Alone on its database, the gateway invalidates the global part after its own global commits.
+        if (!shared && what.startsWith("a global")) cache.invalidateGlobal();
+        sb = await expectFresh(store, cache, id);
+        const inTx = await store.transaction(async (tx) => {
+          const row = (await tx.sandboxById(id))!;
+          return { kept: await cache.revision(store, row), read: await currentRevision(store, row, await globalPolicyVersion({ store })) };
+        });
+        expect(equals(ConfigSnapshotRevisionSchema, inTx.kept, inTx.read), what).toBe(true);
+      }
+      await store.close();
+    });
+  }
+
+  it("targets what a transaction wrote while it is open, and keeps nothing of it when it rolls back", async () => {
+    const { store, id } = await setup();
+    const cache = createDesiredCache(store, { shared: false });
+    const sb = await expectFresh(store, cache, id);
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.putSetting({ sandboxId: id, key: "mode", value: value("never") });
+        const row = await tx.updateSandbox(id, { settingsRevision: sb.settingsRevision + 1n });
+        const kept = await cache.revision(store, row);
+        expect(equals(ConfigSnapshotRevisionSchema, kept, await currentRevision(store, row, 0))).toBe(true);
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    // The same settings revision, committed with other contents, is what the cache hands out.
+    await store.transaction(async (tx) => {
+      await tx.putSetting({ sandboxId: id, key: "mode", value: value("committed") });
+      await tx.updateSandbox(id, { settingsRevision: sb.settingsRevision + 1n });
+    });
+    const after = await expectFresh(store, cache, id);
+    expect(after.settingsRevision).toBe(sb.settingsRevision + 1n);
+    await store.close();
+  });
+});
