@@ -65,6 +65,13 @@ export interface DesiredCache {
   forget(sandboxId: string): void;
 }
 
+/**
+ * With replicas, how long globals confirmed by a read stay good enough for a commit's target
+ * revision: a stale target costs only a re-targeting write at delivery (which always re-reads),
+ * never a wrong outcome. The reconcile period, by default.
+ */
+const SHARED_TARGET_TRUST_MS = 1_000;
+
 /** Sandboxes whose snapshot is kept (least recently used ones go first). */
 const MAX_ENTRIES = 1024;
 
@@ -91,6 +98,8 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
   /** Policy revisions committed here and not yet built into a snapshot, by sandbox id. */
   const seeds = new Map<string, { readonly record: PolicyRevisionRecord; readonly policy: SandboxPolicy }>();
   let globals: Globals | undefined;
+  /** When `globals` was last confirmed by a read (replicas only). */
+  let confirmedAt = 0;
   /** Bumped by every invalidation: a read that started before one must not be kept. */
   let generation = 0;
 
@@ -100,10 +109,14 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
     const gen = generation;
     const versions = options.shared ? await readGlobalVersions(store) : undefined;
     if (globals && versions && globals.policyVersion === versions.policyVersion && globals.settingsRevision === versions.settingsRevision) {
+      if (gen === generation) confirmedAt = Date.now();
       return globals;
     }
     const read = await readGlobals(store, versions);
-    if (gen === generation) globals = read;
+    if (gen === generation) {
+      globals = read;
+      confirmedAt = Date.now();
+    }
     return read;
   }
 
@@ -163,7 +176,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       // Inside a transaction: use what is kept when it applies, read through `reader` otherwise,
       // and keep nothing read here.
       let g = globals;
-      if (g && options.shared) {
+      if (g && options.shared && Date.now() - confirmedAt > SHARED_TARGET_TRUST_MS) {
         const v = await readGlobalVersions(reader);
         if (v.policyVersion !== g.policyVersion || v.settingsRevision !== g.settingsRevision) g = undefined;
       }
