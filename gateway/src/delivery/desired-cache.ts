@@ -39,11 +39,16 @@ export interface DesiredSnapshot {
   readonly sizeBound: number | undefined;
 }
 
-interface Entry extends DesiredSnapshot {
+/**
+ * What is kept of a sandbox. The decoded snapshot is held only weakly: sessions hold it while it
+ * is in flight, and thousands of idle sandboxes must not each keep one alive (memory per session).
+ */
+interface Entry extends Omit<DesiredSnapshot, "snap"> {
   readonly key: string;
   readonly globals: Globals;
   readonly settingsRevision: bigint;
   readonly sandboxSettings: readonly SettingRecord[];
+  readonly snap: WeakRef<SandboxConfigSnapshot>;
 }
 
 export interface DesiredCache {
@@ -132,9 +137,10 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       const g = await currentGlobals();
       const key = keyOf(sb, g);
       const kept = entries.get(sb.id);
-      if (kept && kept.key === key && kept.globals === g) {
+      const alive = kept && kept.key === key && kept.globals === g ? kept.snap.deref() : undefined;
+      if (kept && alive) {
         if (keep) remember(sb.id, kept);
-        return kept;
+        return { ...kept, snap: alive };
       }
       const sandboxSettings =
         kept && kept.settingsRevision === sb.settingsRevision && kept.sandboxSettings !== undefined ? kept.sandboxSettings : await store.settings(sb.id);
@@ -152,11 +158,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       }
       const snap = snapshotFromParts(sb, { global, own, sandboxSettings, globalSettings: g.settings }, g.policyVersion, decoded);
       const revision = sandboxRevision(snap);
-      const entry: Entry = {
-        key,
-        globals: g,
-        settingsRevision: sb.settingsRevision,
-        sandboxSettings,
+      const built: DesiredSnapshot = {
         snap,
         revision,
         revisionBytes: revisionBytes(revision),
@@ -167,10 +169,10 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       };
       // Kept only if nothing was invalidated while it was read.
       if (keep && gen === generation) {
-        remember(sb.id, entry);
+        remember(sb.id, { ...built, key, globals: g, settingsRevision: sb.settingsRevision, sandboxSettings, snap: new WeakRef(snap) });
         if (decoded) seeds.delete(sb.id);
       }
-      return entry;
+      return built;
     },
     async revision(reader, sb) {
       // Inside a transaction: use what is kept when it applies, read through `reader` otherwise,
