@@ -4,7 +4,7 @@
 // exactly when something went wrong (a rejected update, failing closed, a local override), and
 // that difference is what these commands must show.
 
-import { fromPolicyEnforcement, type Drift, type Enforcement, type LatestPolicyRevision } from "openshell-config";
+import { enforcementDrift, enforcementOfStatus, fromPolicyEnforcement, type Drift, type Enforcement, type LatestPolicyRevision } from "openshell-config";
 import type { Sandbox } from "openshell-config/raw";
 
 /** Outcomes of a result that did not apply the configuration it answered for. */
@@ -76,34 +76,16 @@ export function listedEnforcement(sb: Sandbox): ListedEnforcement {
   const status = sb.status;
   const desired = status?.desiredPolicyVersion ?? 0;
   if (status?.policyEnforcement === undefined && desired === 0) {
-    const current = status?.currentPolicyVersion ?? 0;
-    const base = { source: "active-version", reportedPolicyVersion: 0, outcome: "unspecified", reason: undefined, observedAt: undefined } as const;
-    const enforced: Enforcement =
-      current === 0
-        ? { ...base, state: "unknown" }
-        : { ...base, state: "enforcing", policyVersion: current, policyHash: undefined, policySource: "sandbox", settingsRevision: undefined, configRevision: undefined, degraded: false };
+    const enforced = enforcementOfStatus({ activeVersion: status?.currentPolicyVersion ?? 0, enforcement: undefined });
     return { desiredVersion: undefined, enforced, drift: undefined };
   }
   const enforced: Enforcement =
     status?.policyEnforcement === undefined
       ? { source: "gateway-record", state: "unknown", reportedPolicyVersion: 0, outcome: "unspecified", reason: undefined, observedAt: undefined }
       : fromPolicyEnforcement(status.policyEnforcement);
-  const drift: Drift[] = [];
-  switch (enforced.state) {
-    case "unknown":
-      drift.push("unreported");
-      break;
-    case "failed-closed":
-      drift.push("failed-closed");
-      break;
-    case "local-override":
-      drift.push("local-override");
-      break;
-    case "enforcing":
-      // Behind the global policy cannot be told from the list (it names the sandbox's own version).
-      if (enforced.policySource !== "global" && enforced.policyVersion !== desired) drift.push("behind");
-      break;
-  }
+  // The list names only the sandbox's own desired version: a sandbox running the global policy
+  // cannot be told behind from it (no policySource given).
+  const drift = enforcementDrift(enforced, { policyVersion: desired });
   // The latest result answered for the desired version and did not apply it.
   if (enforced.reportedPolicyVersion === desired && FAILED_OUTCOMES.has(enforced.outcome)) drift.push("last-update-failed");
   return { desiredVersion: desired, enforced, drift };

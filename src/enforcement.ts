@@ -72,7 +72,45 @@ export interface EnforcementUnknown extends EnforcementBase {
 /** What a sandbox enforces. Switch on `state`. */
 export type Enforcement = EnforcingPolicy | FailingClosed | LocalOverride | EnforcementUnknown;
 
-/** The enforcement a GetSandboxPolicyStatus answer describes. */
+/**
+ * One way the enforced configuration differs from the desired one:
+ * `behind`: the sandbox runs another revision than the desired one (an older one, or the last
+ * known good after a failure); `failed-closed`: it denies everything; `local-override`: a local
+ * policy wins; `last-update-failed`: the newest desired policy revision failed to load;
+ * `unreported`: the sandbox has not said what it enforces yet.
+ */
+export type Drift = "behind" | "failed-closed" | "local-override" | "last-update-failed" | "unreported";
+
+/** The revision a sandbox should run, as far as a caller knows it. */
+export interface WantedRevision {
+  /** The desired policy version (the global one's when `policySource` is global). */
+  readonly policyVersion: number;
+  /** Undefined when unknown: then a sandbox running the global policy is not called behind. */
+  readonly policySource?: PolicySourceName;
+  /** The desired configuration fingerprint, when known (it also covers settings). */
+  readonly configRevision?: bigint;
+}
+
+/** How `enforced` differs from `wanted`, before the revision history is considered (no `last-update-failed`). */
+export function enforcementDrift(enforced: Enforcement, wanted: WantedRevision): Drift[] {
+  switch (enforced.state) {
+    case "unknown":
+      return ["unreported"];
+    case "failed-closed":
+      return ["failed-closed"];
+    case "local-override":
+      return ["local-override"];
+    case "enforcing": {
+      const source = wanted.policySource ?? (enforced.policySource === "global" ? undefined : enforced.policySource);
+      const otherPolicy = source !== undefined && (enforced.policySource !== source || enforced.policyVersion !== wanted.policyVersion);
+      // The fingerprint also covers settings; compare it only when both sides know it.
+      const otherConfig = wanted.configRevision !== undefined && enforced.configRevision !== undefined && enforced.configRevision !== wanted.configRevision;
+      return otherPolicy || otherConfig ? ["behind"] : [];
+    }
+  }
+}
+
+/** The enforcement a GetSandboxPolicyStatus answer (or a Sandbox's status, from its fields) describes. */
 export function enforcementOfStatus(res: Pick<GetSandboxPolicyStatusResponse, "enforcement" | "activeVersion">): Enforcement {
   if (res.enforcement) return fromPolicyEnforcement(res.enforcement);
   const base = { source: "active-version", reportedPolicyVersion: 0, outcome: "unspecified", reason: undefined, observedAt: undefined } as const;

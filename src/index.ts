@@ -69,7 +69,6 @@ export type {
   EffectiveSettingOutput,
   LatestPolicyRevision,
   PolicyRevisionStatus,
-  Drift,
 } from "./sandbox-config.js";
 export type {
   Enforcement,
@@ -79,8 +78,10 @@ export type {
   FailingClosed,
   LocalOverride,
   EnforcementUnknown,
+  Drift,
+  WantedRevision,
 } from "./enforcement.js";
-export { fromPolicyEnforcement } from "./enforcement.js";
+export { fromPolicyEnforcement, enforcementOfStatus, enforcementDrift } from "./enforcement.js";
 export { fromOperation } from "./completion.js";
 export type { TokenSource } from "./auth.js";
 export type { RetryOptions } from "./retry.js";

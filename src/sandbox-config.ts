@@ -12,7 +12,7 @@ import { POLICY_SOURCE_NAMES, type PolicySourceName } from "./convert/revision.j
 import { fromSettingValue } from "./convert/setting-value.js";
 import type { SettingOutput } from "./convert/setting-types.js";
 import { toDate } from "./convert/timestamp.js";
-import { enforcementOfStatus, type Enforcement } from "./enforcement.js";
+import { enforcementDrift, enforcementOfStatus, type Drift, type Enforcement } from "./enforcement.js";
 import { toSdkError } from "./errors.js";
 import { withRetry } from "./retry.js";
 import { workspaceScope } from "./workspace.js";
@@ -73,14 +73,6 @@ export interface LatestPolicyRevision {
   readonly loadedAt: Date | undefined;
 }
 
-/**
- * One way the enforced configuration differs from the desired one:
- * `behind`: the sandbox runs another revision than the desired one (an older one, or the last
- * known good after a failure); `failed-closed`: it denies everything; `local-override`: a local
- * policy wins; `last-update-failed`: the newest desired policy revision failed to load;
- * `unreported`: the sandbox has not said what it enforces yet.
- */
-export type Drift = "behind" | "failed-closed" | "local-override" | "last-update-failed" | "unreported";
 
 /** A sandbox's desired and enforced configuration. */
 export interface SandboxConfig {
@@ -123,28 +115,10 @@ function latestOf(rev: SandboxPolicyRevision | undefined): LatestPolicyRevision 
   };
 }
 
-/** The drift between desired and enforced (exported for tests). */
+/** The drift between desired and enforced. */
 export function driftOf(desired: DesiredConfig, enforced: Enforcement, latest: LatestPolicyRevision | undefined): Drift[] {
-  const drift: Drift[] = [];
-  switch (enforced.state) {
-    case "unknown":
-      drift.push("unreported");
-      break;
-    case "failed-closed":
-      drift.push("failed-closed");
-      break;
-    case "local-override":
-      drift.push("local-override");
-      break;
-    case "enforcing": {
-      const wanted = desired.policySource === "global" ? desired.globalPolicyVersion : desired.policyVersion;
-      const otherPolicy = enforced.policySource !== desired.policySource || enforced.policyVersion !== wanted;
-      // The fingerprint also covers settings; compare it only when the gateway reported it.
-      const otherConfig = enforced.configRevision !== undefined && enforced.configRevision !== desired.configRevision;
-      if (otherPolicy || otherConfig) drift.push("behind");
-      break;
-    }
-  }
+  const wanted = desired.policySource === "global" ? desired.globalPolicyVersion : desired.policyVersion;
+  const drift = enforcementDrift(enforced, { policyVersion: wanted, policySource: desired.policySource, configRevision: desired.configRevision });
   if (latest?.status === "failed") drift.push("last-update-failed");
   return drift;
 }
