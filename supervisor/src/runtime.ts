@@ -1,9 +1,14 @@
 // The simulated sandbox's on-disk state: one directory per sandbox under the state dir, and
 // crash-safe file replacement (write a temp file, fsync it, rename it over the target, fsync the
 // directory) so a reader never sees a partial effective.json or provider-env.json.
+// On a memory file system (tmpfs, ramfs) nothing can be made durable, so the fsyncs are skipped and
+// the replacement (temp file, rename) is done with synchronous calls: every one of them is a memory
+// operation there, cheaper than a round trip through the thread pool. Readers still never see a
+// partial file: the rename is what makes the replacement atomic.
 
 import { randomUUID } from "node:crypto";
-import { mkdir, open, rename, rm, type FileHandle } from "node:fs/promises";
+import { closeSync, fchmodSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { mkdir, open, rename, rm, statfs, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 
 /** Names usable as one path segment: letters, digits, '.', '_' and '-', not starting with '.'. */
@@ -13,12 +18,24 @@ export function isSafeSandboxName(name: string): boolean {
   return SAFE_SEGMENT.test(name);
 }
 
+/** statfs(2) types of file systems that live in memory only: tmpfs, ramfs. */
+const MEMORY_FS_TYPES = new Set([0x01021994, 0x858458f6]);
+
+export interface StateDirOptions {
+  /** fsync each replacement. Default: yes, unless the state directory is on tmpfs or ramfs. */
+  readonly durable?: boolean;
+}
+
 /** Paths of one process's state directory. */
 export class StateDir {
   readonly root: string;
+  /** Sandbox directories made (or found) by this process; a write that finds one gone makes it again. */
+  private readonly ensured = new Set<string>();
+  private durable: boolean | undefined;
 
-  constructor(root: string) {
+  constructor(root: string, options: StateDirOptions = {}) {
     this.root = resolve(root);
+    this.durable = options.durable;
   }
 
   sandboxDir(sandbox: string): string {
@@ -45,13 +62,43 @@ export class StateDir {
   async ensure(sandbox: string): Promise<string> {
     const dir = this.sandboxDir(sandbox);
     await mkdir(dir, { recursive: true, mode: 0o700 });
+    this.ensured.add(sandbox);
+    if (this.durable === undefined) this.durable = !(await onMemoryFileSystem(dir));
     return dir;
+  }
+
+  /**
+   * Replaces `path` (a file of `sandbox`'s directory) with `value` as pretty JSON, atomically,
+   * making the directory first if this process has not (or it has gone since).
+   */
+  async writeJson(sandbox: string, path: string, value: unknown, options: AtomicWriteOptions = {}): Promise<void> {
+    if (!this.ensured.has(sandbox) || this.durable === undefined) await this.ensure(sandbox);
+    const data = `${JSON.stringify(value, null, 2)}\n`;
+    const o = { ...options, durable: this.durable! };
+    try {
+      await atomicWriteFile(path, data, o);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== "ENOENT") throw err;
+      this.ensured.delete(sandbox);
+      await this.ensure(sandbox);
+      await atomicWriteFile(path, data, o);
+    }
+  }
+}
+
+async function onMemoryFileSystem(dir: string): Promise<boolean> {
+  try {
+    return MEMORY_FS_TYPES.has(Number((await statfs(dir)).type));
+  } catch {
+    return false;
   }
 }
 
 export interface AtomicWriteOptions {
   /** File mode of the result, applied regardless of the umask. Default 0644. */
   readonly mode?: number;
+  /** fsync the file and its directory so the replacement survives a power loss. Default true. */
+  readonly durable?: boolean;
 }
 
 /**
@@ -62,6 +109,7 @@ export async function atomicWriteFile(path: string, data: string | Uint8Array, o
   const mode = options.mode ?? 0o644;
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomUUID()}.tmp`);
+  if (options.durable === false) return replaceSync(path, tmp, data, mode);
   let fh: FileHandle | undefined;
   try {
     fh = await open(tmp, "wx", mode);
@@ -77,6 +125,30 @@ export async function atomicWriteFile(path: string, data: string | Uint8Array, o
     throw err;
   }
   await syncDirectory(dir);
+}
+
+/** The same replacement without fsyncs, in synchronous calls (for memory file systems). */
+function replaceSync(path: string, tmp: string, data: string | Uint8Array, mode: number): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(tmp, "wx", mode);
+    fchmodSync(fd, mode);
+    const bytes = typeof data === "string" ? Buffer.from(data) : data;
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+    closeSync(fd);
+    fd = undefined;
+    renameSync(tmp, path);
+  } catch (err) {
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        // already failing
+      }
+    }
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }
 
 /** Makes a rename durable. Some platforms cannot fsync a directory; that is not an error. */

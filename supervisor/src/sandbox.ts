@@ -32,7 +32,7 @@ import {
 import { sleep } from "./backoff.js";
 import type { Logger } from "./log.js";
 import { probeMiddlewareServices, type Unreachable } from "./probe.js";
-import { atomicWriteJson, type StateDir } from "./runtime.js";
+import type { StateDir } from "./runtime.js";
 import { validatePolicy } from "./validate.js";
 
 export interface SandboxOptions {
@@ -184,8 +184,7 @@ export class SimulatedSandbox {
         this.enforcingNow = "deny_all";
         return;
       case "store_desired":
-        await this.stateDir.ensure(this.name);
-        await atomicWriteJson(this.stateDir.gatewayDesiredPath(this.name), this.document({ source: "gateway_desired", snapshot: s }));
+        await this.stateDir.writeJson(this.name, this.stateDir.gatewayDesiredPath(this.name), this.document({ source: "gateway_desired", snapshot: s }));
         return;
       case "keep":
         return;
@@ -233,13 +232,11 @@ export class SimulatedSandbox {
   }
 
   private async writeProviderEnv(doc: unknown): Promise<void> {
-    await this.stateDir.ensure(this.name);
-    await atomicWriteJson(this.stateDir.providerEnvPath(this.name), doc, { mode: 0o600 });
+    await this.stateDir.writeJson(this.name, this.stateDir.providerEnvPath(this.name), doc, { mode: 0o600 });
   }
 
   private async writeEffective(e: EffectiveInput): Promise<void> {
-    await this.stateDir.ensure(this.name);
-    await atomicWriteJson(this.stateDir.effectivePath(this.name), this.document(e));
+    await this.stateDir.writeJson(this.name, this.stateDir.effectivePath(this.name), this.document(e));
   }
 
   /** The JSON document of effective.json (and gateway-desired.json): policy and settings in proto JSON. */
