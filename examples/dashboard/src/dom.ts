@@ -35,3 +35,7 @@ export function breakable(text: string): DocumentFragment {
   }
   return out;
 }
+
+/** A table with a header row of `head` and the given body. */
+export const table = (head: string[], body: HTMLElement, cls?: string): HTMLTableElement =>
+  h("table", { class: cls }, h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))), body);
