@@ -96,18 +96,33 @@ export function revisionsEqual(a: ConfigSnapshotRevision | undefined, b: ConfigS
 // Content fingerprints (in memory only; never logged or written)
 // ---------------------------------------------------------------------------
 
-/** SHA-256 of what the sandbox enforces from a snapshot: policy, settings and middleware services. */
-export function sandboxContentKey(s: SandboxConfigSnapshot): string {
+/** What the sandbox enforces from a snapshot, in proto JSON: built once, for its key and for effective.json. */
+export interface SandboxContent {
+  /** The policy in proto JSON; null when the snapshot has none. */
+  readonly policy: JsonValue | null;
+  readonly settings: Record<string, JsonValue>;
+  /** SHA-256 of policy, policy hash, settings and middleware services. */
+  readonly key: string;
+}
+
+export function sandboxContent(s: SandboxConfigSnapshot): SandboxContent {
   const settings: Record<string, JsonValue> = {};
   for (const [k, v] of Object.entries(s.settings)) settings[k] = toJson(EffectiveSettingSchema, v);
-  return sha256(
-    canonicalJson({
-      policy: s.policy ? toJson(SandboxPolicySchema, s.policy) : null,
+  const policy = s.policy ? toJson(SandboxPolicySchema, s.policy) : null;
+  const key = sha256(
+    canonicalJsonValue({
+      policy,
       policyHash: s.policyHash,
       settings,
       services: s.supervisorMiddlewareServices.map((m) => toJson(SupervisorMiddlewareServiceSchema, m)),
     }),
   );
+  return { policy, settings, key };
+}
+
+/** SHA-256 of what the sandbox enforces from a snapshot: policy, settings and middleware services. */
+export function sandboxContentKey(s: SandboxConfigSnapshot): string {
+  return sandboxContent(s).key;
 }
 
 /** SHA-256 of a provider environment's installed content (values included, so it is secret-derived). */
@@ -115,7 +130,7 @@ export function providerContentKey(s: ProviderEnvironmentSnapshot): string {
   const creds: Record<string, JsonValue> = {};
   for (const [k, v] of Object.entries(s.dynamicCredentials)) creds[k] = toJson(ProviderProfileCredentialSchema, v);
   return sha256(
-    canonicalJson({
+    canonicalJsonValue({
       values: s.values.map((v) => toJson(ProviderEnvironmentValueSchema, v)),
       creds,
       files: s.files,
@@ -128,6 +143,30 @@ export function providerContentKey(s: ProviderEnvironmentSnapshot): string {
 /** JSON with object keys sorted at every level, so equal content gives equal text. */
 export function canonicalJson(v: unknown): string {
   return JSON.stringify(sortKeys(v));
+}
+
+/**
+ * Canonical JSON of a JSON value (what `toJson` returns), written directly instead of through a
+ * sorted copy of the whole tree: keys in code-unit order at every level. The same text as
+ * `canonicalJson` except that integer-like keys are sorted too (a copied object puts them first).
+ * Only compared with keys made the same way, in memory.
+ */
+export function canonicalJsonValue(v: JsonValue | undefined): string {
+  if (v === null || typeof v !== "object") return JSON.stringify(v ?? null);
+  if (Array.isArray(v)) {
+    let out = "[";
+    for (let i = 0; i < v.length; i++) out += (i === 0 ? "" : ",") + canonicalJsonValue(v[i]);
+    return `${out}]`;
+  }
+  let out = "{";
+  let first = true;
+  for (const k of Object.keys(v).sort()) {
+    const x = v[k];
+    if (x === undefined) continue;
+    out += `${first ? "" : ","}${JSON.stringify(k)}:${canonicalJsonValue(x)}`;
+    first = false;
+  }
+  return `${out}}`;
 }
 
 function sortKeys(v: unknown): unknown {

@@ -5,7 +5,6 @@
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
 import {
   ConfigApplyOutcome,
-  EffectiveSettingSchema,
   ProviderProfileCredentialSchema,
   ProviderReadinessReason,
   SandboxConfigRevisionSchema,
@@ -20,13 +19,14 @@ import {
   decideSandboxConfig,
   providerContentKey,
   sandboxConfigRevision,
-  sandboxContentKey,
+  sandboxContent,
   validateProviderEnvironment,
   wouldInstall,
   type ActiveProviderEnvironment,
   type ActiveSandboxConfig,
   type ProviderDecision,
   type SandboxApplyInput,
+  type SandboxContent,
   type SandboxDecision,
 } from "./apply.js";
 import { sleep } from "./backoff.js";
@@ -109,9 +109,10 @@ export class SimulatedSandbox {
   applySandboxConfig(snapshot: SandboxConfigSnapshot, options: ApplyOptions = {}): Promise<SandboxDecision> {
     return this.exclusive(async () => {
       if (options.delayMs) await sleep(options.delayMs);
+      const content = sandboxContent(snapshot);
       const base: SandboxApplyInput = {
         snapshot,
-        contentKey: sandboxContentKey(snapshot),
+        contentKey: content.key,
         active: this.active,
         localOverride: this.hasLocalOverride,
         violations: validatePolicy(snapshot.policy),
@@ -123,10 +124,10 @@ export class SimulatedSandbox {
       }
       let decision = decideSandboxConfig(input);
       try {
-        await this.carryOutSandbox(decision, snapshot);
+        await this.carryOutSandbox(decision, snapshot, content);
       } catch (err) {
         decision = decideSandboxConfig({ ...input, installError: errorCode(err) });
-        await this.carryOutSandbox(decision, snapshot).catch((e: unknown) => {
+        await this.carryOutSandbox(decision, snapshot, content).catch((e: unknown) => {
           this.log.error("could not write the fallback effective configuration", { err: errorCode(e) });
         });
       }
@@ -173,10 +174,10 @@ export class SimulatedSandbox {
     });
   }
 
-  private async carryOutSandbox(d: SandboxDecision, s: SandboxConfigSnapshot): Promise<void> {
+  private async carryOutSandbox(d: SandboxDecision, s: SandboxConfigSnapshot, content: SandboxContent): Promise<void> {
     switch (d.effect) {
       case "install":
-        await this.writeEffective({ source: "gateway", snapshot: s, degradedServices: d.degradedServices });
+        await this.writeEffective({ source: "gateway", snapshot: s, content, degradedServices: d.degradedServices });
         this.enforcingNow = "gateway";
         return;
       case "deny_all":
@@ -184,7 +185,7 @@ export class SimulatedSandbox {
         this.enforcingNow = "deny_all";
         return;
       case "store_desired":
-        await this.stateDir.writeJson(this.name, this.stateDir.gatewayDesiredPath(this.name), this.document({ source: "gateway_desired", snapshot: s }));
+        await this.stateDir.writeJson(this.name, this.stateDir.gatewayDesiredPath(this.name), this.document({ source: "gateway_desired", snapshot: s, content }));
         return;
       case "keep":
         return;
@@ -242,15 +243,16 @@ export class SimulatedSandbox {
   /** The JSON document of effective.json (and gateway-desired.json): policy and settings in proto JSON. */
   private document(e: EffectiveInput): Record<string, unknown> {
     const s = "snapshot" in e ? e.snapshot : undefined;
-    const policy = s ? (s.policy ?? create(SandboxPolicySchema)) : (e as { policy: SandboxPolicy }).policy;
-    const settings: Record<string, JsonValue> = {};
-    for (const [k, v] of Object.entries(s?.settings ?? {})) settings[k] = toJson(EffectiveSettingSchema, v);
+    // A snapshot's policy and settings were put in proto JSON once, for its content key.
+    const c = "content" in e ? e.content : undefined;
+    const policy = c?.policy ?? toJson(SandboxPolicySchema, s ? (s.policy ?? create(SandboxPolicySchema)) : (e as { policy: SandboxPolicy }).policy);
+    const settings: Record<string, JsonValue> = c ? c.settings : {};
     return {
       sandbox: this.name,
       source: e.source,
       revision: s ? toJson(SandboxConfigRevisionSchema, sandboxConfigRevision(s), { alwaysEmitImplicit: true }) : null,
       policyHash: s?.policyHash ?? "",
-      policy: toJson(SandboxPolicySchema, policy),
+      policy,
       settings,
       middlewareServices: (s?.supervisorMiddlewareServices ?? []).map((m) => ({ name: m.name, grpcEndpoint: m.grpcEndpoint })),
       degradedServices: "degradedServices" in e ? e.degradedServices : [],
@@ -268,8 +270,8 @@ export class SimulatedSandbox {
 }
 
 type EffectiveInput =
-  | { source: "gateway"; snapshot: SandboxConfigSnapshot; degradedServices: readonly string[] }
-  | { source: "gateway_desired"; snapshot: SandboxConfigSnapshot }
+  | { source: "gateway"; snapshot: SandboxConfigSnapshot; content: SandboxContent; degradedServices: readonly string[] }
+  | { source: "gateway_desired"; snapshot: SandboxConfigSnapshot; content: SandboxContent }
   | { source: "local_override"; policy: SandboxPolicy }
   | { source: "deny_all"; policy: SandboxPolicy; reason: string };
 

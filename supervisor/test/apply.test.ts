@@ -1,7 +1,7 @@
 // Outcome decisions (apply.ts): every ConfigApplyOutcome the supervisor produces, the revision it
 // reports as applied, the admission that goes with it, and §3.10.2 consistency for each.
 
-import { create } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
 import {
   ConfigApplyOutcome,
   ConfigComponent,
@@ -10,6 +10,7 @@ import {
   PolicySource,
   ProviderEnvironmentValueClassification,
   ProviderReadinessReason,
+  SandboxPolicySchema,
 } from "openshell-config/raw";
 import { describe, expect, it } from "vitest";
 import {
@@ -32,6 +33,9 @@ import {
   type ActiveSandboxConfig,
   type SandboxApplyInput,
   type SandboxDecision,
+  canonicalJson,
+  canonicalJsonValue,
+  sandboxContent,
 } from "../src/apply.js";
 import { validatePolicy } from "../src/validate.js";
 import { checkAdmission, checkApplyResult, expectedSandboxRevision } from "./support/fake-gateway.js";
@@ -58,6 +62,35 @@ function expectGatewayAccepts(i: SandboxApplyInput, d: SandboxDecision) {
   expect(checkAdmission(admission, d.outcome, i.snapshot, INSTANCE)).toEqual([]);
   return { result, admission };
 }
+
+describe("content keys", () => {
+  it("writes canonical JSON directly, with the same text as through a sorted copy", () => {
+    const values = [
+      null,
+      0,
+      -1.5,
+      "x\u2028\"y",
+      true,
+      [],
+      {},
+      [1, "a", null, { b: 1, a: [{ d: 2, c: 3 }] }],
+      { z: { y: [], x: {} }, "é": 1, A: "2", a: false, "": null },
+      { policy: toJson(SandboxPolicySchema, policy()), settings: {}, services: [] },
+    ];
+    for (const v of values) expect(canonicalJsonValue(v as never)).toBe(canonicalJson(v));
+    // Keys in code-unit order at every level, whatever the insertion order (integer-like keys too).
+    expect(canonicalJsonValue({ b: 1, "9": { y: 1, x: 2 }, "10": 3, a: [{ d: 1, c: 2 }] })).toBe('{"10":3,"9":{"x":2,"y":1},"a":[{"c":2,"d":1}],"b":1}');
+    expect(canonicalJsonValue({ a: 1, b: 2 })).toBe(canonicalJsonValue({ b: 2, a: 1 }));
+  });
+
+  it("builds the policy JSON once, for the key and for effective.json", () => {
+    const s = sandboxSnapshot({ version: 2 });
+    const c = sandboxContent(s);
+    expect(c.key).toBe(sandboxContentKey(s));
+    expect(c.policy).toEqual(toJson(SandboxPolicySchema, s.policy!));
+    expect(sandboxContent(sandboxSnapshot({ version: 2, policy: policy({}) })).key).not.toBe(c.key);
+  });
+});
 
 describe("revisions", () => {
   it("builds the sandbox requested revision from the received snapshot's revision tuple", () => {
