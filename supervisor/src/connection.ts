@@ -341,7 +341,7 @@ class Connection {
         }),
       );
     }
-    this.log.debug("config update handled", {
+    if (this.log.enabled("debug")) this.log.debug("config update handled", {
       updateId: u.updateId,
       componentSequence: u.componentSequence.toString(),
       outcome: ConfigApplyOutcome[result.outcome],

@@ -15,6 +15,8 @@ export interface Logger {
   info(msg: string, fields?: LogFields): void;
   warn(msg: string, fields?: LogFields): void;
   error(msg: string, fields?: LogFields): void;
+  /** Whether a line at `level` would be written: lets a hot path skip building fields nobody reads. */
+  enabled(level: LogLevel): boolean;
   /** A logger that adds `fields` to every line. */
   child(fields: LogFields): Logger;
 }
@@ -50,6 +52,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       info: (m, f) => emit("info", m, f),
       warn: (m, f) => emit("warn", m, f),
       error: (m, f) => emit("error", m, f),
+      enabled: (level) => LEVELS[level] >= min,
       child: (fields) => make({ ...base, ...fields }),
     };
   };

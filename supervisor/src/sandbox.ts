@@ -132,7 +132,7 @@ export class SimulatedSandbox {
         });
       }
       this.active = decision.nextActive;
-      this.log.info("sandbox config processed", {
+      if (this.log.enabled("info")) this.log.info("sandbox config processed", {
         outcome: ConfigApplyOutcome[decision.outcome],
         policyVersion: snapshot.version,
         settingsRevision: snapshot.settingsRevision.toString(),
@@ -160,7 +160,7 @@ export class SimulatedSandbox {
       }
       this.provider = decision.nextActive;
       // Names only: values, file contents and credentials are never logged.
-      this.log.info("provider environment processed", {
+      if (this.log.enabled("info")) this.log.info("provider environment processed", {
         outcome: ConfigApplyOutcome[decision.outcome],
         providerEnvRevision: snapshot.providerEnvRevision.toString(),
         names: snapshot.values.map((v) => v.name),

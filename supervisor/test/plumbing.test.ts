@@ -81,6 +81,12 @@ describe("logging", () => {
     expect(lines[0]).not.toMatch(/s3cret|t0k|v4l/);
   });
 
+  it("says which levels it writes, so hot paths can skip building fields", () => {
+    const log = createLogger({ sink: () => {}, level: "warn" }).child({ sandbox: "dev" });
+    expect([log.enabled("debug"), log.enabled("info"), log.enabled("warn"), log.enabled("error")]).toEqual([false, false, true, true]);
+    expect(createLogger({ sink: () => {} }).enabled("info")).toBe(true);
+  });
+
   it("renders errors and bigints", () => {
     const e = Object.assign(new Error("nope"), { code: "ENOENT" });
     expect(redact({ err: e, n: 5n })).toEqual({ err: { name: "Error", message: "nope", code: "ENOENT" }, n: "5" });
