@@ -3,9 +3,9 @@
 // for a "go" line, does the work, and prints {"type":"result","result":…} (or "error") on stdout.
 //   node --import tsx bench/client.ts   (the orchestrator, bench/lib/stack.ts, starts these)
 
-import { createInterface } from "node:readline";
 import { CompletionTimeoutError, createConfigClient, type ConfigClient } from "openshell-config";
 import { policyFor } from "./lib/policies.js";
+import { serveWorker } from "./lib/worker-protocol.js";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, PolicyStatus, SandboxPhase, workspaceScope } from "openshell-config/raw";
 
@@ -293,30 +293,10 @@ async function ready(client: ConfigClient, t: ReadyTask): Promise<WorkerResult<R
   }
 }
 
-async function main(): Promise<void> {
-  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-  const first = await lines.next();
-  if (first.done) throw new Error("no task on stdin");
-  const task = JSON.parse(first.value) as Task & Common;
+serveWorker<Task & Common>(async (task) => {
   const client = createConfigClient({ transport: createNodeTransport({ baseUrl: task.url, protocol: "grpc" }), token: task.token });
   // Open the HTTP/2 connection before the clock starts.
   await client.raw(OpenShell).health({});
-  process.stdout.write(`${JSON.stringify({ type: "ready" })}\n`);
-  if (task.barrier) while ((await lines.next()).value !== "go");
   const run: Record<Task["kind"], (c: ConfigClient, t: never) => Promise<unknown>> = { create: createSandboxes, latency, poll, fleet, waited, commit, check, ready };
-  const result = await run[task.kind](client, task as never);
-  await answer({ type: "result", result });
-}
-
-/** Writes one JSON line and resolves once it is flushed (a large write to a pipe completes asynchronously). */
-function answer(message: unknown): Promise<void> {
-  return new Promise((resolve) => process.stdout.write(`${JSON.stringify(message)}\n`, () => resolve()));
-}
-
-main().then(
-  () => process.exit(0),
-  async (err: unknown) => {
-    await answer({ type: "error", error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-    process.exit(1);
-  },
-);
+  return (t) => run[t.kind](client, t as never);
+});

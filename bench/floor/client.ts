@@ -5,7 +5,6 @@
 //   node --import tsx bench/floor/client.ts   (bench/floor/stack.ts starts these)
 
 import { randomUUID } from "node:crypto";
-import { createInterface } from "node:readline";
 import { create } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { createClient, type Client } from "@connectrpc/connect";
@@ -20,6 +19,7 @@ import {
   type SandboxPolicy,
 } from "openshell-config/raw";
 import { policyFor } from "../lib/policies.js";
+import { serveWorker } from "../lib/worker-protocol.js";
 
 /** Waited policy updates over disjoint sandboxes: `loops` in flight, `ops` in all. */
 export interface UpdatesTask { readonly kind: "updates"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number }
@@ -127,30 +127,11 @@ async function ready(rpc: Rpc, t: ReadyTask): Promise<FloorResult<ReadyTask>> {
   }
 }
 
-async function main(): Promise<void> {
-  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-  const first = await lines.next();
-  if (first.done) throw new Error("no task on stdin");
-  const task = JSON.parse(first.value) as FloorTask & { url: string; barrier?: boolean };
+serveWorker<FloorTask & { url: string; barrier?: boolean }>(async (task) => {
   // The same as src/transport/node.ts for gRPC.
   const transport = createGrpcTransport({ baseUrl: task.url, acceptCompression: [], idleConnectionTimeoutMs: 300_000, pingIntervalMs: 30_000 });
   const rpc = createClient(OpenShell, transport);
   await rpc.health({});
-  process.stdout.write(`${JSON.stringify({ type: "ready" })}\n`);
-  if (task.barrier) while ((await lines.next()).value !== "go");
   const run = { updates, latency, ready } as Record<FloorTask["kind"], (rpc: Rpc, t: never) => Promise<unknown>>;
-  const result = await run[task.kind](rpc, task as never);
-  await answer({ type: "result", result });
-}
-
-function answer(message: unknown): Promise<void> {
-  return new Promise((resolve) => process.stdout.write(`${JSON.stringify(message)}\n`, () => resolve()));
-}
-
-main().then(
-  () => process.exit(0),
-  async (err: unknown) => {
-    await answer({ type: "error", error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-    process.exit(1);
-  },
-);
+  return (t) => run[t.kind](rpc, t as never);
+});

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Child, openLog, sampleProc, type ProcSample } from "../lib/proc.js";
+import { releaseTogether, startWorker, type Worker } from "../lib/worker-protocol.js";
 import type { Group } from "../lib/stack.js";
 import type { FloorResult, FloorTask } from "./client.js";
 
@@ -81,39 +82,20 @@ export class FloorStack {
     return performance.now() - t0;
   }
 
-  worker<T extends FloorTask>(task: T): { child: Child; ready: Promise<void>; result: Promise<FloorResult<T>> } {
+  worker<T extends FloorTask>(task: T): Worker<FloorResult<T>> {
     const child = new Child({ name: `floor-client#${++this.workers}`, script: "bench/floor/client.ts", args: [], log: this.log, captureStdout: true });
     this.children.push(child);
-    child.send(JSON.stringify({ url: this.url, ...task }));
-    const parse = (l: string): { type?: string; result?: FloorResult<T>; error?: string } => {
-      try {
-        return JSON.parse(l) as { type: string };
-      } catch {
-        return { error: `unreadable answer: ${l.slice(0, 200)}` };
-      }
-    };
-    const ready = child.waitForLine((l) => parse(l).type === "ready", 120_000).then(() => undefined);
-    const result = child.waitForLine((l) => parse(l).type !== "ready", 3_600_000).then((l) => {
-      const m = parse(l);
-      if (m.type !== "result") throw new Error(`${child.name} (${task.kind}) failed: ${m.error}`);
-      return m.result!;
-    });
-    void ready.catch(() => {});
-    return { child, ready, result };
+    return startWorker<FloorResult<T>>(child, task.kind, { url: this.url, ...task });
   }
 
+  /** Runs one task to its end. */
   run<T extends FloorTask>(task: T): Promise<FloorResult<T>> {
     return this.worker(task).result;
   }
 
   /** Runs `tasks` in parallel worker processes, all released at once after every one is ready. */
-  async runTogether<T extends FloorTask>(tasks: readonly T[], onGo?: () => void): Promise<{ results: FloorResult<T>[]; goAt: number }> {
-    const ws = tasks.map((t) => this.worker({ ...t, barrier: true }));
-    await Promise.race([Promise.all(ws.map((w) => w.ready)), Promise.all(ws.map((w) => w.result))]);
-    onGo?.();
-    const goAt = Date.now();
-    for (const w of ws) w.child.send("go");
-    return { results: await Promise.all(ws.map((w) => w.result)), goAt };
+  runTogether<T extends FloorTask>(tasks: readonly T[], onGo?: () => void): Promise<{ results: FloorResult<T>[]; goAt: number }> {
+    return releaseTogether(tasks.map((t) => this.worker({ ...t, barrier: true })), onGo);
   }
 
   keepLogs(err: unknown): unknown {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { sandboxNames } from "./names.js";
 import { Child, freePort, openLog, ROOT, sampleProc, sleep, type ProcSample } from "./proc.js";
+import { releaseTogether, startWorker, type Worker } from "./worker-protocol.js";
 import type { Task, WorkerResult } from "../client.js";
 
 export type Backend = "sqlite" | "postgres";
@@ -174,26 +175,10 @@ export class Stack {
   }
 
   /** Starts a client worker with `task`; `ready` resolves when it waits for "go" (tasks with `barrier`). */
-  worker<T extends Task>(task: T): { child: Child; ready: Promise<void>; result: Promise<WorkerResult<T>> } {
+  worker<T extends Task>(task: T): Worker<WorkerResult<T>> {
     const child = new Child({ name: `client#${++this.workers}`, script: "bench/client.ts", args: [], log: this.log, captureStdout: true });
     this.children.push(child);
-    child.send(JSON.stringify({ url: this.url, token: this.adminToken, ...task }));
-    const parse = (l: string): { type?: string; result?: WorkerResult<T>; error?: string } => {
-      try {
-        return JSON.parse(l) as { type: string };
-      } catch {
-        return { error: `unreadable answer (${l.length} characters): ${l.slice(0, 200)}…` };
-      }
-    };
-    const ready = child.waitForLine((l) => parse(l).type === "ready", 120_000).then(() => undefined);
-    // Any line that is not "ready" ends the task: a result, an error, or something unreadable.
-    const result = child.waitForLine((l) => parse(l).type !== "ready", 3_600_000).then((l) => {
-      const m = parse(l);
-      if (m.type !== "result") throw new Error(`${child.name} (${task.kind}) failed: ${m.error}`);
-      return m.result!;
-    });
-    void ready.catch(() => {});
-    return { child, ready, result };
+    return startWorker<WorkerResult<T>>(child, task.kind, { url: this.url, token: this.adminToken, ...task });
   }
 
   /** Runs one task to its end. */
@@ -202,13 +187,8 @@ export class Stack {
   }
 
   /** Runs `tasks` in parallel worker processes, all released at once after every one is ready. */
-  async runTogether<T extends Task>(tasks: readonly T[], onGo?: () => void): Promise<{ results: WorkerResult<T>[]; goAt: number }> {
-    const ws = tasks.map((t) => this.worker({ ...t, barrier: true }));
-    await Promise.race([Promise.all(ws.map((w) => w.ready)), Promise.all(ws.map((w) => w.result))]);
-    onGo?.();
-    const goAt = Date.now();
-    for (const w of ws) w.child.send("go");
-    return { results: await Promise.all(ws.map((w) => w.result)), goAt };
+  runTogether<T extends Task>(tasks: readonly T[], onGo?: () => void): Promise<{ results: WorkerResult<T>[]; goAt: number }> {
+    return releaseTogether(tasks.map((t) => this.worker({ ...t, barrier: true })), onGo);
   }
 
   /** Session streams that ended and were reconnected, by reason, over every supervisor process so far. */
