@@ -13,9 +13,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, PolicyEnforcementState, SandboxPhase, workspaceScope } from "openshell-config/raw";
+import { OpenShell, PolicyEnforcementState, workspaceScope } from "openshell-config/raw";
 import { startLocalStack, type LocalStack } from "../../examples/local-stack.js";
-import { build, policyYaml, runBinary, type Run } from "./harness.js";
+import { build, policyYaml, runBinary, type Run, waitReady } from "./harness.js";
 
 const web = "cli-web";
 const rejected = "cli-rejected";
@@ -137,13 +137,7 @@ beforeAll(async () => {
   closedSupervisor = stack.startSupervisor({ sandbox: closed });
   // Slower than the 500 ms timeout below, so that the wait ends first.
   stack.startSupervisor({ sandbox: slow, args: ["--apply-delay-ms", "3000"] });
-  for (const name of [web, rejected, slow, tuned, audited, closed]) {
-    for (let i = 0; ; i++) {
-      if ((await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase === SandboxPhase.READY) break;
-      if (i > 400) throw new Error(`sandbox ${name} did not become READY; see ${stack.logFile}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  await waitReady(async (name) => (await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase, [web, rejected, slow, tuned, audited, closed], stack.logFile, 400);
 }, 240_000);
 
 afterAll(async () => {

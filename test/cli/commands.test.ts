@@ -15,9 +15,9 @@ import { parse as parseYaml } from "yaml";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, workspaceScope } from "openshell-config/raw";
+import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { freePort, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
-import { BIN, build, policyYaml, runBinary, type Run } from "./harness.js";
+import { BIN, build, policyYaml, runBinary, type Run, waitReady } from "./harness.js";
 
 const web = "cmd-web";
 const api = "cmd-api";
@@ -102,13 +102,7 @@ beforeAll(async () => {
     await raw.createSandbox({ name, spec: { policy: basePolicy }, labels: labels[name]!, workspaceScope: workspaceScope() });
     stack.startSupervisor({ sandbox: name, ...(name === slow ? { args: ["--apply-delay-ms", "1500"] } : {}) });
   }
-  for (const name of [web, api, slow, rej]) {
-    for (let i = 0; ; i++) {
-      if ((await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase === SandboxPhase.READY) break;
-      if (i > 400) throw new Error(`sandbox ${name} did not become READY; see ${stack.logFile}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  await waitReady(async (name) => (await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase, [web, api, slow, rej], stack.logFile, 400);
 }, 240_000);
 
 afterAll(async () => {

@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { SandboxPhase } from "openshell-config/raw";
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const BIN = join(ROOT, "dist", "cli", "main.js");
@@ -76,4 +77,20 @@ export function policyYaml(rules: Record<string, { host: string; protocol?: stri
     lines.push("networkMiddlewares:", "  audit:", "    name: audit", "    middleware: audit-log", `    config: { grpc_endpoint: "${middleware}" }`, "    order: 1");
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** Waits until each of `names` is READY (a supervisor applied its bootstrap); polls every 50 ms. */
+export async function waitReady(
+  getPhase: (name: string) => Promise<number | undefined>,
+  names: readonly string[],
+  logFile: string,
+  attempts = 600,
+): Promise<void> {
+  for (const name of names) {
+    for (let i = 0; ; i++) {
+      if ((await getPhase(name)) === SandboxPhase.READY) break;
+      if (i > attempts) throw new Error(`sandbox ${name} did not become READY; see ${logFile}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }

@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, workspaceScope } from "openshell-config/raw";
+import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
-import { build, policyYaml, ROOT, runBinary } from "./harness.js";
+import { build, policyYaml, ROOT, runBinary, waitReady } from "./harness.js";
 import { framesOf, hasTmux, rowsFor, startInPane, type Screen } from "./tmux.js";
 
 /** Applies each update after 2 s: long enough for the spinner to be seen. */
@@ -63,13 +63,7 @@ beforeAll(async () => {
   for (const name of fleet) await raw.createSandbox({ name, labels: { fleet: "term" }, spec: { policy }, workspaceScope: workspaceScope() });
   stack.startSupervisor({ sandbox: web, args: ["--apply-delay-ms", "2000"] });
   stack.startSupervisor({ fleet: { prefix: "tr-", count: fleet.length }, args: ["--apply-delay-ms", "700"] });
-  for (const name of [web, ...fleet]) {
-    for (let i = 0; ; i++) {
-      if ((await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase === SandboxPhase.READY) break;
-      if (i > 600) throw new Error(`sandbox ${name} did not become READY; see ${stack.logFile}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  await waitReady(async (name) => (await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase, [web, ...fleet], stack.logFile, 600);
 }, 240_000);
 
 afterAll(async () => {
