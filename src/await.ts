@@ -6,11 +6,9 @@
 // A wait that ends on this side (deadline, abort) throws CompletionTimeoutError carrying a ref
 // that resumes it; a terminal outcome, good or bad, is returned as data.
 
-import { clone } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   ConfigUpdateWaitMode,
-  UpdateConfigRequestSchema,
   type UpdateConfigRequest,
   type UpdateConfigResponse,
 } from "./gen/openshell/v1/config_pb.js";
@@ -170,8 +168,10 @@ async function waitByRequest(w: Waiting): Promise<Completion> {
   const { ctx, target, pace } = w;
   for (;;) {
     checkDeadline(pace);
-    const req = clone(UpdateConfigRequestSchema, target.request!);
-    req.waitMode = ConfigUpdateWaitMode.WAIT_FOR_COMPLETION;
+    // A shallow copy: only the two top-level wait fields differ from the committed request, and
+    // nothing below them is ever mutated (a deep clone of the policy per slice costs more CPU and
+    // garbage than the rest of the SDK's work on an update).
+    const req: UpdateConfigRequest = { ...target.request!, waitMode: ConfigUpdateWaitMode.WAIT_FOR_COMPLETION };
     // End each server wait a little before the local deadline, so that the gateway's answer
     // (with the operation-id) arrives before the local wait gives up. Never send zero: the
     // gateway reads a zero wait_timeout as its 60 s default.

@@ -78,16 +78,30 @@ export async function withRetry<T>(
   } = {},
 ): Promise<T> {
   options.signal?.throwIfAborted();
-  return pRetry(fn, {
-    retries: options.retries ?? 6,
-    minTimeout: options.minDelayMs ?? 100,
-    maxTimeout: options.maxDelayMs ?? 5_000,
+  const retries = options.retries ?? 6;
+  const minTimeout = options.minDelayMs ?? 100;
+  const maxTimeout = options.maxDelayMs ?? 5_000;
+  const retryable = (error: unknown) => !options.signal?.aborted && isTransient(error, options.retryOn);
+  // The first attempt runs on its own: nearly every call succeeds at once, and p-retry's
+  // per-call bookkeeping is a measurable share of the SDK's CPU per update. Only a transient
+  // failure enters the retry loop, with the backoff p-retry would have used.
+  try {
+    return await fn(1);
+  } catch (error) {
+    if (retries === 0 || !retryable(error)) throw error;
+    options.onRetry?.(error, 1);
+  }
+  await sleep(Math.min(minTimeout * (1 + Math.random()), maxTimeout), options.signal);
+  return pRetry((attempt) => fn(attempt + 1), {
+    retries: retries - 1,
+    minTimeout: Math.min(minTimeout * 2, maxTimeout),
+    maxTimeout,
     factor: 2,
     randomize: true,
     signal: options.signal,
-    shouldRetry: ({ error }) => !options.signal?.aborted && isTransient(error, options.retryOn),
+    shouldRetry: ({ error }) => retryable(error),
     onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
-      if (retriesLeft > 0 && isTransient(error, options.retryOn)) options.onRetry?.(error, attemptNumber);
+      if (retriesLeft > 0 && isTransient(error, options.retryOn)) options.onRetry?.(error, attemptNumber + 1);
     },
   });
 }
