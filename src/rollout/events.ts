@@ -3,7 +3,7 @@
 // late still sees the rollout from its first event (a few hundred bytes per sandbox).
 
 import type { OperationHandle } from "../handle.js";
-import type { RolloutResult, SandboxRolloutResult } from "./result.js";
+import type { RolloutResult, SandboxRollback, SandboxRolloutResult } from "./result.js";
 
 /** How far a rollout has got. */
 export interface RolloutProgress {
@@ -44,12 +44,56 @@ export type RolloutEvent =
       readonly progress: RolloutProgress;
     }
   | {
-      /** `failures` reached `maxFailures`: no further sandbox is sent. Changes already sent are still awaited. */
+      /** A gate limit was reached (`failures` of `maxFailures`): no further sandbox is sent. Changes already sent are still awaited. */
       readonly type: "halted";
       /** Failures so far. */
       readonly failures: number;
       /** The limit that was reached. */
       readonly maxFailures: number;
+    }
+  | {
+      /** A wave starts: its sandboxes' before-state is read (and made durable), then they are sent. */
+      readonly type: "wave-started";
+      /** The wave's index (0: the first). */
+      readonly wave: number;
+      /** How many waves there are. */
+      readonly waves: number;
+      /** Its sandboxes, in sending order. */
+      readonly sandboxes: readonly string[];
+    }
+  | {
+      /** A wave's gate was judged. */
+      readonly type: "gate";
+      /** The wave's index. */
+      readonly wave: number;
+      /** `passed` or `failed`. */
+      readonly verdict: "passed" | "failed";
+      /** The verdict as a sentence, e.g. "wave 1 (canary): 1 of 1 failed, limit 1". */
+      readonly reason: string;
+    }
+  | {
+      /** The rollout waits after a passed gate: until a time, or (approval) until its state is resumed. */
+      readonly type: "paused";
+      /** The wave that passed. */
+      readonly wave: number;
+      /** When the next wave starts (a timed pause); undefined: waiting for approval, and the run ends "paused". */
+      readonly until: Date | undefined;
+    }
+  | {
+      /** The rollback starts: a failed gate with `rollback: "on-halt"`, or an undo. */
+      readonly type: "rollback-started";
+      /** The sandboxes the rollout changed, which the rollback considers. */
+      readonly sandboxes: readonly string[];
+      /** Why: the failed gate's sentence, or "undo requested". */
+      readonly reason: string;
+    }
+  | {
+      /** One sandbox's rollback has its result. */
+      readonly type: "rollback-result";
+      /** The sandbox name. */
+      readonly sandbox: string;
+      /** What its rollback did. */
+      readonly rollback: SandboxRollback;
     }
   | {
       /** The rollout is over; the same result the promise resolves to. */

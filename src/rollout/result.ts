@@ -1,13 +1,56 @@
 // What a rollout reports: one result per sandbox (the SDK's completion union, or why there is
-// none), and the totals a person reads first: counts by state and outcome, the slowest sandboxes,
-// whether the rollout halted. Pure functions over plain data.
+// none, and its rollback if it had one), one per wave (its gate's verdict), and the totals a
+// person reads first: the phase, counts by state and outcome, the slowest sandboxes, whether the
+// rollout halted and what its rollback did. Pure functions over plain data.
 
 import type { ApplyOutcome, Completion, OperationState } from "../completion.js";
 import type { OperationHandle } from "../handle.js";
 import type { RolloutState } from "./state.js";
 
+/** What a sandbox's rollback did. Discriminated on `status`. */
+export type SandboxRollback =
+  | {
+      /** The rollback commit reached a terminal outcome (see `completion.state`: applied means the sandbox is back). */
+      readonly status: "completed";
+      /** Its terminal outcome. */
+      readonly completion: Completion;
+      /** The rollback commit's handle. */
+      readonly handle: OperationHandle;
+    }
+  | {
+      /** Left alone: its desired state is no longer what this rollout made (someone changed it since). */
+      readonly status: "changed-by-others";
+      /** What was found instead. */
+      readonly detail: string;
+    }
+  | {
+      /** Left alone: it had no earlier policy revision to return to. */
+      readonly status: "no-earlier-revision";
+    }
+  | {
+      /** The rollback could not be sent or waited for (e.g. the gateway refused to delete a globally managed setting). */
+      readonly status: "error";
+      /** The error, an `OpenShellConfigError` subclass. */
+      readonly error: Error;
+    }
+  | {
+      /** Sent, but its wait ended here; resuming the rollout (or `undoRollout`) waits again by the same key. */
+      readonly status: "pending";
+      /** The rollback commit's handle. */
+      readonly handle: OperationHandle;
+    };
+
+/** Fields every sandbox result has. */
+export interface SandboxRolloutCommon {
+  /** The index of the sandbox's wave (0: the first). */
+  readonly wave: number;
+  /** What its rollback did, when the rollout rolled back. */
+  readonly rollback?: SandboxRollback;
+}
+
 /** One sandbox's part of a rollout. Discriminated on `status`. */
-export type SandboxRolloutResult =
+export type SandboxRolloutResult = SandboxRolloutCommon &
+  (
   | {
       /** The sandbox reached a terminal outcome: see `completion.state`. */
       readonly status: "completed";
@@ -49,9 +92,46 @@ export type SandboxRolloutResult =
       readonly status: "skipped";
       /** The sandbox name. */
       readonly sandbox: string;
-      /** `halted` or `aborted`. */
+      /** `halted` (a gate failed, or the rollout paused before its wave) or `aborted`. */
       readonly reason: "halted" | "aborted";
-    };
+    }
+  );
+
+/** One wave's part of a rollout. */
+export interface WaveResult {
+  /** Its index (0: the first). */
+  readonly index: number;
+  /** Its sandboxes, in sending order. */
+  readonly sandboxes: readonly string[];
+  /** Counts over its sandboxes. */
+  readonly counts: RolloutCounts;
+  /** Its sandboxes that counted against its gate. */
+  readonly failures: number;
+  /** The gate's verdict: `not-reached` when the rollout stopped before judging it. */
+  readonly gate: "passed" | "failed" | "not-reached" | "pending";
+  /** The verdict as a sentence, e.g. "wave 1 (canary): 1 of 1 failed, limit 1"; undefined when not reached. */
+  readonly reason: string | undefined;
+}
+
+/**
+ * How a rollout ended: `complete` (every wave's gate passed), `paused` (waiting for approval:
+ * resume the state), `halted` (a gate failed, nothing rolled back), `rolled-back` (a gate
+ * failed or undo was asked, and the rollback ran; see `rollback`), `incomplete` (a result is
+ * still pending: resume to judge the gate) or `aborted` (the signal, or a failing `onState`).
+ */
+export type RolloutPhase = "complete" | "paused" | "halted" | "rolled-back" | "incomplete" | "aborted";
+
+/** What a rollback did, over all sandboxes it considered. */
+export interface RollbackSummary {
+  /** Sandboxes returned to what they had before (their rollback applied, or was inactive). */
+  readonly rolledBack: number;
+  /** Sandboxes not touched, and why (`changed-by-others`, `no-earlier-revision`). */
+  readonly leftAlone: readonly { readonly sandbox: string; readonly reason: "changed-by-others" | "no-earlier-revision" }[];
+  /** Sandboxes whose rollback errored or did not apply, with a sentence. */
+  readonly failed: readonly { readonly sandbox: string; readonly reason: string }[];
+  /** Sandboxes whose rollback is still pending. */
+  readonly pending: readonly string[];
+}
 
 /** Counts over a rollout's sandboxes. */
 export interface RolloutCounts {
@@ -97,6 +177,33 @@ export interface RolloutResult {
   readonly durationMs: number;
   /** The state to resume from (`JSON.stringify` it). */
   readonly state: RolloutState;
+  /** How the rollout ended. */
+  readonly phase: RolloutPhase;
+  /** One entry per wave (one wave when none were given). */
+  readonly waves: readonly WaveResult[];
+  /** The gate that failed, if one did. */
+  readonly gateFailure?: { readonly wave: number; readonly reason: string };
+  /** What the rollback did, when one ran. */
+  readonly rollback?: RollbackSummary;
+  /** Why the run ended `aborted` when `onState` threw or rejected (nothing more was committed after it). */
+  readonly stateError?: unknown;
+}
+
+/** The rollback summary over `results`' rollbacks. */
+export function summarizeRollback(results: readonly SandboxRolloutResult[]): RollbackSummary {
+  let rolledBack = 0;
+  const leftAlone: { sandbox: string; reason: "changed-by-others" | "no-earlier-revision" }[] = [];
+  const failed: { sandbox: string; reason: string }[] = [];
+  const pending: string[] = [];
+  for (const { sandbox, rollback: rb } of results) {
+    if (!rb) continue;
+    if (rb.status === "changed-by-others" || rb.status === "no-earlier-revision") leftAlone.push({ sandbox, reason: rb.status });
+    else if (rb.status === "pending") pending.push(sandbox);
+    else if (rb.status === "error") failed.push({ sandbox, reason: rb.error.message });
+    else if (rb.completion.state === "applied" || rb.completion.state === "inactive") rolledBack++;
+    else failed.push({ sandbox, reason: `rollback ${rb.completion.state}${rb.completion.error ? `: ${rb.completion.error}` : ""}` });
+  }
+  return { rolledBack, leftAlone, failed, pending };
 }
 
 /** True for a result that counts against `maxFailures`. */

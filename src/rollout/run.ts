@@ -1,65 +1,35 @@
-// The rollout engine: one change to many sandboxes through the SDK's public client. A pool of
-// `concurrency` workers commits each sandbox's change with a key derived from the rollout id and
-// waits for that exact revision's outcome. After `maxFailures` failed or cancelled sandboxes no
-// new sandbox is committed (canary behaviour); changes already sent are still awaited. Resuming
-// (the same id, or the saved state) re-sends the same keys, so a committed sandbox replays its
-// original operation and never gets a second revision.
+// The rollout engine: one change to many sandboxes through the SDK's public client, wave by wave.
+// Each wave's before-state is read and made durable, its sandboxes are sent (pool.ts), and its
+// gate is judged (gate.ts): passed (then an optional pause), failed (nothing more is sent; with
+// `rollback: "on-halt"` everything changed goes back, undo.ts), or pending (resume to judge).
+// Resuming (the saved state, or the same id and change) re-sends the same keys, so a committed
+// sandbox replays its original operation and never gets a second revision.
 
 import type { ConfigClient } from "../client.js";
-import { CompletionTimeoutError, InvalidArgumentError, toSdkError } from "../errors.js";
-import { createHandle } from "../refs.js";
-import { isOperationHandle, type OperationHandle } from "../handle.js";
-import type { PolicyMergeOperationInput, SandboxPolicyInput, SettingChange } from "../change.js";
-import { buildRequest, newIdempotencyKey } from "../update.js";
+import { ROLLOUT_KIND, type RolloutState } from "./state.js";
+import { plan, type Plan, type RolloutOptions } from "./plan.js";
+import { selectByLabels } from "./select.js";
+import { planWaves } from "./waves.js";
+import { judgeWave, waveLabel, type GateVerdict } from "./gate.js";
+import { captureBefore } from "./before.js";
+import { runWave, type Tally } from "./pool.js";
+import { runUndo } from "./undo.js";
 import {
-  ROLLOUT_KIND,
-  changeToRequestJson,
-  checkCount,
-  requestToChange,
-  restoreRolloutState,
-  rolloutKey,
-  validateRolloutId,
-  type RolloutChange,
-  type RolloutState,
-} from "./state.js";
-import { checkSandboxNames, normalizeSelector, selectByLabels } from "./select.js";
-import { countResults, isFailure, slowestOf, type RolloutResult, type SandboxRolloutResult } from "./result.js";
-import { createEventLog, type RolloutEvent } from "./events.js";
+  countResults,
+  isFailure,
+  slowestOf,
+  summarizeRollback,
+  type RolloutPhase,
+  type RolloutResult,
+  type SandboxRollback,
+  type SandboxRolloutResult,
+  type WaveResult,
+} from "./result.js";
+import { failsGate } from "./gate.js";
+import { createEventLog } from "./events.js";
+import type { RolloutEvent } from "./events.js";
 
-/** Options of `client.rollout`. Name the targets (`sandboxes` or `labelSelector`) and the change, or pass `resume`. */
-export interface RolloutOptions {
-  /** The rollout id keys are derived from. Default: a fresh UUID. Run again with the same id (and change) to resume. */
-  readonly id?: string;
-  /** The target sandbox names. Give this or `labelSelector`. */
-  readonly sandboxes?: readonly string[];
-  /** `k=v,k2=v2`: every sandbox of the workspace with these labels, chosen once when the rollout starts. */
-  readonly labelSelector?: string;
-  /** The workspace of the sandboxes; defaults to the client's. */
-  readonly workspace?: string;
-  /** A complete policy for every sandbox. Give exactly one of `policy`, `mergeOperations` and `settings`. */
-  readonly policy?: SandboxPolicyInput;
-  /** Policy merge operations applied to each sandbox's current policy. */
-  readonly mergeOperations?: readonly PolicyMergeOperationInput[];
-  /** One setting upsert (`{ key, value }`) or delete (`{ key, delete: true }`). */
-  readonly settings?: SettingChange;
-  /** Non-secret provenance stored with every revision. */
-  readonly annotations?: Readonly<Record<string, string>>;
-  /** Sandboxes committed and awaited at once. Default 16. */
-  readonly concurrency?: number;
-  /** Stop committing new sandboxes once this many failed, were cancelled or errored. Default: never stop. */
-  readonly maxFailures?: number;
-  /** The local bound on each sandbox's wait, in ms. Default: the client's (60 s). A sandbox past it is `pending`. */
-  readonly waitTimeoutMs?: number;
-  /**
-   * A saved `RolloutState` (e.g. `restoreRolloutState(text)`) to continue: its id, targets, change
-   * and commits. Then give no targets or change; `concurrency`, `maxFailures` and `waitTimeoutMs` override the saved ones.
-   */
-  readonly resume?: RolloutState;
-  /** Stops committing and ends the waits: sandboxes already sent are reported `pending`, the rest `skipped`. */
-  readonly signal?: AbortSignal;
-  /** Called with every event (a throwing callback is ignored). */
-  readonly onProgress?: (event: RolloutEvent) => void;
-}
+export type { RolloutOptions } from "./plan.js";
 
 /**
  * A running rollout: await it for the result, or iterate it for events (ending with
@@ -68,77 +38,16 @@ export interface RolloutOptions {
 export interface RolloutRun extends PromiseLike<RolloutResult>, AsyncIterable<RolloutEvent> {
   /** The rollout id. */
   readonly id: string;
-  /** The result; rejects only when the targets could not be chosen (e.g. ListSandboxes failed). */
+  /** The result; rejects only when the targets could not be chosen (e.g. ListSandboxes failed) or the waves do not fit them. */
   readonly result: Promise<RolloutResult>;
   /** The state so far, plain JSON: save it to resume in another process. */
   state(): RolloutState;
 }
 
-const DEFAULT_CONCURRENCY = 16;
+const PERSIST_EVERY_MS = 250;
 
-interface Plan {
-  id: string;
-  workspace: string | undefined;
-  labelSelector: string | undefined;
-  names: readonly string[] | undefined;
-  requestJson: RolloutState["request"];
-  change: RolloutChange;
-  annotations: Readonly<Record<string, string>> | undefined;
-  concurrency: number;
-  maxFailures: number | undefined;
-  waitTimeoutMs: number | undefined;
-  refs: Record<string, OperationHandle>;
-}
-
-/** Validates options into a plan; throws InvalidArgumentError naming the field. */
-function plan(options: RolloutOptions, clientWorkspace: string | undefined): Plan {
-  const concurrency = checkCount(options.concurrency ?? options.resume?.concurrency ?? DEFAULT_CONCURRENCY, "concurrency", 1);
-  const maxFailures = options.maxFailures ?? options.resume?.maxFailures;
-  if (maxFailures !== undefined && maxFailures !== Infinity) checkCount(maxFailures, "maxFailures", 1);
-  const waitTimeoutMs = options.waitTimeoutMs ?? options.resume?.waitTimeoutMs;
-  if (waitTimeoutMs !== undefined && !(waitTimeoutMs >= 0)) {
-    throw new InvalidArgumentError("waitTimeoutMs must be a non-negative number", { field: "waitTimeoutMs" });
-  }
-  const limits = { concurrency, maxFailures: maxFailures === Infinity ? undefined : maxFailures, waitTimeoutMs };
-
-  if (options.resume !== undefined) {
-    for (const f of ["id", "sandboxes", "labelSelector", "workspace", "policy", "mergeOperations", "settings", "annotations"] as const) {
-      if (options[f] !== undefined) throw new InvalidArgumentError(`${f} comes from resume; do not give it again`, { field: f });
-    }
-    const s = restoreRolloutState(options.resume);
-    const { change, annotations } = requestToChange(s.request);
-    return { ...limits, id: s.id, workspace: s.workspace, labelSelector: s.labelSelector, names: s.sandboxes, requestJson: s.request, change, annotations, refs: { ...s.refs } };
-  }
-
-  const id = options.id === undefined ? newIdempotencyKey() : validateRolloutId(options.id);
-  if ((options.sandboxes === undefined) === (options.labelSelector === undefined)) {
-    throw new InvalidArgumentError("give exactly one of sandboxes and labelSelector", { field: "sandboxes" });
-  }
-  const names = options.sandboxes === undefined ? undefined : checkSandboxNames(options.sandboxes);
-  const labelSelector = options.labelSelector === undefined ? undefined : normalizeSelector(options.labelSelector);
-  const given = (["policy", "mergeOperations", "settings"] as const).filter((f) => options[f] !== undefined);
-  if (given.length !== 1) {
-    throw new InvalidArgumentError("give exactly one of policy, mergeOperations and settings", { field: given[1] ?? "policy" });
-  }
-  const change: RolloutChange =
-    options.policy !== undefined
-      ? { policy: options.policy }
-      : options.mergeOperations !== undefined
-        ? { mergeOperations: options.mergeOperations }
-        : options.settings!;
-  // The client's workspace when none is named, fixed in the state: the sandboxes are listed, the
-  // changes committed and a resumed rollout replayed in the same one.
-  const workspace = options.workspace ?? clientWorkspace;
-  const requestJson = changeToRequestJson(change, { workspace, annotations: options.annotations });
-  return { ...limits, id, workspace, labelSelector, names, requestJson, change, annotations: options.annotations, refs: {} };
-}
-
-/** Starts a rollout with `client`. Throws InvalidArgumentError (naming the field) before anything is sent. */
-export function startRollout(client: ConfigClient, options: RolloutOptions): RolloutRun {
-  const p = plan(options, client.workspace);
-  const log = createEventLog(options.onProgress);
-  let targets: readonly string[] = p.names ?? [];
-  const state = (): RolloutState => ({
+function stateOf(p: Plan, targets: readonly string[]): RolloutState {
+  return {
     kind: ROLLOUT_KIND,
     id: p.id,
     ...(p.workspace !== undefined ? { workspace: p.workspace } : {}),
@@ -149,30 +58,229 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
     ...(p.waitTimeoutMs !== undefined ? { waitTimeoutMs: p.waitTimeoutMs } : {}),
     sandboxes: [...targets],
     refs: { ...p.refs },
+    waves: p.waves.map((w) => ({ sandboxes: [...w.sandboxes], gate: { ...w.gate } })),
+    wave: p.wave,
+    phase: p.phase,
+    ...(p.pausedUntil !== undefined ? { pausedUntil: p.pausedUntil } : {}),
+    ...(p.gateFailure !== undefined ? { gateFailure: { ...p.gateFailure } } : {}),
+    rollback: p.rollback,
+    before: { ...p.before },
+    undoRefs: { ...p.undoRefs },
+  };
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener("abort", done, { once: true });
   });
+}
+
+/** Starts a rollout with `client`. Throws InvalidArgumentError (naming the field) before anything is sent. */
+export function startRollout(client: ConfigClient, options: RolloutOptions): RolloutRun {
+  const p = plan(options, client.workspace);
+  const log = createEventLog(options.onProgress);
+  const emit = log.push;
+  const signal = options.signal;
+  let targets: readonly string[] = p.names ?? [];
+  const state = () => stateOf(p, targets);
+
+  // onState: awaited where resuming needs it, else at most every 250 ms while sending. A failure
+  // stops every further commit.
+  let stateError: { error: unknown } | undefined;
+  let lastPersist = 0;
+  let inFlight: Promise<void> | undefined;
+  const persist = async (): Promise<void> => {
+    if (!options.onState || stateError) return;
+    await inFlight;
+    lastPersist = Date.now();
+    try {
+      await options.onState(state());
+    } catch (error) {
+      stateError ??= { error };
+    }
+  };
+  const persistSoon = () => {
+    if (!options.onState || inFlight || Date.now() - lastPersist < PERSIST_EVERY_MS) return;
+    inFlight = persist().finally(() => (inFlight = undefined));
+  };
+  const stopped = () => stateError !== undefined;
 
   const result = (async (): Promise<RolloutResult> => {
     // No event before rollout() has returned its run: a callback may use the run.
     await Promise.resolve();
     const started = Date.now();
-    if (p.names === undefined) targets = await selectByLabels(client, p.labelSelector!, p.workspace, options.signal);
-    log.push({ type: "started", id: p.id, sandboxes: [...targets], alreadyCommitted: targets.filter((t) => p.refs[t]).length });
-    const { results, halted } = await runPool(client, p, targets, options.signal, log.push);
-    const failures = results.filter(isFailure).length;
-    const counts = countResults(results, targets.length);
+    if (p.names === undefined) targets = await selectByLabels(client, p.labelSelector!, p.workspace, signal);
+    if (!p.resumed) p.waves = p.waveInput ? planWaves(p.waveInput, targets, p.id, p.baseGate) : [];
+    if (p.waves.length === 0 && targets.length > 0) p.waves = [{ sandboxes: [...targets], gate: p.baseGate }];
+    if (p.resumed && options.maxFailures !== undefined) {
+      // A new limit for the rest of the rollout; a single wave (no waves given) halts by it too.
+      const single = p.waves.length === 1;
+      p.waves = p.waves.map((w) => ({ ...w, gate: { ...w.gate, maxTotalFailures: p.maxFailures ?? null, ...(single ? { maxFailures: p.maxFailures ?? null } : {}) } }));
+    }
+    if (!p.resumed) await persist();
+    emit({ type: "started", id: p.id, sandboxes: [...targets], alreadyCommitted: targets.filter((t) => p.refs[t]).length });
+
+    const results = new Map<string, SandboxRolloutResult>();
+    const tally: Tally = { done: 0, total: targets.length, failures: 0, gateFailures: 0 };
+    const verdicts: { gate: GateVerdict; reason: string | undefined }[] = p.waves.map(() => ({ gate: "not-reached", reason: undefined }));
+    const undoing = p.undo || p.phase === "rolling-back";
+    let stopNew = undoing;
+    let halted = false;
+    let end: RolloutPhase | undefined;
+    const n = p.waves.length;
+
+    for (let i = 0; i < n; i++) {
+      const w = p.waves[i]!;
+      const label = waveLabel(i, n);
+      const failedHere = p.gateFailure?.wave === i;
+      // Waves an earlier run passed are only awaited again (their gates stay passed).
+      const replayOnly = stopNew || i < p.wave || failedHere || stopped();
+      if (!replayOnly) {
+        if (p.phase === "paused" && i === p.wave && p.pausedUntil !== undefined) {
+          // A timed pause an earlier run began: wait only the rest.
+          await pauseFor(Date.parse(p.pausedUntil) - Date.now(), signal);
+          if (signal?.aborted) {
+            end = "aborted";
+            stopNew = true;
+          }
+        }
+        if (!stopNew) {
+          p.phase = "running";
+          p.pausedUntil = undefined;
+          emit({ type: "wave-started", wave: i, waves: n, sandboxes: [...w.sandboxes] });
+        }
+      }
+      const refused = new Map<string, Error>();
+      if (!replayOnly && !stopNew && p.capture) {
+        const unread = w.sandboxes.filter((s) => p.before[s] === undefined && p.refs[s] === undefined);
+        const read = await captureBefore(client, unread, p.change, { workspace: p.workspace, concurrency: p.concurrency, signal });
+        unread.forEach((s, k) => {
+          const b = read[k]!;
+          if (b instanceof Error) refused.set(s, b);
+          else p.before[s] = b;
+        });
+        // Durable before the wave's first commit: a rollback must know what to return to.
+        await persist();
+      }
+      const run = await runWave(client, p, w.sandboxes, {
+        index: i,
+        label,
+        gate: w.gate,
+        tally,
+        signal,
+        emit,
+        stopped,
+        onSent: persistSoon,
+        replayOnly: replayOnly || stopNew,
+        refused,
+      });
+      run.results.forEach((r) => results.set(r.sandbox, r));
+      if (replayOnly || stopNew) {
+        if (i < p.wave) verdicts[i] = { gate: "passed", reason: undefined };
+        if (failedHere) {
+          verdicts[i] = { gate: "failed", reason: p.gateFailure!.reason };
+          halted = true;
+          stopNew = true;
+        }
+        continue;
+      }
+      if (signal?.aborted || stopped()) {
+        end = "aborted";
+        stopNew = true;
+        continue;
+      }
+      const judged = judgeWave(w.gate, run.results, tally.gateFailures, label);
+      verdicts[i] = { gate: judged.verdict, reason: judged.reason };
+      if (judged.verdict === "failed") {
+        halted = true;
+        stopNew = true;
+        p.wave = i;
+        p.gateFailure = { wave: i, reason: judged.reason };
+        emit({ type: "gate", wave: i, verdict: "failed", reason: judged.reason });
+        continue;
+      }
+      if (judged.verdict === "pending") {
+        end = "incomplete";
+        stopNew = true;
+        continue;
+      }
+      emit({ type: "gate", wave: i, verdict: "passed", reason: judged.reason });
+      p.wave = i + 1;
+      const pause = w.gate.pause;
+      if (i === n - 1 || pause === null) continue;
+      p.phase = "paused";
+      if (pause === "approval") {
+        await persist();
+        emit({ type: "paused", wave: i, until: undefined });
+        end = "paused";
+        stopNew = true;
+        continue;
+      }
+      const until = new Date(Date.now() + pause);
+      p.pausedUntil = until.toISOString();
+      await persist();
+      emit({ type: "paused", wave: i, until });
+      await pauseFor(pause, signal);
+      if (signal?.aborted) {
+        end = "aborted";
+        stopNew = true;
+      }
+    }
+
+    // Rollback: after a failed gate (on-halt), when asked (undo), or to finish one a crash cut short.
+    let rollbacks: Map<string, SandboxRollback> | undefined;
+    if (!stopped() && !signal?.aborted && (undoing || (halted && p.rollback === "on-halt"))) {
+      const changed = targets.filter((t) => p.refs[t] !== undefined);
+      p.phase = "rolling-back";
+      emit({ type: "rollback-started", sandboxes: changed, reason: p.undo ? "undo requested" : (p.gateFailure?.reason ?? "resumed rollback") });
+      rollbacks = await runUndo(client, p, changed, { signal, emit, persist });
+      const open = [...rollbacks.values()].some((r) => r.status === "pending") || signal?.aborted || stopped();
+      if (!open) p.phase = "done";
+      end = signal?.aborted || stopped() ? "aborted" : open ? "incomplete" : "rolled-back";
+    } else if (end === undefined) {
+      p.phase = "done";
+      end = halted ? "halted" : "complete";
+    } else if (end === "incomplete" || (end === "aborted" && p.phase !== "paused")) {
+      p.phase = "running";
+    }
+    await inFlight;
+    await persist();
+
+    const ordered = targets.map((t) => {
+      const r = results.get(t)!;
+      const rb = rollbacks?.get(t);
+      return rb ? { ...r, rollback: rb } : r;
+    });
+    const counts = countResults(ordered, targets.length);
+    const waves: WaveResult[] = p.waves.map((w, i) => {
+      const rs = w.sandboxes.map((s) => results.get(s)!);
+      return { index: i, sandboxes: [...w.sandboxes], counts: countResults(rs, rs.length), failures: rs.filter((r) => failsGate(r, w.gate)).length, ...verdicts[i]! };
+    });
     const out: RolloutResult = {
       id: p.id,
-      sandboxes: results,
+      sandboxes: ordered,
       counts,
-      failures,
+      failures: ordered.filter(isFailure).length,
       halted,
-      aborted: options.signal?.aborted === true,
+      aborted: signal?.aborted === true || stopped(),
       complete: counts.byStatus.completed === targets.length,
-      slowest: slowestOf(results),
+      slowest: slowestOf(ordered),
       durationMs: Date.now() - started,
       state: state(),
+      phase: end,
+      waves,
+      ...(p.gateFailure !== undefined ? { gateFailure: { ...p.gateFailure } } : {}),
+      ...(rollbacks ? { rollback: summarizeRollback(ordered) } : {}),
+      ...(stateError ? { stateError: stateError.error } : {}),
     };
-    log.push({ type: "finished", result: out });
+    emit({ type: "finished", result: out });
     return out;
   })();
   result.then(
@@ -189,92 +297,4 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
     then: (onFulfilled, onRejected) => result.then(onFulfilled, onRejected),
     [Symbol.asyncIterator]: () => log.iterate(),
   };
-}
-
-/** Commits and awaits every target with at most `p.concurrency` in flight; results in target order. */
-async function runPool(
-  client: ConfigClient,
-  p: Plan,
-  targets: readonly string[],
-  signal: AbortSignal | undefined,
-  emit: (e: RolloutEvent) => void,
-): Promise<{ results: SandboxRolloutResult[]; halted: boolean }> {
-  const results: SandboxRolloutResult[] = new Array(targets.length);
-  let next = 0;
-  let done = 0;
-  let failures = 0;
-  let halted = false;
-
-  const finish = (i: number, r: SandboxRolloutResult) => {
-    results[i] = r;
-    done++;
-    if (isFailure(r)) failures++;
-    emit({ type: "result", result: r, progress: { done, total: targets.length, failures } });
-    if (!halted && p.maxFailures !== undefined && failures >= p.maxFailures) {
-      halted = true;
-      emit({ type: "halted", failures, maxFailures: p.maxFailures });
-    }
-  };
-
-  const one = async (i: number) => {
-    const sandbox = targets[i]!;
-    const sentBefore = p.refs[sandbox] !== undefined;
-    if (!sentBefore && (halted || signal?.aborted)) {
-      return finish(i, { status: "skipped", sandbox, reason: signal?.aborted ? "aborted" : "halted" });
-    }
-    if (signal?.aborted) return finish(i, { status: "pending", sandbox, handle: p.refs[sandbox]!, reason: "aborted", durationMs: 0 });
-    // Recorded before sending: from here on a resume re-sends this sandbox's change (with the same
-    // key, so at most one revision) even after a halt, as this run meant to commit it.
-    const sent = p.refs[sandbox] ?? sentHandle(p, sandbox);
-    p.refs[sandbox] = sent;
-    emit({ type: "sent", sandbox, handle: sent });
-    const t0 = Date.now();
-    try {
-      const { completion, handle } = await commitAndWait(client, p, sandbox, signal);
-      p.refs[sandbox] = handle;
-      finish(i, { status: "completed", sandbox, completion, handle, durationMs: Date.now() - t0 });
-    } catch (err) {
-      const durationMs = Date.now() - t0;
-      if (err instanceof CompletionTimeoutError) {
-        if (isOperationHandle(err.ref)) p.refs[sandbox] = err.ref;
-        return finish(i, { status: "pending", sandbox, handle: p.refs[sandbox]!, reason: err.reason, durationMs });
-      }
-      // Refused by the gateway (e.g. no such sandbox): nothing was committed by this send.
-      if (!sentBefore) delete p.refs[sandbox];
-      finish(i, { status: "error", sandbox, error: toSdkError(err), handle: p.refs[sandbox], durationMs });
-    }
-  };
-
-  const worker = async () => {
-    while (next < targets.length) await one(next++);
-  };
-  await Promise.all(Array.from({ length: Math.min(p.concurrency, targets.length) }, worker));
-  return { results, halted };
-}
-
-/** A handle for a change about to be sent: re-sending it replays (or makes) the one commit. */
-function sentHandle(p: Plan, sandbox: string): OperationHandle {
-  const request = buildRequest(
-    { sandbox, idempotencyKey: rolloutKey(p.id, sandbox), workspace: p.workspace, annotations: p.annotations },
-    p.change,
-  );
-  return createHandle(request, { operationId: undefined, workspace: p.workspace, policyVersion: undefined });
-}
-
-/**
- * Commits one sandbox's change and waits for its outcome in one request (the gateway's own wait),
- * or replays the commit made by an earlier run. One unary call per sandbox: no stream per
- * sandbox, whose cancellation a server could count as a reset flood.
- */
-function commitAndWait(client: ConfigClient, p: Plan, sandbox: string, signal: AbortSignal | undefined) {
-  const common = {
-    sandbox,
-    idempotencyKey: rolloutKey(p.id, sandbox),
-    ...(p.workspace !== undefined ? { workspace: p.workspace } : {}),
-    ...(p.annotations !== undefined ? { annotations: p.annotations } : {}),
-    wait: { ...(p.waitTimeoutMs !== undefined ? { timeoutMs: p.waitTimeoutMs } : {}), ...(signal ? { signal } : {}) },
-  };
-  const c = p.change;
-  if ("key" in c && c.key !== undefined) return client.updateSettings({ ...common, ...c } as Parameters<ConfigClient["updateSettings"]>[0] & { wait: object });
-  return client.updatePolicy({ ...common, ...c } as Parameters<ConfigClient["updatePolicy"]>[0] & { wait: object });
 }

@@ -1,12 +1,17 @@
 // Choosing a rollout's sandboxes: an explicit list of names, or every sandbox of a workspace whose
 // labels match a selector (ListSandboxes, every page). Only this module loads the ListSandboxes
-// descriptors, so a client that never rolls out does not carry them.
+// descriptors (and GetSandbox, which a rollback reads), so a client that never rolls out does not carry them.
 
 import type { GenService } from "@bufbuild/protobuf/codegenv2";
 import type { ConfigClient } from "../client.js";
 import { createServiceSubset } from "../rpc.js";
 import { InvalidArgumentError, toSdkError } from "../errors.js";
-import { ListSandboxesRequestSchema, ListSandboxesResponseSchema } from "../gen/openshell/v1/sandboxes_pb.js";
+import {
+  GetSandboxRequestSchema,
+  ListSandboxesRequestSchema,
+  ListSandboxesResponseSchema,
+  SandboxResponseSchema,
+} from "../gen/openshell/v1/sandboxes_pb.js";
 import { workspaceScope } from "../workspace.js";
 
 /** The one sandbox-lifecycle method a rollout calls; wire-identical to `OpenShell.ListSandboxes`. */
@@ -75,3 +80,8 @@ export async function selectByLabels(
   }
   return names.sort();
 }
+
+/** `OpenShell` reduced to GetSandbox: a rollback reads a sandbox's `resource_version` with it. */
+export const GetSandboxRpc = createServiceSubset([["GetSandbox", "unary", GetSandboxRequestSchema, SandboxResponseSchema]]) as GenService<{
+  getSandbox: { methodKind: "unary"; input: typeof GetSandboxRequestSchema; output: typeof SandboxResponseSchema };
+}>;

@@ -1,9 +1,10 @@
 // A rollout's durable identity as plain JSON: its id, the one change it sends, the sandboxes it
-// targets and the handle of every commit made so far. Every sandbox's idempotency key is derived
+// targets, its waves and where it is in them, what each sandbox had before, and the handle of
+// every commit (and rollback) made so far. Every sandbox's idempotency key is derived
 // from the rollout id, so the state (or just the id and the same request) resumes a rollout in any
 // process without ever creating a second revision for a sandbox.
 
-import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { fromJson, toJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { UpdateConfigRequestSchema, type UpdateConfigRequest } from "../gen/openshell/v1/config_pb.js";
 import { InvalidArgumentError } from "../errors.js";
 import { fromSettingValue } from "../convert/setting-value.js";
@@ -11,9 +12,28 @@ import { buildRequest } from "../update.js";
 import type { PolicyChange, SettingChange } from "../change.js";
 import { restoreHandle } from "../refs.js";
 import type { OperationHandle } from "../handle.js";
+import { resolveGate, type Gate, type PlannedWave } from "./waves.js";
 
 /** Marks a JSON object as a rollout state of this SDK (and its format version). */
-export const ROLLOUT_KIND = "openshell-config/rollout@1";
+export const ROLLOUT_KIND = "openshell-config/rollout@2";
+/** The format before waves; `restoreRolloutState` still reads it (as one wave). */
+export const ROLLOUT_KIND_V1 = "openshell-config/rollout@1";
+
+/** Where a rollout is: sending waves, waiting between two, returning sandboxes to before, or over. */
+export type RolloutStatePhase = "running" | "paused" | "rolling-back" | "done";
+
+/**
+ * What a sandbox had before the rollout's first commit to it, read just before its wave: what a
+ * rollback returns it to. Policy rollouts: `policyVersion`, the revision it enforced (else its
+ * desired one); absent: no earlier revision. Settings rollouts: `settingValue`, its own
+ * (sandbox-scoped) value as protobuf-JSON SettingValue; absent: it had none.
+ */
+export interface SandboxBefore {
+  /** The policy revision to return to. */
+  readonly policyVersion?: number;
+  /** The sandbox-scoped setting value to return to (protobuf JSON of SettingValue). */
+  readonly settingValue?: JsonValue;
+}
 
 /** The change a rollout sends to every sandbox, as plain data. */
 export type RolloutChange = PolicyChange | SettingChange;
@@ -43,6 +63,22 @@ export interface RolloutState {
   readonly sandboxes: readonly string[];
   /** The handle of each sandbox whose change was sent (committed, or possibly in flight), by sandbox name. */
   readonly refs: Readonly<Record<string, OperationHandle>>;
+  /** The waves, fixed when the rollout started (empty until the targets are known). */
+  readonly waves: readonly PlannedWave[];
+  /** The wave being sent, or the next one after a passed gate (== `waves.length` when all passed). */
+  readonly wave: number;
+  /** Where the rollout is. */
+  readonly phase: RolloutStatePhase;
+  /** While paused for a duration: when the next wave may start (ISO time). Paused without it: waiting for approval. */
+  readonly pausedUntil?: string;
+  /** The gate that failed, if one did. */
+  readonly gateFailure?: { readonly wave: number; readonly reason: string };
+  /** Whether a failed gate rolls back what the rollout changed. */
+  readonly rollback: "never" | "on-halt";
+  /** What each sandbox had before its wave's first commit, by sandbox name. */
+  readonly before: Readonly<Record<string, SandboxBefore>>;
+  /** The handle of each rollback sent (recorded before sending, with its expectedResourceVersion), by sandbox name. */
+  readonly undoRefs: Readonly<Record<string, OperationHandle>>;
 }
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -61,6 +97,11 @@ export function validateRolloutId(id: unknown, field = "id"): string {
 /** The idempotency key of one sandbox's commit in rollout `id`: the same every time it is resent. */
 export function rolloutKey(id: string, sandbox: string): string {
   return `rollout/${id}/${sandbox}`;
+}
+
+/** The idempotency key of one sandbox's rollback of rollout `id` (≤ 5 + 128 + 1 + 120 bytes). */
+export function undoKey(id: string, sandbox: string): string {
+  return `undo/${id}/${sandbox}`;
 }
 
 /** The change as the JSON of a request template (validated by building it, so errors name the field). */
@@ -97,9 +138,42 @@ export function requestToChange(json: JsonObject): {
   return { change, annotations: { ...req.annotations } };
 }
 
+const bad = (field: string, what: string, cause?: unknown) =>
+  new InvalidArgumentError(`${field} ${what}`, { field, ...(cause !== undefined ? { cause } : {}) });
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function handlesOf(value: unknown, field: string, targets: ReadonlySet<string>): Record<string, OperationHandle> {
+  if (!isRecord(value)) throw bad(field, "must be an object");
+  const out: Record<string, OperationHandle> = {};
+  for (const [sandbox, ref] of Object.entries(value)) {
+    if (!targets.has(sandbox)) throw bad(`${field}.${sandbox}`, `names "${sandbox}", which is not a target`);
+    try {
+      out[sandbox] = restoreHandle(ref);
+    } catch (err) {
+      throw bad(`${field}.${sandbox}`, "is not an operation handle", err);
+    }
+  }
+  return out;
+}
+
+const NO_GATE: Gate = { maxFailures: null, maxTotalFailures: null, failOnDegraded: false, pause: null };
+
+function gateOf(value: unknown, field: string): Gate {
+  if (!isRecord(value)) throw bad(field, "must be an object");
+  const nullable = (k: "maxFailures" | "maxTotalFailures" | "pause") => (value[k] === null ? undefined : value[k]);
+  const g = resolveGate(
+    { maxFailures: nullable("maxFailures"), maxTotalFailures: nullable("maxTotalFailures"), failOnDegraded: value.failOnDegraded, pause: nullable("pause") } as never,
+    NO_GATE,
+    field,
+  );
+  return g;
+}
+
 /**
- * Restores a rollout state from its JSON text or parsed value. Throws InvalidArgumentError naming
- * the field that is wrong.
+ * Restores a rollout state from its JSON text or parsed value: this format (`@2`) or the one
+ * before waves (`@1`, read as one wave that rolls nothing back). Throws InvalidArgumentError
+ * naming the field that is wrong.
  */
 export function restoreRolloutState(json: string | unknown): RolloutState {
   let value: unknown = json;
@@ -111,50 +185,84 @@ export function restoreRolloutState(json: string | unknown): RolloutState {
     }
   }
   const s = value as Partial<Record<keyof RolloutState, unknown>> | null;
-  if (typeof s !== "object" || s === null || s.kind !== ROLLOUT_KIND) {
+  if (typeof s !== "object" || s === null || (s.kind !== ROLLOUT_KIND && s.kind !== ROLLOUT_KIND_V1)) {
     throw new InvalidArgumentError(`state.kind must be "${ROLLOUT_KIND}"`, { field: "state.kind" });
   }
   validateRolloutId(s.id, "state.id");
-  if (typeof s.request !== "object" || s.request === null) {
-    throw new InvalidArgumentError("state.request must be an object", { field: "state.request" });
-  }
+  if (typeof s.request !== "object" || s.request === null) throw bad("state.request", "must be an object");
   try {
     const { change } = requestToChange(s.request as JsonObject);
     if ("mergeOperations" in change && change.mergeOperations?.length === 0) throw new Error("no change");
   } catch (err) {
-    throw new InvalidArgumentError("state.request is not a policy or settings change", { field: "state.request", cause: err });
+    throw bad("state.request", "is not a policy or settings change", err);
   }
   checkCount(s.concurrency, "state.concurrency", 1);
   if (s.maxFailures !== undefined) checkCount(s.maxFailures, "state.maxFailures", 1);
   if (s.waitTimeoutMs !== undefined) checkCount(s.waitTimeoutMs, "state.waitTimeoutMs", 0);
   for (const f of ["workspace", "labelSelector"] as const) {
-    if (s[f] !== undefined && typeof s[f] !== "string") {
-      throw new InvalidArgumentError(`state.${f} must be a string`, { field: `state.${f}` });
-    }
+    if (s[f] !== undefined && typeof s[f] !== "string") throw bad(`state.${f}`, "must be a string");
   }
   if (!Array.isArray(s.sandboxes) || s.sandboxes.some((n) => typeof n !== "string" || n === "")) {
-    throw new InvalidArgumentError("state.sandboxes must be an array of sandbox names", { field: "state.sandboxes" });
+    throw bad("state.sandboxes", "must be an array of sandbox names");
   }
-  if (typeof s.refs !== "object" || s.refs === null || Array.isArray(s.refs)) {
-    throw new InvalidArgumentError("state.refs must be an object", { field: "state.refs" });
+  const targets = new Set<string>(s.sandboxes as string[]);
+  const refs = handlesOf(s.refs, "state.refs", targets);
+  if (s.kind === ROLLOUT_KIND_V1) {
+    const limit = (s.maxFailures as number | undefined) ?? null;
+    const gate: Gate = { ...NO_GATE, maxFailures: limit, maxTotalFailures: limit };
+    return {
+      ...(s as unknown as Omit<RolloutState, "kind">),
+      kind: ROLLOUT_KIND,
+      refs,
+      waves: targets.size > 0 ? [{ sandboxes: [...(s.sandboxes as string[])], gate }] : [],
+      wave: 0,
+      phase: "running",
+      rollback: "never",
+      before: {},
+      undoRefs: {},
+    };
   }
-  const refs: Record<string, OperationHandle> = {};
-  for (const [sandbox, ref] of Object.entries(s.refs)) {
-    if (!s.sandboxes.includes(sandbox)) {
-      throw new InvalidArgumentError(`state.refs names "${sandbox}", which is not a target`, { field: `state.refs.${sandbox}` });
+  if (!Array.isArray(s.waves)) throw bad("state.waves", "must be an array");
+  const inWave = new Set<string>();
+  const waves = s.waves.map((w: unknown, i): PlannedWave => {
+    const field = `state.waves[${i}]`;
+    if (!isRecord(w) || !Array.isArray(w.sandboxes) || w.sandboxes.length === 0) throw bad(`${field}.sandboxes`, "must be a non-empty array of targets");
+    for (const n of w.sandboxes) {
+      if (typeof n !== "string" || !targets.has(n) || inWave.has(n)) throw bad(`${field}.sandboxes`, `must hold each target once (${String(n)})`);
+      inWave.add(n);
     }
-    try {
-      refs[sandbox] = restoreHandle(ref);
-    } catch (err) {
-      throw new InvalidArgumentError(`state.refs.${sandbox} is not an operation handle`, { field: `state.refs.${sandbox}`, cause: err });
-    }
+    return { sandboxes: [...(w.sandboxes as string[])], gate: gateOf(w.gate, `${field}.gate`) };
+  });
+  if (waves.length > 0 && inWave.size !== targets.size) throw bad("state.waves", "must hold every target");
+  if (typeof s.wave !== "number" || !Number.isSafeInteger(s.wave) || s.wave < 0 || s.wave > waves.length) {
+    throw bad("state.wave", `must be an integer from 0 to ${waves.length}`);
   }
-  return { ...(s as unknown as RolloutState), refs };
+  if (!["running", "paused", "rolling-back", "done"].includes(s.phase as string)) {
+    throw bad("state.phase", 'must be "running", "paused", "rolling-back" or "done"');
+  }
+  if (s.pausedUntil !== undefined && (typeof s.pausedUntil !== "string" || Number.isNaN(Date.parse(s.pausedUntil)))) {
+    throw bad("state.pausedUntil", "must be an ISO time");
+  }
+  const gf = s.gateFailure;
+  if (gf !== undefined && (!isRecord(gf) || typeof gf.reason !== "string" || typeof gf.wave !== "number" || !(gf.wave >= 0 && gf.wave < waves.length))) {
+    throw bad("state.gateFailure", "must be { wave, reason } naming a wave");
+  }
+  if (s.rollback !== "never" && s.rollback !== "on-halt") throw bad("state.rollback", 'must be "never" or "on-halt"');
+  if (!isRecord(s.before)) throw bad("state.before", "must be an object");
+  for (const [sandbox, b] of Object.entries(s.before)) {
+    const field = `state.before.${sandbox}`;
+    if (!targets.has(sandbox)) throw bad(field, `names "${sandbox}", which is not a target`);
+    if (!isRecord(b)) throw bad(field, "must be an object");
+    if (b.policyVersion !== undefined) checkCount(b.policyVersion, `${field}.policyVersion`, 1);
+  }
+  const undoRefs = handlesOf(s.undoRefs, "state.undoRefs", targets);
+  return { ...(s as unknown as RolloutState), refs, waves, undoRefs };
 }
 
-/** True when `value` looks like a rollout state (its `kind`); `restoreRolloutState` checks the rest. */
+/** True when `value` looks like a rollout state (its `kind`, this format or `@1`); `restoreRolloutState` checks the rest. */
 export function isRolloutState(value: unknown): value is RolloutState {
-  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === ROLLOUT_KIND;
+  const kind = typeof value === "object" && value !== null ? (value as { kind?: unknown }).kind : undefined;
+  return kind === ROLLOUT_KIND || kind === ROLLOUT_KIND_V1;
 }
 
 /** Throws InvalidArgumentError unless `n` is an integer ≥ `min`. */

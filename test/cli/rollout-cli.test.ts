@@ -86,13 +86,13 @@ describe("rollout summary rows", () => {
   const handle = (operationId?: string) => ({ kind: "openshell-config/operation-handle@1", sandbox: "s", idempotencyKey: "k", dimension: "policy", request: {}, ...(operationId ? { operationId } : {}) }) as never;
   const completed = (sandbox: string, durationMs: number, outcome = "applied") =>
     ({ status: "completed", sandbox, durationMs, handle: handle("op-c"), completion: { state: "applied", outcome, operationId: `op-${sandbox}` } }) as unknown as SandboxRolloutResult;
-  const pending = (sandbox: string, durationMs: number, reason: "deadline" | "aborted") => ({ status: "pending", sandbox, durationMs, reason, handle: handle(`op-${sandbox}`) }) as SandboxRolloutResult;
+  const pending = (sandbox: string, durationMs: number, reason: "deadline" | "aborted") => ({ status: "pending", sandbox, wave: 0, durationMs, reason, handle: handle(`op-${sandbox}`) }) as SandboxRolloutResult;
 
   it("show the supervisor's outcome in OUTCOME and the reason a wait ended, with the operation, in DETAIL", () => {
     expect(describe_(pending("a", 10, "deadline"))).toEqual({ state: "pending", outcome: "-", detail: "wait timed out; operation op-a" });
     expect(describe_(pending("b", 10, "aborted"))).toEqual({ state: "pending", outcome: "-", detail: "interrupted; operation op-b" });
     expect(describe_(completed("c", 10, "degraded"))).toEqual({ state: "applied", outcome: "degraded", detail: "operation op-c" });
-    expect(describe_({ status: "skipped", sandbox: "d", reason: "halted" })).toEqual({ state: "skipped", outcome: "-", detail: "not sent (halted)" });
+    expect(describe_({ status: "skipped", sandbox: "d", wave: 0, reason: "halted" })).toEqual({ state: "skipped", outcome: "-", detail: "not sent (halted)" });
   });
 
   it("list as slowest only sandboxes that finished, slowest first", () => {
@@ -157,12 +157,18 @@ describe("rollout state files", () => {
     try {
       const store = createRolloutStore(join(dir, "rollouts"));
       const state = {
-        kind: "openshell-config/rollout@1" as const,
+        kind: "openshell-config/rollout@2" as const,
         id: "r-1",
         request: { settingKey: "k", settingValue: { stringValue: "v" } },
         concurrency: 4,
         sandboxes: ["a"],
         refs: {},
+        waves: [{ sandboxes: ["a"], gate: { maxFailures: null, maxTotalFailures: null, failOnDegraded: false, pause: null } }],
+        wave: 0,
+        phase: "running" as const,
+        rollback: "never" as const,
+        before: {},
+        undoRefs: {},
       };
       const path = store.save(state);
       expect(statSync(path).mode & 0o777).toBe(0o600);
