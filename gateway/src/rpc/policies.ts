@@ -48,11 +48,13 @@ export async function getSandboxPolicyStatus(
     return { $typeName: "openshell.v1.GetSandboxPolicyStatusResponse", revision: toPolicyRevision(rev, false), activeVersion: active?.version ?? 0 };
   }
   // A sandbox: the version it enforces according to its latest result, which may be older than
-  // the newest loaded one (a restart that lost the last known good fails closed: 0).
+  // the newest loaded one (a restart that lost the last known good fails closed: 0). A revision
+  // asked for by version carries its policy (what a rollback returns a sandbox to); the latest
+  // one (version 0, read by every getConfig) does not.
   const [record] = await deps.store.enforcements([owner.sandboxId]);
   return {
     $typeName: "openshell.v1.GetSandboxPolicyStatusResponse",
-    revision: toPolicyRevision(rev, false),
+    revision: toPolicyRevision(rev, req.version !== 0),
     activeVersion: record?.policyVersion ?? 0,
     enforcement: record ? fromEnforcementRecord(record) : undefined,
   };
