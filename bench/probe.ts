@@ -15,7 +15,7 @@ const backend = (process.argv[2] ?? "sqlite") as "sqlite" | "postgres";
 const N = Number(process.argv[3] ?? 2000);
 const C = Number(process.argv[4] ?? 32);
 const groups = [{ prefix: "p", count: 64 }];
-const prof = process.env.PROF; const stack = await Stack.start({ backend, groups, label: "probe", ...(prof ? { cpuProfDir: prof } : {}) });
+const prof = process.env.PROF; const stack = await Stack.start({ backend, groups, label: "probe", countPgQueries: backend === "postgres", ...(prof ? { cpuProfDir: prof } : {}) });
 async function metrics() {
   const t = await (await fetch(`${stack.url}/metrics`)).text();
   const m = new Map<string, number>();
@@ -34,6 +34,7 @@ try {
   // warm up
   await Promise.all(names.map((s, i) => client.updatePolicy({ sandbox: s, policy: policyFor(`w${i}`), wait: true })));
   const m0 = await metrics();
+  const pg0 = backend === "postgres" ? await stack.pgQueries() : 0;
   const sup0 = supervisors.map((c) => sampleProc(c.pid).cpuMs);
   const me0 = process.cpuUsage();
   const t0 = performance.now();
@@ -52,13 +53,14 @@ try {
   }));
   const wall = performance.now() - t0;
   const m1 = await metrics();
+  const pg1 = backend === "postgres" ? await stack.pgQueries() : 0;
   const supMs = supervisors.map((c, i) => sampleProc(c.pid).cpuMs - sup0[i]!).reduce((a, b) => a + b, 0);
   const me = process.cpuUsage(me0);
   console.log(`supervisor CPU ms/op ${(supMs / N).toFixed(3)}; client CPU ms/op ${((me.user + me.system) / 1000 / N).toFixed(3)}`);
   const d = (k: string) => (m1.get(k) ?? 0) - (m0.get(k) ?? 0);
   lat.sort((a, b) => a - b);
   console.log(`${backend}: ${N} ops in ${wall.toFixed(0)} ms = ${(N / wall * 1000).toFixed(0)}/s; p50 ${lat[Math.floor(N / 2)]!.toFixed(1)} p99 ${lat[Math.floor(N * 0.99)]!.toFixed(1)}`);
-  console.log(`gateway CPU ms/op ${(d("process_cpu_seconds_total") * 1000 / N).toFixed(3)}; commits/op ${(d("openshell_gateway_store_commits_total") / N).toFixed(2)}; tx/op ${(d("openshell_gateway_store_transactions_total") / N).toFixed(2)}`);
+  console.log(`gateway CPU ms/op ${(d("process_cpu_seconds_total") * 1000 / N).toFixed(3)}; commits/op ${(d("openshell_gateway_store_commits_total") / N).toFixed(2)}; tx/op ${(d("openshell_gateway_store_transactions_total") / N).toFixed(2)}${backend === "postgres" ? `; pg queries/op ${((pg1 - pg0) / N).toFixed(2)}` : ""}`);
   const ops = [...m1.keys()].filter((k) => k.startsWith("openshell_gateway_store_operation_seconds_count"));
   console.log(ops.map((k) => `${/op="([^"]+)"/.exec(k)![1]}=${(d(k) / N).toFixed(2)}`).filter((s) => !s.endsWith("=0.00")).join(" "));
   const rpcs = [...m1.keys()].filter((k) => k.startsWith("openshell_gateway_rpc_requests_total"));

@@ -1,7 +1,9 @@
 // Preloaded into the gateway by the probe on PostgreSQL (node --import): counts the queries the
 // gateway sends (every pg Client.query, pool queries included) and writes the count to the file
-// OSC_BENCH_PG_COUNT names, every 100 ms while it changes. Benchmark instrumentation only.
-import { writeFileSync } from "node:fs";
+// OSC_BENCH_PG_COUNT names, every 100 ms while it changes. With OSC_BENCH_PG_LOG=FILE it also
+// appends each query's text (its first line, 120 characters) to FILE, to see which statements an
+// update costs. Benchmark instrumentation only.
+import { appendFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
 const file = process.env.OSC_BENCH_PG_COUNT;
@@ -10,8 +12,14 @@ if (file) {
   const query = pg.Client.prototype.query;
   let count = 0;
   let written = -1;
+  const log = process.env.OSC_BENCH_PG_LOG;
   pg.Client.prototype.query = function (...args) {
     count += 1;
+    if (log) {
+      const q = args[0];
+      const text = typeof q === "string" ? q : (q?.text ?? String(q));
+      appendFileSync(log, `${text.replace(/\s+/g, " ").slice(0, 120)}\n`);
+    }
     return query.apply(this, args);
   };
   setInterval(() => {

@@ -5,11 +5,22 @@
 // may be no row to lock yet, e.g. the global policy's first version). Under READ COMMITTED each
 // statement sees rows committed before it started, so after waiting for a lock the read returns
 // the other transaction's committed result: read-then-update sequences never lose updates.
+//
+// Inside a transaction (TxHooks, see pg-batch.ts) writes whose answer nobody needs are queued and
+// go out with the next statement or with COMMIT, and locking a sandbox also reads, in the same
+// round trip and after the lock is held, what the gateway's transactions read next: the scope's
+// advisory lock and latest policy revision, and the sandbox's pending operations. Those answers
+// are kept for the rest of the transaction (updated by its own writes), so a commit or a result
+// costs three round trips instead of eight to eleven. A queued create-only insert is sent without
+// ON CONFLICT (a duplicate aborts the transaction with a conflict) only where the transaction's
+// locks leave no room for a duplicate; elsewhere it is still answered at once.
 
 import type pg from "pg";
+import { inline, type QueryResult } from "./pg-batch.js";
 import {
   OPERATION_STATE_PENDING,
   clampPageSize,
+  copyBytes,
   decodeOperationPageToken,
   decodePolicyPageToken,
   decodeSandboxPageToken,
@@ -61,6 +72,63 @@ class Params {
   }
 }
 
+/** What a transaction's queries can do beyond running one statement (see pg-batch.ts). */
+export interface TxHooks {
+  /** Queues a write; it goes out with the next statement or with COMMIT. */
+  defer(text: string, values?: readonly unknown[]): void;
+  /** Runs a statement, then `extra` (inlined statements) in the same round trip; all results. */
+  queryWith(text: string, values: readonly unknown[], extra: readonly string[]): Promise<QueryResult[]>;
+}
+
+/** What one transaction has read under its locks, kept up to date by its own writes. */
+class TxCache {
+  /** Sandbox rows this transaction holds locked, as they stand in it. */
+  readonly sandboxes = new Map<string, SandboxRecord>();
+  /** Latest policy revision per scope, read under the scope's advisory lock. */
+  readonly latest = new Map<string, PolicyRevisionRecord | undefined>();
+  /** PENDING operations per sandbox (locked), oldest first. */
+  readonly pending = new Map<string, OperationRecord[]>();
+  /** (sandbox id, key) idempotency keys read as absent while holding the sandbox's lock. */
+  readonly absentKeys = new Set<string>();
+}
+
+const POLICY_LOCK = (scope: string) => `SELECT pg_advisory_xact_lock(hashtextextended('openshell-gateway.policy:' || ${scope}, 0))`;
+const LATEST_POLICY = (scope: string) => `SELECT * FROM policy_revisions WHERE sandbox_id = ${scope} ORDER BY version DESC LIMIT 1`;
+const PENDING_OPERATIONS = (sandbox: string) => `SELECT * FROM operations WHERE sandbox_id = ${sandbox} AND state = ${OPERATION_STATE_PENDING} ORDER BY created_at, id`;
+
+/** The UPDATE of `patch` (resource version bumped), with or without RETURNING *. */
+function sandboxUpdate(id: string, patch: SandboxPatch, returning: boolean): [string, unknown[]] {
+  const p = new Params();
+  const sets = ["resource_version = resource_version + 1"];
+  if (patch.phase !== undefined) sets.push(`phase = ${p.add(patch.phase)}`);
+  if (patch.annotations !== undefined) sets.push(`annotations = ${p.add(JSON.stringify(patch.annotations))}`);
+  if (patch.labels !== undefined) sets.push(`labels = ${p.add(JSON.stringify(patch.labels))}`);
+  if (patch.spec !== undefined) sets.push(`spec = ${p.add(patch.spec)}`);
+  if (patch.policyVersion !== undefined) sets.push(`policy_version = ${p.add(patch.policyVersion)}`);
+  if (patch.policyHash !== undefined) sets.push(`policy_hash = ${p.add(patch.policyHash)}`);
+  if (patch.settingsRevision !== undefined) sets.push(`settings_revision = ${p.add(patch.settingsRevision)}`);
+  if (patch.providerEnvRevision !== undefined) sets.push(`provider_env_revision = ${p.add(patch.providerEnvRevision)}`);
+  if (patch.deletionAt !== undefined) sets.push(`deletion_at = ${p.add(patch.deletionAt)}`);
+  return [`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ${p.add(id)}${returning ? " RETURNING *" : ""}`, p.values];
+}
+
+/** `sb` after `patch`, as the row would read back (maps and bytes copied). */
+function patchedSandbox(sb: SandboxRecord, patch: SandboxPatch): SandboxRecord {
+  return {
+    ...sb,
+    ...(patch.phase !== undefined ? { phase: patch.phase } : {}),
+    ...(patch.annotations !== undefined ? { annotations: { ...patch.annotations } } : {}),
+    ...(patch.labels !== undefined ? { labels: { ...patch.labels } } : {}),
+    ...(patch.spec !== undefined ? { spec: copyBytes(patch.spec) } : {}),
+    ...(patch.policyVersion !== undefined ? { policyVersion: patch.policyVersion } : {}),
+    ...(patch.policyHash !== undefined ? { policyHash: patch.policyHash } : {}),
+    ...(patch.settingsRevision !== undefined ? { settingsRevision: patch.settingsRevision } : {}),
+    ...(patch.providerEnvRevision !== undefined ? { providerEnvRevision: patch.providerEnvRevision } : {}),
+    ...(patch.deletionAt !== undefined ? { deletionAt: patch.deletionAt } : {}),
+    resourceVersion: sb.resourceVersion + 1n,
+  };
+}
+
 const list = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", ");
 const optional = (d: Date | undefined) => d ?? null;
 
@@ -68,11 +136,40 @@ export class PgQueries {
   /** Row locks for reads through a transaction; nothing outside one. */
   private readonly forUpdate: string;
 
+  private readonly cache: TxCache | undefined;
+
   constructor(
     private readonly run: Run,
     private readonly inTransaction: boolean,
+    private readonly hooks?: TxHooks,
   ) {
     this.forUpdate = inTransaction ? " FOR UPDATE" : "";
+    this.cache = hooks && inTransaction ? new TxCache() : undefined;
+  }
+
+  /** A write whose answer is not needed: queued in a transaction, run at once elsewhere. */
+  private async write(text: string, values: unknown[]): Promise<void> {
+    if (this.hooks) this.hooks.defer(text, values);
+    else await this.run(text, values);
+  }
+
+  /**
+   * Locks the sandbox rows `where` selects and, in the same round trip, takes the policy lock of
+   * its scope and reads its latest revision and pending operations (kept in the cache).
+   */
+  private async lockSandbox(where: string, values: unknown[], idExpr: string): Promise<SandboxRecord | undefined> {
+    const hooks = this.hooks!;
+    const cache = this.cache!;
+    const text = `SELECT * FROM sandboxes WHERE ${where} FOR UPDATE`;
+    const [r, , latest, pending] = await hooks.queryWith(text, values, [POLICY_LOCK(idExpr), LATEST_POLICY(idExpr), PENDING_OPERATIONS(idExpr)]);
+    const row = r!.rows[0] as SandboxRow | undefined;
+    if (!row) return undefined;
+    const sb = sandboxFromRow(row);
+    cache.sandboxes.set(sb.id, sb);
+    const rev = latest!.rows[0] as PolicyRevisionRow | undefined;
+    cache.latest.set(sb.id, rev && policyRevisionFromRow(rev));
+    cache.pending.set(sb.id, (pending!.rows as OperationRow[]).map(operationFromRow));
+    return sb;
   }
 
   private async one<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<R | undefined> {
@@ -88,7 +185,12 @@ export class PgQueries {
    * usable after a duplicate, as in SQLite; a concurrent uncommitted insert of the same key is
    * waited for, then counts as a duplicate if it committed.
    */
-  private async insertOnce(text: string, values: unknown[], what: string): Promise<void> {
+  private async insertOnce(text: string, values: unknown[], what: string, deferrable = false): Promise<void> {
+    if (deferrable && this.hooks) {
+      // A duplicate (which the caller's locks rule out) fails the statement and so the commit.
+      this.hooks.defer(text, values);
+      return;
+    }
     const r = await this.run(`${text} ON CONFLICT DO NOTHING`, values);
     if (r.rowCount === 0) throw new StoreConflictError(`${what} already exists`);
   }
@@ -96,11 +198,16 @@ export class PgQueries {
   // --- sandboxes ---
 
   async sandboxByName(workspace: string, name: string): Promise<SandboxRecord | undefined> {
+    if (this.cache) {
+      const id = `(SELECT id FROM sandboxes WHERE workspace = ${inline("$1", [workspace])} AND name = ${inline("$1", [name])})`;
+      return this.lockSandbox("workspace = $1 AND name = $2", [workspace, name], id);
+    }
     const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE workspace = $1 AND name = $2${this.forUpdate}`, [workspace, name]);
     return r && sandboxFromRow(r);
   }
 
   async sandboxById(id: string): Promise<SandboxRecord | undefined> {
+    if (this.cache) return this.lockSandbox("id = $1", [id], inline("$1", [id]));
     const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE id = $1${this.forUpdate}`, [id]);
     return r && sandboxFromRow(r);
   }
@@ -130,30 +237,36 @@ export class PgQueries {
   }
 
   async updateSandbox(id: string, patch: SandboxPatch): Promise<SandboxRecord> {
-    const p = new Params();
-    const sets = ["resource_version = resource_version + 1"];
-    if (patch.phase !== undefined) sets.push(`phase = ${p.add(patch.phase)}`);
-    if (patch.annotations !== undefined) sets.push(`annotations = ${p.add(JSON.stringify(patch.annotations))}`);
-    if (patch.labels !== undefined) sets.push(`labels = ${p.add(JSON.stringify(patch.labels))}`);
-    if (patch.spec !== undefined) sets.push(`spec = ${p.add(patch.spec)}`);
-    if (patch.policyVersion !== undefined) sets.push(`policy_version = ${p.add(patch.policyVersion)}`);
-    if (patch.policyHash !== undefined) sets.push(`policy_hash = ${p.add(patch.policyHash)}`);
-    if (patch.settingsRevision !== undefined) sets.push(`settings_revision = ${p.add(patch.settingsRevision)}`);
-    if (patch.providerEnvRevision !== undefined) sets.push(`provider_env_revision = ${p.add(patch.providerEnvRevision)}`);
-    if (patch.deletionAt !== undefined) sets.push(`deletion_at = ${p.add(patch.deletionAt)}`);
-    const r = await this.one<SandboxRow>(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ${p.add(id)} RETURNING *`, p.values);
+    const held = this.cache?.sandboxes.get(id);
+    if (held) {
+      // The row is locked by this transaction and known as it stands: the new record follows
+      // from the patch, and the UPDATE needs no answer.
+      const [text, values] = sandboxUpdate(id, patch, false);
+      this.write(text, values);
+      const next = patchedSandbox(held, patch);
+      this.cache!.sandboxes.set(id, next);
+      return next;
+    }
+    const [text, values] = sandboxUpdate(id, patch, true);
+    const r = await this.one<SandboxRow>(text, values);
     if (!r) throw new Error(`updateSandbox: no sandbox with id ${id}`);
-    return sandboxFromRow(r);
+    const next = sandboxFromRow(r);
+    this.cache?.sandboxes.set(id, next);
+    return next;
   }
 
   /** Removes the sandbox and its sandbox-scoped rows; operations stay as the record of what became of each change. */
   async deleteSandbox(id: string): Promise<void> {
     if (id === "") return; // "" is the global scope, never a sandbox
-    await this.run("DELETE FROM sandboxes WHERE id = $1", [id]);
-    await this.run("DELETE FROM policy_revisions WHERE sandbox_id = $1", [id]);
-    await this.run("DELETE FROM settings WHERE sandbox_id = $1", [id]);
-    await this.run("DELETE FROM idempotency WHERE sandbox_id = $1", [id]);
-    await this.run("DELETE FROM sandbox_enforcement WHERE sandbox_id = $1", [id]);
+    for (const table of ["sandboxes", "policy_revisions", "settings", "idempotency", "sandbox_enforcement"]) {
+      await this.write(`DELETE FROM ${table} WHERE ${table === "sandboxes" ? "id" : "sandbox_id"} = $1`, [id]);
+    }
+    if (this.cache) {
+      this.cache.sandboxes.delete(id);
+      this.cache.latest.delete(id);
+      this.cache.pending.delete(id);
+      for (const k of this.cache.absentKeys) if (k.startsWith(`${id}\0`)) this.cache.absentKeys.delete(k);
+    }
   }
 
   async listSandboxes(q: Parameters<Store["listSandboxes"]>[0]): Promise<Page<SandboxRecord>> {
@@ -182,21 +295,31 @@ export class PgQueries {
   // --- policy revisions ---
 
   async policyRevision(sandboxId: string, version: number): Promise<PolicyRevisionRecord | undefined> {
+    const latest = this.cache?.latest.get(sandboxId);
+    if (latest && latest.version === version) return latest;
     const r = await this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = $1 AND version = $2", [sandboxId, version]);
     return r && policyRevisionFromRow(r);
   }
 
   async latestPolicyRevision(sandboxId: string): Promise<PolicyRevisionRecord | undefined> {
-    if (this.inTransaction) {
-      // Serializes "read latest, insert latest + 1" per scope until commit.
-      await this.run("SELECT pg_advisory_xact_lock(hashtextextended('openshell-gateway.policy:' || $1, 0))", [sandboxId]);
+    if (this.cache) {
+      if (this.cache.latest.has(sandboxId)) return this.cache.latest.get(sandboxId);
+      // Serializes "read latest, insert latest + 1" per scope until commit; the read is a
+      // statement of its own, so its snapshot is taken once the lock is held.
+      const scope = inline("$1", [sandboxId]);
+      const [, r] = await this.hooks!.queryWith(POLICY_LOCK("$1"), [sandboxId], [LATEST_POLICY(scope)]);
+      const row = r!.rows[0] as PolicyRevisionRow | undefined;
+      const rev = row && policyRevisionFromRow(row);
+      this.cache.latest.set(sandboxId, rev);
+      return rev;
     }
-    const r = await this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = $1 ORDER BY version DESC LIMIT 1", [sandboxId]);
+    if (this.inTransaction) await this.run(POLICY_LOCK("$1"), [sandboxId]);
+    const r = await this.one<PolicyRevisionRow>(LATEST_POLICY("$1"), [sandboxId]);
     return r && policyRevisionFromRow(r);
   }
 
   async putEnforcement(e: EnforcementRecord): Promise<void> {
-    await this.run(
+    await this.write(
       `INSERT INTO sandbox_enforcement (sandbox_id, state, policy_version, detail, observed_at) VALUES (${list(5)})
        ON CONFLICT (sandbox_id) DO UPDATE SET state = excluded.state, policy_version = excluded.policy_version,
          detail = excluded.detail, observed_at = excluded.observed_at`,
@@ -210,16 +333,25 @@ export class PgQueries {
     return rows.map(enforcementFromRow);
   }
 
-  insertPolicyRevision(r: PolicyRevisionRecord): Promise<void> {
-    return this.insertOnce(
+  async insertPolicyRevision(r: PolicyRevisionRecord): Promise<void> {
+    const cache = this.cache;
+    // Under the scope's policy lock, latest + 1 cannot exist: the insert needs no answer.
+    const next = cache?.latest.has(r.sandboxId) && (cache.latest.get(r.sandboxId)?.version ?? 0) + 1 === r.version;
+    await this.insertOnce(
       `INSERT INTO policy_revisions VALUES (${list(9)})`,
       [r.sandboxId, r.version, r.policy, r.hash, r.status, r.loadError, r.createdAt, optional(r.loadedAt), JSON.stringify(r.provenance)],
       `policy revision ${r.version} of "${r.sandboxId}"`,
+      next === true,
     );
+    if (!cache) return;
+    if (next) cache.latest.set(r.sandboxId, { ...r, policy: copyBytes(r.policy), provenance: { ...r.provenance } });
+    else cache.latest.delete(r.sandboxId);
   }
 
   async setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined): Promise<void> {
-    await this.run("UPDATE policy_revisions SET status = $1, load_error = $2, loaded_at = $3 WHERE sandbox_id = $4 AND version = $5", [
+    const latest = this.cache?.latest.get(sandboxId);
+    if (latest && latest.version === version) this.cache!.latest.set(sandboxId, { ...latest, status, loadError, loadedAt });
+    await this.write("UPDATE policy_revisions SET status = $1, load_error = $2, loaded_at = $3 WHERE sandbox_id = $4 AND version = $5", [
       status,
       loadError,
       optional(loadedAt),
@@ -250,14 +382,14 @@ export class PgQueries {
   }
 
   async putSetting(s: SettingRecord): Promise<void> {
-    await this.run(
+    await this.write(
       "INSERT INTO settings (sandbox_id, key, value) VALUES ($1, $2, $3) ON CONFLICT (sandbox_id, key) DO UPDATE SET value = excluded.value",
       [s.sandboxId, s.key, s.value],
     );
   }
 
   async deleteSetting(sandboxId: string, key: string): Promise<void> {
-    await this.run("DELETE FROM settings WHERE sandbox_id = $1 AND key = $2", [sandboxId, key]);
+    await this.write("DELETE FROM settings WHERE sandbox_id = $1 AND key = $2", [sandboxId, key]);
   }
 
   async globalSettingsRevision(): Promise<bigint> {
@@ -266,21 +398,25 @@ export class PgQueries {
   }
 
   async setGlobalSettingsRevision(revision: bigint): Promise<void> {
-    await this.run("UPDATE global_settings_revision SET revision = $1 WHERE id = 1", [revision]);
+    await this.write("UPDATE global_settings_revision SET revision = $1 WHERE id = 1", [revision]);
   }
 
   // --- idempotency ---
 
   async idempotency(sandboxId: string, key: string): Promise<IdempotencyRecord | undefined> {
     const r = await this.one<IdempotencyRow>("SELECT * FROM idempotency WHERE sandbox_id = $1 AND key = $2", [sandboxId, key]);
+    if (!r && this.cache?.sandboxes.has(sandboxId)) this.cache.absentKeys.add(`${sandboxId}\0${key}`);
     return r && idempotencyFromRow(r);
   }
 
   insertIdempotency(i: IdempotencyRecord): Promise<void> {
+    // Read as absent under the sandbox's lock: the insert needs no answer.
+    const absent = this.cache?.absentKeys.delete(`${i.sandboxId}\0${i.key}`) === true;
     return this.insertOnce(
       `INSERT INTO idempotency VALUES (${list(7)})`,
       [i.sandboxId, i.key, i.fingerprint, i.dimension, i.operationId, i.response, i.createdAt],
       `idempotency key "${i.key}" of "${i.sandboxId}"`,
+      absent,
     );
   }
 
@@ -292,6 +428,9 @@ export class PgQueries {
   }
 
   insertOperation(o: OperationRecord): Promise<void> {
+    // Fresh ids (UUIDs) on a sandbox this transaction holds locked: the insert needs no answer.
+    const held = this.cache?.sandboxes.has(o.sandboxId) === true;
+    this.cache?.pending.delete(o.sandboxId);
     return this.insertOnce(
       `INSERT INTO operations VALUES (${list(16)})`,
       [
@@ -313,10 +452,12 @@ export class PgQueries {
         o.rowVersion,
       ],
       `operation ${o.id}`,
+      held,
     );
   }
 
   async updateOperation(id: string, expectedRowVersion: number, patch: OperationPatch): Promise<OperationRecord | undefined> {
+    this.cache?.pending.clear();
     const p = new Params();
     const sets = [`updated_at = ${p.add(new Date())}`, "row_version = row_version + 1"];
     if (patch.state !== undefined) sets.push(`state = ${p.add(patch.state)}`);
@@ -335,6 +476,8 @@ export class PgQueries {
   }
 
   async pendingOperations(sandboxId: string, dimension?: Dimension): Promise<OperationRecord[]> {
+    const kept = this.cache?.pending.get(sandboxId);
+    if (kept) return kept.filter((o) => dimension === undefined || o.dimension === dimension);
     // The state is a literal so that the partial index of pending operations always applies.
     const rows =
       dimension === undefined

@@ -1,5 +1,7 @@
 // The PostgreSQL store: a pg.Pool; each transaction runs BEGIN … COMMIT on one pooled client at
 // READ COMMITTED, with row locks taken by reads through the transaction (see pg-queries.ts).
+// BEGIN goes out with the transaction's first statement and queued writes with the next one or
+// with COMMIT (pg-batch.ts); statements on their own are named prepared statements.
 //
 // Failures: serialization failures and deadlocks (40001, 40P01) re-run the whole fn, up to
 // five retries with a short jittered pause, then surface as StoreConflictError; duplicate keys
@@ -31,7 +33,8 @@ import {
 import * as cluster from "./pg-cluster.js";
 import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
-import { PgQueries, type Run } from "./pg-queries.js";
+import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
+import { TxBatch, preparedName, type QueryResult } from "./pg-batch.js";
 
 export interface PostgresStoreOptions {
   /** Pooled connections (default 10). */
@@ -122,7 +125,8 @@ class PostgresStore implements Store {
     this.run = async (text, values) => {
       this.checkOpen();
       try {
-        return await pool.query(text, values);
+        const name = preparedName(text);
+        return await pool.query(name ? { name, text, values: values as unknown[] } : { text, values: values as unknown[] });
       } catch (err) {
         throw toStoreError(err);
       }
@@ -145,15 +149,25 @@ class PostgresStore implements Store {
         throw toStoreError(err);
       }
       const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
-      const run: Run = async (text, values) => {
+      const send = async (query: string | pg.QueryConfig) => {
         if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
         try {
-          return await client.query(text, values);
+          return (await client.query(query as pg.QueryConfig)) as unknown as QueryResult | QueryResult[];
         } catch (err) {
           ctx.failure ??= err;
           if (isRetryable(err)) ctx.retry = true;
           throw toStoreError(err);
         }
+      };
+      const begin = ["BEGIN ISOLATION LEVEL READ COMMITTED", ...(this.forceSynchronousCommit ? ["SET LOCAL synchronous_commit TO on"] : [])];
+      const batch = new TxBatch(send, begin);
+      const run: Run = async (text, values) => (await batch.query(text, values))[0] as never;
+      const hooks: TxHooks = {
+        defer: (text, values) => {
+          if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
+          batch.defer(text, values);
+        },
+        queryWith: (text, values, extra) => batch.query(text, values, extra),
       };
       ctx.plain = new PgQueries(run, false);
       let broken: Error | undefined;
@@ -166,20 +180,24 @@ class PostgresStore implements Store {
       };
       client.on("error", onConnectionLost);
       try {
-        await run("BEGIN ISOLATION LEVEL READ COMMITTED");
-        if (this.forceSynchronousCommit) await run("SET LOCAL synchronous_commit TO on");
-        const result = await this.context.run(ctx, () => fn(pgTx(new PgQueries(run, true), ctx)));
+        const result = await this.context.run(ctx, () => fn(pgTx(new PgQueries(run, true, hooks), ctx)));
         if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
-        const done = await run("COMMIT");
+        const done = await batch.commit();
+        if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
         // Defensive: the server answers ROLLBACK to COMMIT of an aborted transaction.
-        if (done.command === "ROLLBACK") throw new StoreUnavailableError("PostgreSQL rolled the transaction back");
+        if (done?.command === "ROLLBACK") throw new StoreUnavailableError("PostgreSQL rolled the transaction back");
         this.commits++;
         return result;
-      } catch (err) {
+      } catch (caught) {
         ctx.active = false;
-        await client.query("ROLLBACK").catch((e: unknown) => {
-          broken = e instanceof Error ? e : new Error(String(e));
-        });
+        // A statement that failed behind a queued write reports the abort; the write's own
+        // failure (say, a duplicate key) is what the transaction failed of.
+        const err = ctx.failure !== undefined && (caught instanceof StoreConflictError || caught instanceof StoreUnavailableError) ? toStoreError(ctx.failure) : caught;
+        if (batch.started) {
+          await client.query("ROLLBACK").catch((e: unknown) => {
+            broken = e instanceof Error ? e : new Error(String(e));
+          });
+        }
         if (ctx.retry && attempt < RETRIES) {
           await sleep(5 + attempt * 10 + Math.random() * 20);
           continue;
