@@ -4,6 +4,7 @@
 // created, and its effective policy what it was returned to.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { PolicyMergeOperationInput } from "openshell-config";
 import { SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { rollout, undoRollout, type RolloutEvent } from "openshell-config/rollout";
 import { fleetNames, policy, startE2EStack, until, type E2EStack, type RuleSpec } from "./stack.js";
@@ -17,7 +18,9 @@ const l4 = new Set(groupB.filter((_, i) => i % 5 === 0));
 
 const base: Record<string, RuleSpec> = { github: { host: "github.com" } };
 const withApi = (protocol: string) => policy({ ...base, api: { host: "api.example.com", protocol } });
-const addL7 = [{ operation: { case: "addAllowRules", value: { target: { ruleName: "api", anyBinary: true }, rules: [{ allow: { method: "GET", path: "/v1/**" } }] } } }] as const;
+const addL7: PolicyMergeOperationInput[] = [
+  { operation: { case: "addAllowRules", value: { target: { ruleName: "api", anyBinary: true }, rules: [{ allow: { method: "GET", path: "/v1/**" } }] } } },
+];
 
 let stack: E2EStack;
 

@@ -11,9 +11,9 @@ import { restoreRolloutState, rollout, type RolloutOptions } from "../../src/rol
 
 const [url, token, stateFile, optionsJson] = process.argv.slice(2) as [string, string, string, string];
 const client = createConfigClient({ transport: createNodeTransport({ baseUrl: url, protocol: "grpc" }), token });
-const given = JSON.parse(optionsJson) as RolloutOptions & { resume?: unknown };
-const options: RolloutOptions =
-  given.resume === true ? { ...given, resume: restoreRolloutState(readFileSync(stateFile, "utf8")) } : (given as RolloutOptions);
+const given = JSON.parse(optionsJson) as Omit<RolloutOptions, "resume"> & { resume?: boolean };
+const { resume, ...rest } = given;
+const options: RolloutOptions = resume === true ? { ...rest, resume: restoreRolloutState(readFileSync(stateFile, "utf8")) } : rest;
 
 const line = (o: unknown) => process.stdout.write(`${JSON.stringify(o)}\n`);
 const result = await rollout(client, {
