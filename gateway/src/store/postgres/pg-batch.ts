@@ -120,3 +120,61 @@ export class TxBatch {
     return results[results.length - 1];
   }
 }
+
+interface Queued {
+  readonly text: string;
+  readonly values: readonly unknown[] | undefined;
+  resolve(r: QueryResult): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Statements outside transactions (reads, notifications) issued in the same turn of the event
+ * loop go to the server together: one simple-protocol query of all of them on one pooled
+ * connection, instead of one checkout and round trip each. Each statement still has its own
+ * READ COMMITTED snapshot. A lone statement runs as a named prepared statement; if a combined
+ * query fails, its statements run again one by one, so each caller gets its own answer or error.
+ */
+export class Coalescer {
+  private queue: Queued[] = [];
+  private scheduled = false;
+
+  constructor(private readonly runOne: (text: string, values: readonly unknown[] | undefined) => Promise<QueryResult>, private readonly runMany: (text: string) => Promise<QueryResult | QueryResult[]>) {}
+
+  run(text: string, values: readonly unknown[] | undefined): Promise<QueryResult> {
+    return new Promise<QueryResult>((resolve, reject) => {
+      this.queue.push({ text, values, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 1) {
+      const q = batch[0]!;
+      this.runOne(q.text, q.values).then(q.resolve, q.reject);
+      return;
+    }
+    let text: string;
+    try {
+      text = batch.map((q) => inline(q.text, q.values)).join(";\n");
+    } catch {
+      for (const q of batch) this.runOne(q.text, q.values).then(q.resolve, q.reject);
+      return;
+    }
+    this.runMany(text).then(
+      (all) => {
+        const results = Array.isArray(all) ? all : [all];
+        batch.forEach((q, i) => q.resolve(results[i]!));
+      },
+      () => {
+        for (const q of batch) this.runOne(q.text, q.values).then(q.resolve, q.reject);
+      },
+    );
+  }
+}

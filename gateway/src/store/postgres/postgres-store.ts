@@ -34,7 +34,7 @@ import * as cluster from "./pg-cluster.js";
 import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
-import { TxBatch, preparedName, type QueryResult } from "./pg-batch.js";
+import { Coalescer, TxBatch, preparedName, type QueryResult } from "./pg-batch.js";
 
 export interface PostgresStoreOptions {
   /** Pooled connections (default 10). */
@@ -122,11 +122,15 @@ class PostgresStore implements Store {
     private readonly url: string,
     private readonly schema: string | undefined,
   ) {
+    const runOne = async (text: string, values: readonly unknown[] | undefined) => {
+      const name = preparedName(text);
+      return (await pool.query(name ? { name, text, values: values as unknown[] } : { text, values: values as unknown[] })) as QueryResult;
+    };
+    const coalescer = new Coalescer(runOne, async (text) => (await pool.query(text)) as unknown as QueryResult | QueryResult[]);
     this.run = async (text, values) => {
       this.checkOpen();
       try {
-        const name = preparedName(text);
-        return await pool.query(name ? { name, text, values: values as unknown[] } : { text, values: values as unknown[] });
+        return (await coalescer.run(text, values)) as never;
       } catch (err) {
         throw toStoreError(err);
       }
