@@ -47,10 +47,16 @@ import {
 import {
   enforcementFromRow,
   idempotencyFromRow,
+  idempotencyValues,
   operationFromRow,
+  operationPatchSets,
+  operationValues,
   policyRevisionFromRow,
+  policyRevisionValues,
   providerFromRow,
   sandboxFromRow,
+  sandboxPatchSets,
+  sandboxValues,
   settingFromRow,
   type EnforcementRow,
   type IdempotencyRow,
@@ -98,18 +104,10 @@ const PENDING_OPERATIONS = (sandbox: string) => `SELECT * FROM operations WHERE 
 
 /** The UPDATE of `patch` (resource version bumped), with or without RETURNING *. */
 function sandboxUpdate(id: string, patch: SandboxPatch, returning: boolean): [string, unknown[]] {
-  const p = new Params();
-  const sets = ["resource_version = resource_version + 1"];
-  if (patch.phase !== undefined) sets.push(`phase = ${p.add(patch.phase)}`);
-  if (patch.annotations !== undefined) sets.push(`annotations = ${p.add(JSON.stringify(patch.annotations))}`);
-  if (patch.labels !== undefined) sets.push(`labels = ${p.add(JSON.stringify(patch.labels))}`);
-  if (patch.spec !== undefined) sets.push(`spec = ${p.add(patch.spec)}`);
-  if (patch.policyVersion !== undefined) sets.push(`policy_version = ${p.add(patch.policyVersion)}`);
-  if (patch.policyHash !== undefined) sets.push(`policy_hash = ${p.add(patch.policyHash)}`);
-  if (patch.settingsRevision !== undefined) sets.push(`settings_revision = ${p.add(patch.settingsRevision)}`);
-  if (patch.providerEnvRevision !== undefined) sets.push(`provider_env_revision = ${p.add(patch.providerEnvRevision)}`);
-  if (patch.deletionAt !== undefined) sets.push(`deletion_at = ${p.add(patch.deletionAt)}`);
-  return [`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ${p.add(id)}${returning ? " RETURNING *" : ""}`, p.values];
+  const values: unknown[] = [];
+  const sets = ["resource_version = resource_version + 1", ...sandboxPatchSets(patch, values)];
+  values.push(id);
+  return [`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = $${values.length}${returning ? " RETURNING *" : ""}`, values];
 }
 
 /** `sb` after `patch`, as the row would read back (maps and bytes copied). */
@@ -215,23 +213,7 @@ export class PgQueries {
   insertSandbox(s: SandboxRecord): Promise<void> {
     return this.insertOnce(
       `INSERT INTO sandboxes VALUES (${list(15)})`,
-      [
-        s.id,
-        s.workspace,
-        s.name,
-        JSON.stringify(s.labels),
-        JSON.stringify(s.annotations),
-        s.spec,
-        s.phase,
-        s.resourceVersion,
-        s.policyVersion,
-        s.policyHash,
-        s.settingsRevision,
-        s.providerEnvRevision,
-        JSON.stringify(s.providers),
-        s.createdAt,
-        optional(s.deletionAt),
-      ],
+      sandboxValues(s),
       `sandbox ${s.workspace}/${s.name} (id ${s.id})`,
     );
   }
@@ -339,7 +321,7 @@ export class PgQueries {
     const next = cache?.latest.has(r.sandboxId) && (cache.latest.get(r.sandboxId)?.version ?? 0) + 1 === r.version;
     await this.insertOnce(
       `INSERT INTO policy_revisions VALUES (${list(9)})`,
-      [r.sandboxId, r.version, r.policy, r.hash, r.status, r.loadError, r.createdAt, optional(r.loadedAt), JSON.stringify(r.provenance)],
+      policyRevisionValues(r),
       `policy revision ${r.version} of "${r.sandboxId}"`,
       next === true,
     );
@@ -414,7 +396,7 @@ export class PgQueries {
     const absent = this.cache?.absentKeys.delete(`${i.sandboxId}\0${i.key}`) === true;
     return this.insertOnce(
       `INSERT INTO idempotency VALUES (${list(7)})`,
-      [i.sandboxId, i.key, i.fingerprint, i.dimension, i.operationId, i.response, i.createdAt],
+      idempotencyValues(i),
       `idempotency key "${i.key}" of "${i.sandboxId}"`,
       absent,
     );
@@ -433,24 +415,7 @@ export class PgQueries {
     this.cache?.pending.delete(o.sandboxId);
     return this.insertOnce(
       `INSERT INTO operations VALUES (${list(16)})`,
-      [
-        o.id,
-        o.sandboxId,
-        o.workspace,
-        o.dimension,
-        o.component,
-        o.desiredRevision,
-        o.target ?? null,
-        o.state,
-        o.outcome,
-        o.sanitizedError,
-        o.createdAt,
-        o.updatedAt,
-        optional(o.completedAt),
-        o.attemptCount,
-        o.nextAttemptAt,
-        o.rowVersion,
-      ],
+      operationValues(o),
       `operation ${o.id}`,
       held,
     );
@@ -458,19 +423,12 @@ export class PgQueries {
 
   async updateOperation(id: string, expectedRowVersion: number, patch: OperationPatch): Promise<OperationRecord | undefined> {
     this.cache?.pending.clear();
-    const p = new Params();
-    const sets = [`updated_at = ${p.add(new Date())}`, "row_version = row_version + 1"];
-    if (patch.state !== undefined) sets.push(`state = ${p.add(patch.state)}`);
-    if (patch.outcome !== undefined) sets.push(`outcome = ${p.add(patch.outcome)}`);
-    if (patch.sanitizedError !== undefined) sets.push(`sanitized_error = ${p.add(patch.sanitizedError)}`);
-    // null clears the target; undefined keeps it.
-    if (patch.target !== undefined) sets.push(`target = ${p.add(patch.target)}`);
-    if (patch.completedAt !== undefined) sets.push(`completed_at = ${p.add(patch.completedAt)}`);
-    if (patch.attemptCount !== undefined) sets.push(`attempt_count = ${p.add(patch.attemptCount)}`);
-    if (patch.nextAttemptAt !== undefined) sets.push(`next_attempt_at = ${p.add(patch.nextAttemptAt)}`);
+    const values: unknown[] = [new Date()];
+    const sets = ["updated_at = $1", "row_version = row_version + 1", ...operationPatchSets(patch, values)];
+    values.push(id, expectedRowVersion);
     const r = await this.one<OperationRow>(
-      `UPDATE operations SET ${sets.join(", ")} WHERE id = ${p.add(id)} AND row_version = ${p.add(expectedRowVersion)} RETURNING *`,
-      p.values,
+      `UPDATE operations SET ${sets.join(", ")} WHERE id = $${values.length - 1} AND row_version = $${values.length} RETURNING *`,
+      values,
     );
     return r && operationFromRow(r);
   }
