@@ -23,6 +23,7 @@ import type { SandboxRecord } from "../store/store.js";
 import { buildSnapshot } from "../model/snapshot.js";
 import { globalPolicyVersion } from "../rpc/sandbox-config.js";
 import { buildProviderSnapshot } from "./provider-snapshot.js";
+import { scanRequest } from "../rpc/nul-text.js";
 import { createAsyncQueue, type AsyncQueue } from "./queue.js";
 import { isAcknowledging, isStillPending, recordSandboxResult, validateResult } from "./results.js";
 import { associate } from "./associate.js";
@@ -289,8 +290,12 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
           },
         },
       });
-      if (toBinary(GatewayMessageSchema, msg).length > options.maxMessageBytes) {
-        await failOversized(revision, toBinary(GatewayMessageSchema, msg).length);
+      // The snapshot's bound (when the cache measured one) plus the provider snapshot's spares
+      // encoding the whole bootstrap only to measure it: the stream encodes it again to send it.
+      const bound = desired.sizeBound === undefined ? undefined : desired.sizeBound + scanRequest(provider).sizeBound + ENVELOPE_BOUND;
+      const size = bound !== undefined && bound <= options.maxMessageBytes ? bound : toBinary(GatewayMessageSchema, msg).length;
+      if (size > options.maxMessageBytes) {
+        await failOversized(revision, size);
         throw new ConnectError(`the configuration bootstrap exceeds ${options.maxMessageBytes} bytes`, Code.ResourceExhausted);
       }
       timers.push(

@@ -13,6 +13,7 @@ import {
   ProviderSchema,
   type ConfigUpdateOperation,
   type Sandbox,
+  type SandboxSpec,
   type SandboxPolicyRevision,
   type Provider,
 } from "openshell-config/raw";
@@ -38,6 +39,30 @@ export function toOperation(op: OperationRecord): ConfigUpdateOperation {
  * `current_policy_version` is what the sandbox enforces according to its latest result (0 before
  * any, or when no sandbox policy is in force); the desired version rides our extension field.
  */
+/**
+ * Decoded specs by their encoding. Sandboxes created from one template carry the same spec
+ * bytes, and a ListSandboxes page decoded each one again (most of a READY watcher's cost). The
+ * decoded message is shared by every response that carries it: responses are only encoded, never
+ * changed. Small specs only, and few of them, so the memory kept stays bounded.
+ */
+const decodedSpecs = new Map<string, SandboxSpec>();
+const MAX_DECODED_SPECS = 256;
+const MAX_SHARED_SPEC_BYTES = 16 * 1024;
+
+function decodedSpec(bytes: Uint8Array): SandboxSpec {
+  if (bytes.length > MAX_SHARED_SPEC_BYTES) return fromBinary(SandboxSpecSchema, bytes);
+  const key = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
+  let spec = decodedSpecs.get(key);
+  if (spec) {
+    decodedSpecs.delete(key);
+  } else {
+    spec = fromBinary(SandboxSpecSchema, bytes);
+    if (decodedSpecs.size >= MAX_DECODED_SPECS) decodedSpecs.delete(decodedSpecs.keys().next().value!);
+  }
+  decodedSpecs.set(key, spec);
+  return spec;
+}
+
 export function toSandbox(sb: SandboxRecord, enforcement: EnforcementRecord | undefined): Sandbox {
   return create(SandboxSchema, {
     metadata: {
@@ -50,7 +75,7 @@ export function toSandbox(sb: SandboxRecord, enforcement: EnforcementRecord | un
       createdTime: timestampFromDate(sb.createdAt),
       deletionTime: sb.deletionAt ? timestampFromDate(sb.deletionAt) : undefined,
     },
-    spec: fromBinary(SandboxSpecSchema, sb.spec),
+    spec: decodedSpec(sb.spec),
     status: {
       phase: sb.phase,
       currentPolicyVersion: enforcement?.policyVersion ?? 0,
