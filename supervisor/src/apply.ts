@@ -96,12 +96,15 @@ export function revisionsEqual(a: ConfigSnapshotRevision | undefined, b: ConfigS
 // Content fingerprints (in memory only; never logged or written)
 // ---------------------------------------------------------------------------
 
-/** What the sandbox enforces from a snapshot, in proto JSON: built once, for its key and for effective.json. */
+/**
+ * What the sandbox enforces from a snapshot, in proto JSON: built once, for effective.json and (only
+ * when a duplicate check needs it) for its content key.
+ */
 export interface SandboxContent {
   /** The policy in proto JSON; null when the snapshot has none. */
   readonly policy: JsonValue | null;
   readonly settings: Record<string, JsonValue>;
-  /** SHA-256 of policy, policy hash, settings and middleware services. */
+  /** SHA-256 of policy, policy hash, settings and middleware services; computed on first use. */
   readonly key: string;
 }
 
@@ -109,15 +112,18 @@ export function sandboxContent(s: SandboxConfigSnapshot): SandboxContent {
   const settings: Record<string, JsonValue> = {};
   for (const [k, v] of Object.entries(s.settings)) settings[k] = toJson(EffectiveSettingSchema, v);
   const policy = s.policy ? toJson(SandboxPolicySchema, s.policy) : null;
-  const key = sha256(
-    canonicalJsonValue({
-      policy,
-      policyHash: s.policyHash,
-      settings,
-      services: s.supervisorMiddlewareServices.map((m) => toJson(SupervisorMiddlewareServiceSchema, m)),
-    }),
-  );
-  return { policy, settings, key };
+  const { policyHash, supervisorMiddlewareServices } = s;
+  let key: string | undefined;
+  return {
+    policy,
+    settings,
+    // Only a snapshot whose revision tuple equals the active one is compared by content (a
+    // duplicate, or a changed configuration under the same revision): most never need the key.
+    get key() {
+      key ??= sha256(canonicalJsonValue({ policy, policyHash, settings, services: supervisorMiddlewareServices.map((m) => toJson(SupervisorMiddlewareServiceSchema, m)) }));
+      return key;
+    },
+  };
 }
 
 /** SHA-256 of what the sandbox enforces from a snapshot: policy, settings and middleware services. */
@@ -287,7 +293,7 @@ export function decideSandboxConfig(input: SandboxApplyInput): SandboxDecision {
   const failure = sandboxFailure(input);
   if (failure) return failed(input, requestedRev, failure);
 
-  const installed: ActiveSandboxConfig = { revision: requestedRev, contentKey: input.contentKey };
+  const installed: ActiveSandboxConfig = lazyActive(requestedRev, input);
   const unreachable = input.unreachableServices ?? [];
   if (unreachable.length > 0) {
     const list = unreachable.map((u) => `'${u.name}' (${u.reason})`).join(", ");
@@ -331,6 +337,9 @@ function failed(input: SandboxApplyInput, requestedRev: SandboxConfigRevision, f
 export interface ActiveProviderEnvironment {
   readonly revision: bigint;
   readonly contentKey: string;
+  /** Parts of the content key, when known: a snapshot that differs in one has other content. */
+  readonly policyHash?: string;
+  readonly providerAttachmentEpoch?: string;
 }
 
 export interface ProviderApplyInput {
@@ -353,7 +362,7 @@ export function decideProviderEnvironment(input: ProviderApplyInput): ProviderDe
   const { snapshot, active } = input;
   const requested = providerRequestedRevision(snapshot);
   const base = { component: ConfigComponent.PROVIDER_ENVIRONMENT, requested };
-  if (active && active.revision === snapshot.providerEnvRevision && active.contentKey === input.contentKey) {
+  if (active && active.revision === snapshot.providerEnvRevision && sameProviderContent(active, input)) {
     return { ...base, outcome: ConfigApplyOutcome.IGNORED_DUPLICATE, effect: "keep", applied: requested, failure: undefined, nextActive: active };
   }
   let failure: Failure | undefined;
@@ -368,7 +377,43 @@ export function decideProviderEnvironment(input: ProviderApplyInput): ProviderDe
     }
     return { ...base, outcome: ConfigApplyOutcome.FAILED_CLOSED, effect: "deny_all", applied: undefined, failure, nextActive: undefined };
   }
-  return { ...base, outcome: ConfigApplyOutcome.APPLIED, effect: "install", applied: requested, failure: undefined, nextActive: { revision: snapshot.providerEnvRevision, contentKey: input.contentKey } };
+  const nextActive: ActiveProviderEnvironment = lazyActive(snapshot.providerEnvRevision, input, {
+    policyHash: snapshot.policyHash,
+    providerAttachmentEpoch: snapshot.providerAttachmentEpoch,
+  });
+  return { ...base, outcome: ConfigApplyOutcome.APPLIED, effect: "install", applied: requested, failure: undefined, nextActive };
+}
+
+/**
+ * Whether a snapshot carries the active provider environment's content. The policy hash and the
+ * attachment epoch are part of the content key, so a difference in either settles it without
+ * hashing the values (a policy change sends a provider snapshot that differs in its policy hash only).
+ */
+function sameProviderContent(active: ActiveProviderEnvironment, input: ProviderApplyInput): boolean {
+  const s = input.snapshot;
+  if (active.policyHash !== undefined && active.policyHash !== s.policyHash) return false;
+  if (active.providerAttachmentEpoch !== undefined && active.providerAttachmentEpoch !== s.providerAttachmentEpoch) return false;
+  return active.contentKey === input.contentKey;
+}
+
+/**
+ * The configuration a decision puts in force, with the content key of its input read only when a
+ * later snapshot is compared with it (then kept, and the input let go).
+ */
+function lazyActive<R, X extends object = object>(revision: R, input: { readonly contentKey: string }, extra?: X): { readonly revision: R; readonly contentKey: string } & X {
+  let source: { readonly contentKey: string } | undefined = input;
+  let key = "";
+  return {
+    ...(extra as X),
+    revision,
+    get contentKey() {
+      if (source !== undefined) {
+        key = source.contentKey;
+        source = undefined;
+      }
+      return key;
+    },
+  };
 }
 
 /**

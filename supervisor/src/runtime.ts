@@ -7,7 +7,7 @@
 // partial file: the rename is what makes the replacement atomic.
 
 import { randomUUID } from "node:crypto";
-import { closeSync, fchmodSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, fstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { mkdir, open, rename, rm, statfs, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 
@@ -26,36 +26,65 @@ export interface StateDirOptions {
   readonly durable?: boolean;
 }
 
+/** The files of one sandbox directory. */
+interface SandboxPaths {
+  readonly dir: string;
+  readonly effective: string;
+  readonly providerEnv: string;
+  readonly gatewayDesired: string;
+}
+
 /** Paths of one process's state directory. */
 export class StateDir {
   readonly root: string;
   /** Sandbox directories made (or found) by this process; a write that finds one gone makes it again. */
   private readonly ensured = new Set<string>();
   private durable: boolean | undefined;
+  /** Each sandbox's paths, checked and joined once. */
+  private readonly paths = new Map<string, SandboxPaths>();
+  /** Temp file name prefix of each target path (`<dir>/.<name>.<pid>.`). */
+  private readonly tmpPrefixes = new Map<string, string>();
+  private tmpSeq = 0;
+  /**
+   * Per file mode: whether a file this process creates with it gets exactly that mode (the umask
+   * takes none of its bits), so the fchmod after creating a temp file can be left out. Learned
+   * from the first file created with the mode.
+   */
+  private readonly createdModeExact = new Map<number, boolean>();
 
   constructor(root: string, options: StateDirOptions = {}) {
     this.root = resolve(root);
     this.durable = options.durable;
   }
 
+  private pathsOf(sandbox: string): SandboxPaths {
+    let p = this.paths.get(sandbox);
+    if (p === undefined) {
+      if (!isSafeSandboxName(sandbox)) throw new Error(`sandbox name ${JSON.stringify(sandbox)} cannot be used as a directory name`);
+      const dir = join(this.root, sandbox);
+      p = { dir, effective: join(dir, "effective.json"), providerEnv: join(dir, "provider-env.json"), gatewayDesired: join(dir, "gateway-desired.json") };
+      this.paths.set(sandbox, p);
+    }
+    return p;
+  }
+
   sandboxDir(sandbox: string): string {
-    if (!isSafeSandboxName(sandbox)) throw new Error(`sandbox name ${JSON.stringify(sandbox)} cannot be used as a directory name`);
-    return join(this.root, sandbox);
+    return this.pathsOf(sandbox).dir;
   }
 
   /** The effective policy and settings in force. */
   effectivePath(sandbox: string): string {
-    return join(this.sandboxDir(sandbox), "effective.json");
+    return this.pathsOf(sandbox).effective;
   }
 
   /** The installed provider environment (mode 0600; holds secrets). */
   providerEnvPath(sandbox: string): string {
-    return join(this.sandboxDir(sandbox), "provider-env.json");
+    return this.pathsOf(sandbox).providerEnv;
   }
 
   /** The gateway's desired configuration, stored but not enforced while a local override is in force. */
   gatewayDesiredPath(sandbox: string): string {
-    return join(this.sandboxDir(sandbox), "gateway-desired.json");
+    return this.pathsOf(sandbox).gatewayDesired;
   }
 
   /** Creates the sandbox directory (mode 0700). */
@@ -74,15 +103,29 @@ export class StateDir {
   async writeJson(sandbox: string, path: string, value: unknown, options: AtomicWriteOptions = {}): Promise<void> {
     if (!this.ensured.has(sandbox) || this.durable === undefined) await this.ensure(sandbox);
     const data = `${JSON.stringify(value, null, 2)}\n`;
-    const o = { ...options, durable: this.durable! };
     try {
-      await atomicWriteFile(path, data, o);
+      await this.replace(path, data, options);
     } catch (err) {
       if ((err as { code?: unknown }).code !== "ENOENT") throw err;
       this.ensured.delete(sandbox);
       await this.ensure(sandbox);
-      await atomicWriteFile(path, data, o);
+      await this.replace(path, data, options);
     }
+  }
+
+  private replace(path: string, data: string, options: AtomicWriteOptions): Promise<void> | void {
+    if (this.durable) return atomicWriteFile(path, data, { ...options, durable: true });
+    // A memory file system: the synchronous replacement, with a per-process counter naming the
+    // temp file (created exclusively, so a leftover of an earlier process is never overwritten).
+    const mode = options.mode ?? 0o644;
+    let prefix = this.tmpPrefixes.get(path);
+    if (prefix === undefined) {
+      prefix = join(dirname(path), `.${basename(path)}.${process.pid}.`);
+      this.tmpPrefixes.set(path, prefix);
+    }
+    const exact = this.createdModeExact.get(mode);
+    const learned = replaceSync(path, `${prefix}${++this.tmpSeq}.tmp`, data, mode, exact === true ? "skip" : exact === false ? "chmod" : "learn", true);
+    if (learned !== undefined) this.createdModeExact.set(mode, learned);
   }
 }
 
@@ -109,7 +152,10 @@ export async function atomicWriteFile(path: string, data: string | Uint8Array, o
   const mode = options.mode ?? 0o644;
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomUUID()}.tmp`);
-  if (options.durable === false) return replaceSync(path, tmp, data, mode);
+  if (options.durable === false) {
+    replaceSync(path, tmp, data, mode, "chmod", false);
+    return;
+  }
   let fh: FileHandle | undefined;
   try {
     fh = await open(tmp, "wx", mode);
@@ -127,17 +173,37 @@ export async function atomicWriteFile(path: string, data: string | Uint8Array, o
   await syncDirectory(dir);
 }
 
-/** The same replacement without fsyncs, in synchronous calls (for memory file systems). */
-function replaceSync(path: string, tmp: string, data: string | Uint8Array, mode: number): void {
+/**
+ * The same replacement without fsyncs, in synchronous calls (for memory file systems). `chmod`:
+ * "chmod" sets the mode after creating the temp file (whatever the umask took); "skip" trusts that
+ * the umask takes nothing from `mode`; "learn" checks that once and returns whether it holds.
+ * With `retryName`, a temp name that exists already is replaced by a random one.
+ */
+function replaceSync(path: string, tmp: string, data: string | Uint8Array, mode: number, chmod: "chmod" | "skip" | "learn", retryName: boolean): boolean | undefined {
   let fd: number | undefined;
+  let learned: boolean | undefined;
   try {
     fd = openSync(tmp, "wx", mode);
-    fchmodSync(fd, mode);
-    const bytes = typeof data === "string" ? Buffer.from(data) : data;
-    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+  } catch (err) {
+    if (!retryName || (err as { code?: unknown }).code !== "EEXIST") throw err;
+    tmp = join(dirname(tmp), `.${basename(path)}.${process.pid}.${randomUUID()}.tmp`);
+    fd = openSync(tmp, "wx", mode);
+  }
+  try {
+    if (chmod === "learn") {
+      learned = (fstatSync(fd).mode & 0o7777) === mode;
+      if (!learned) fchmodSync(fd, mode);
+    } else if (chmod === "chmod") fchmodSync(fd, mode);
+    if (typeof data === "string") {
+      // Usually one write; a short write is finished from the encoded bytes.
+      const written = writeSync(fd, data);
+      const total = Buffer.byteLength(data);
+      if (written < total) writeAll(fd, Buffer.from(data), written);
+    } else writeAll(fd, data, 0);
     closeSync(fd);
     fd = undefined;
     renameSync(tmp, path);
+    return learned;
   } catch (err) {
     if (fd !== undefined) {
       try {
@@ -149,6 +215,10 @@ function replaceSync(path: string, tmp: string, data: string | Uint8Array, mode:
     rmSync(tmp, { force: true });
     throw err;
   }
+}
+
+function writeAll(fd: number, bytes: Uint8Array, from: number): void {
+  for (let off = from; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
 }
 
 /** Makes a rename durable. Some platforms cannot fsync a directory; that is not an error. */

@@ -24,6 +24,7 @@ import {
   wouldInstall,
   type ActiveProviderEnvironment,
   type ActiveSandboxConfig,
+  type ProviderApplyInput,
   type ProviderDecision,
   type SandboxApplyInput,
   type SandboxContent,
@@ -112,7 +113,10 @@ export class SimulatedSandbox {
       const content = sandboxContent(snapshot);
       const base: SandboxApplyInput = {
         snapshot,
-        contentKey: content.key,
+        // Read only when the snapshot is compared by content (see sandboxContent).
+        get contentKey() {
+          return content.key;
+        },
         active: this.active,
         localOverride: this.hasLocalOverride,
         violations: validatePolicy(snapshot.policy),
@@ -148,7 +152,17 @@ export class SimulatedSandbox {
   applyProviderEnvironment(snapshot: ProviderEnvironmentSnapshot, options: ApplyOptions = {}): Promise<ProviderDecision> {
     return this.exclusive(async () => {
       if (options.delayMs) await sleep(options.delayMs);
-      const input = { snapshot, contentKey: providerContentKey(snapshot), active: this.provider, problems: validateProviderEnvironment(snapshot) };
+      let key: string | undefined;
+      const input: ProviderApplyInput = {
+        snapshot,
+        // Hashed only when the policy hash and epoch do not already tell the content apart.
+        get contentKey() {
+          key ??= providerContentKey(snapshot);
+          return key;
+        },
+        active: this.provider,
+        problems: validateProviderEnvironment(snapshot),
+      };
       let decision = decideProviderEnvironment(input);
       try {
         await this.carryOutProvider(decision, snapshot);
