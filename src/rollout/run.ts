@@ -160,7 +160,7 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
       const refused = new Map<string, Error>();
       if (!replayOnly && !stopNew && p.capture) {
         const unread = w.sandboxes.filter((s) => p.before[s] === undefined && p.refs[s] === undefined);
-        const read = await captureBefore(client, unread, p.change, { workspace: p.workspace, concurrency: p.concurrency, signal });
+        const read = await captureBefore(client, unread, p.change, { workspace: p.workspace, labelSelector: p.labelSelector, concurrency: p.concurrency, signal });
         unread.forEach((s, k) => {
           const b = read[k]!;
           if (b instanceof Error) refused.set(s, b);

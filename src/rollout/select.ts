@@ -11,6 +11,7 @@ import {
   ListSandboxesRequestSchema,
   ListSandboxesResponseSchema,
   SandboxResponseSchema,
+  type SandboxStatus,
 } from "../gen/openshell/v1/sandboxes_pb.js";
 import { workspaceScope } from "../workspace.js";
 
@@ -85,3 +86,32 @@ export async function selectByLabels(
 export const GetSandboxRpc = createServiceSubset([["GetSandbox", "unary", GetSandboxRequestSchema, SandboxResponseSchema]]) as GenService<{
   getSandbox: { methodKind: "unary"; input: typeof GetSandboxRequestSchema; output: typeof SandboxResponseSchema };
 }>;
+
+/**
+ * The status of every sandbox of `workspace` whose labels match `selector` (every sandbox when
+ * undefined), by name: one ListSandboxes call per page of 1000.
+ */
+export async function listSandboxStatuses(
+  client: ConfigClient,
+  selector: string | undefined,
+  workspace: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<Map<string, SandboxStatus | undefined>> {
+  const rpc = client.raw(ListSandboxesRpc);
+  const out = new Map<string, SandboxStatus | undefined>();
+  let pageToken = "";
+  try {
+    do {
+      const page = await rpc.listSandboxes(
+        { labelSelector: selector ?? "", pageSize: 1000, pageToken, workspaceScope: workspaceScope(workspace) },
+        signal ? { signal } : {},
+      );
+      for (const sb of page.sandboxes) if (sb.metadata?.name) out.set(sb.metadata.name, sb.status);
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    throw toSdkError(err);
+  }
+  return out;
+}
