@@ -1,9 +1,11 @@
 // The fleet rollout benchmark: how long `rollout()` takes to bring one policy change to 1,000
 // sandboxes (every one `applied`), on a local stack: one gateway on SQLite and one supervisor
-// process hosting the whole fleet, all from source on this machine. Writes
-// bench/results/rollout.md.
+// process hosting the whole fleet, all from source on this machine. Then the same fleet in three
+// waves with health gates (beside a one-wave rollout at the same concurrency, its floor), and a
+// rollout to 100 more sandboxes whose last wave fails its gate and is rolled back automatically.
+// Writes bench/results/rollout.md.
 //
-//   node --import tsx bench/rollout.ts [--sandboxes 1000] [--concurrency 16,64] [--runs 2]
+//   node --import tsx bench/rollout.ts [--sandboxes 1000] [--concurrency 16,64] [--runs 2] [--rollback 100]
 
 import { mkdtempSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
@@ -15,14 +17,16 @@ import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, SandboxPhase, SandboxPolicySchema, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import { rollout, type RolloutResult } from "openshell-config/rollout";
+import { runRollback, runWaves, wavesReport, type RollbackRow, type WavesRow } from "./rollout-waves.js";
 import { fleetNames, startLocalStack } from "../examples/local-stack.js";
 
 const { values } = parseArgs({
-  options: { sandboxes: { type: "string" }, concurrency: { type: "string" }, runs: { type: "string" } },
+  options: { sandboxes: { type: "string" }, concurrency: { type: "string" }, runs: { type: "string" }, rollback: { type: "string" } },
 });
 const count = Number(values.sandboxes ?? 1000);
 const concurrencies = (values.concurrency ?? "16,64").split(",").map(Number);
 const runs = Number(values.runs ?? 2);
+const rollbackCount = Number(values.rollback ?? 100);
 const loadAtStart = loadavg()[0]!;
 
 function fleetPolicy(rules: string[]): SandboxPolicy {
@@ -45,8 +49,11 @@ async function main() {
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
   const dir = mkdtempSync(join(base, "openshell-rollout-bench-"));
   const names = fleetNames("fleet-", count);
-  const stack = await startLocalStack({ sandboxes: names, dir, gatewayArgs: ["--log-level", "warn"] });
+  const rbNames = fleetNames("rb-", rollbackCount);
+  const stack = await startLocalStack({ sandboxes: [...names, ...rbNames], dir, gatewayArgs: ["--log-level", "warn"] });
   const rows: { concurrency: number; run: number; result: RolloutResult; perSandbox: number[] }[] = [];
+  let waves: WavesRow[] = [];
+  let rollbackRow: RollbackRow | undefined;
   try {
     const client = createConfigClient({ transport: createNodeTransport({ baseUrl: stack.url, protocol: "grpc" }), token: stack.adminToken });
     const raw = client.raw(OpenShell);
@@ -77,14 +84,17 @@ async function main() {
         process.stderr.write(`concurrency ${concurrency} run ${run}: ${result.durationMs} ms\n`);
       }
     }
+    const waveConcurrency = Math.max(...concurrencies);
+    waves = await runWaves(client, { labelSelector: "env=bench", count, concurrency: waveConcurrency, runs, policy: (n) => fleetPolicy(["github.com", `wave-${n}.example.com`]) });
+    rollbackRow = await runRollback(client, stack, rbNames, waveConcurrency);
   } finally {
     await stack.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  writeReport(rows);
+  writeReport(rows, wavesReport(waves, rollbackRow));
 }
 
-function writeReport(rows: { concurrency: number; run: number; result: RolloutResult; perSandbox: number[] }[]) {
+function writeReport(rows: { concurrency: number; run: number; result: RolloutResult; perSandbox: number[] }[], more: string[]) {
   let commit = "unknown";
   try {
     commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
@@ -107,6 +117,7 @@ function writeReport(rows: { concurrency: number; run: number; result: RolloutRe
       `| ${concurrency} | ${run} | ${(result.durationMs / 1000).toFixed(1)} s | ${Math.round((result.counts.total / result.durationMs) * 1000)} | ${quantile(perSandbox, 0.5)} ms | ${quantile(perSandbox, 0.95)} ms | ${quantile(perSandbox, 0.99)} ms | ${result.slowest[0]?.sandbox} (${result.slowest[0]?.durationMs} ms) |`,
     ),
     "",
+    ...more,
   ];
   const out = new URL("./results/rollout.md", import.meta.url);
   writeFileSync(out, lines.join("\n"));
