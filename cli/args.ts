@@ -5,7 +5,7 @@
 // that command's --help.
 
 import { CommanderError, type Command as CommanderCommand } from "commander";
-import { parseRolloutOptions } from "./rollout-args.js";
+import { parseRolloutId, parseRolloutOptions } from "./rollout-args.js";
 import { mergeOperationsFromFlags } from "./merge-ops.js";
 import { buildProgram, commandPath, COMMANDS, GLOBAL_OPTIONS, type CommandSpec } from "./program.js";
 import { parseSelector } from "./selector.js";
@@ -45,9 +45,9 @@ class Stop {
 
 /** Parses `argv` (without `node` and the script). Throws UsageError for anything wrong. */
 export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
-  let ran: { spec: CommandSpec; args: string[]; options: Record<string, unknown> } | undefined;
+  let ran: { spec: CommandSpec; args: string[]; options: Record<string, unknown>; foreign: readonly string[] } | undefined;
   let out = "";
-  const program = buildProgram("", (spec, args, options) => (ran = { spec, args, options }));
+  const program = buildProgram("", (spec, args, options, foreign) => (ran = { spec, args, options, foreign }));
   const all = (c: CommanderCommand): CommanderCommand[] => [c, ...c.commands.flatMap(all)];
   for (const c of all(program)) {
     c.configureOutput({
@@ -77,6 +77,7 @@ export function parseCommandLine(argv: readonly string[]): ParsedCommandLine {
     throw fromCommander(err.error, err.command, stopped);
   }
   if (ran === undefined) throw new UsageError("no command given", usageOf());
+  if (ran.foreign.length > 0) throw new UsageError(`${ran.spec.name} does not take ${ran.foreign[0]}`, usageOf(ran.spec.name));
   const global = globalOptions(ran.options);
   return { global, command: commandOf(ran.spec, ran.args, ran.options) };
 }
@@ -112,6 +113,11 @@ function fromCommander(err: CommanderError, cmd: CommanderCommand, path: string)
       return new UsageError(`${path} needs ${quoted}`, hint);
     case "commander.excessArguments": {
       const extra = cmd.args[cmd.registeredArguments.length];
+      if (cmd.commands.length > 0 && cmd.registeredArguments.length === 0) {
+        // A command with its own action and subcommands (`policy rollout`): a mistyped subcommand.
+        const near = didYouMean(extra ?? "", cmd.commands.map((c) => c.name()));
+        return new UsageError(`unknown command "${path} ${extra ?? ""}"${near.replace(/"([^"]+)"\?$/, (_, w: string) => `"${path} ${w}"?`)}`, hint);
+      }
       return new UsageError(`unexpected argument "${extra ?? ""}"${cmd.registeredArguments.length === 0 ? ` (${path} takes no arguments)` : ""}`, hint);
     }
     default:
@@ -203,8 +209,26 @@ function commandOf(spec: CommandSpec, args: readonly string[], v: Record<string,
     }
     case "policy rollout":
       return attempt(() =>
-        parseRolloutOptions({ ...(v as Record<string, string>), labelSelector: selector(), timeoutMs: v.timeout === undefined ? undefined : timeoutMs }, workspace),
+        parseRolloutOptions({ ...(v as Record<string, string>), pauseForApproval: v.pauseForApproval === true, rollbackOnFailure: v.rollbackOnFailure === true, failOnDegraded: v.failOnDegraded === true, labelSelector: selector(), timeoutMs: v.timeout === undefined ? undefined : timeoutMs }, workspace),
       );
+    case "policy rollout resume":
+      return {
+        name,
+        id: attempt(() => parseRolloutId(args[0]!, "ROLLOUT_ID")),
+        workspace,
+        concurrency: v.concurrency === undefined ? undefined : attempt(() => parseCount(str("concurrency")!, "--concurrency", 1)),
+        maxFailures: v.maxFailures === undefined ? undefined : attempt(() => parseCount(str("maxFailures")!, "--max-failures", 1)),
+        timeoutMs: v.timeout === undefined ? undefined : timeoutMs,
+      };
+    case "policy rollout undo":
+      return {
+        name,
+        id: attempt(() => parseRolloutId(args[0]!, "ROLLOUT_ID")),
+        concurrency: v.concurrency === undefined ? undefined : attempt(() => parseCount(str("concurrency")!, "--concurrency", 1)),
+        timeoutMs: v.timeout === undefined ? undefined : timeoutMs,
+      };
+    case "policy rollout status":
+      return { name, id: attempt(() => parseRolloutId(args[0]!, "ROLLOUT_ID")), watch: v.watch === true };
     case "settings set": {
       const type = choice<SettingType>(v.type, SETTING_TYPES, "--type", "string", hint);
       const common = update();

@@ -31,7 +31,9 @@ function tree(): Tree {
   const options = new Map<string, [string, string][]>();
   const all = [...GLOBAL_OPTIONS, ...COMMANDS.flatMap((c) => c.options)];
   for (const c of COMMANDS) {
-    const [group, verb] = c.name.split(" ") as [string, string | undefined];
+    const [group, verb, sub] = c.name.split(" ") as [string, string | undefined, string | undefined];
+    // `policy rollout resume|undo|status`: completed as far as `policy rollout` (its options).
+    if (sub !== undefined) continue;
     if (verb === undefined) top.push([group, c.summary]);
     else {
       if (!groups.has(group)) {

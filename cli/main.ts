@@ -21,6 +21,8 @@ import { policyGet, policyMerge, policySet } from "./commands/policy.js";
 import { policyDiff } from "./commands/policy-diff.js";
 import { policyHistory } from "./commands/policy-history.js";
 import { policyRolloutSelected } from "./commands/rollout-select.js";
+import { policyRolloutResume, policyRolloutUndo } from "./commands/rollout.js";
+import { policyRolloutStatus } from "./commands/rollout-status.js";
 import { sandboxList } from "./commands/sandbox.js";
 import { settingsDelete, settingsGet, settingsList, settingsSet } from "./commands/settings.js";
 
@@ -34,6 +36,9 @@ const COMMANDS: { readonly [N in GatewayCommand]: Runner<N> } = {
   "policy history": policyHistory,
   "policy merge": policyMerge,
   "policy rollout": policyRolloutSelected,
+  "policy rollout resume": policyRolloutResume,
+  "policy rollout undo": policyRolloutUndo,
+  "policy rollout status": policyRolloutStatus,
   "settings set": settingsSet,
   "settings delete": settingsDelete,
   "settings get": settingsGet,

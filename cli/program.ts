@@ -62,9 +62,19 @@ operation keeps running: resume it with "openshell-config operation wait ID");
 130 interrupted.`;
 
 const ROLLOUT_EXIT_HELP = `Exit status: 0 every sandbox applied (also degraded) or inactive; 1 a sandbox
-failed, was superseded or cancelled, an error, the rollout halted, or no sandbox
-matched; 2 usage error; 124 a sandbox's wait timed out (resume with --resume
-ROLLOUT_ID); 130 interrupted (resume likewise).`;
+failed, was superseded or cancelled, an error, a gate failed (halted, or rolled
+back with --rollback-on-failure), or no sandbox matched; 2 usage error; 3 paused
+for approval (approve with "openshell-config policy rollout resume ROLLOUT_ID");
+124 a sandbox's wait timed out (resume likewise); 130 interrupted (resume
+likewise).`;
+
+const UNDO_EXIT_HELP = `Exit status: 0 every changed sandbox was rolled back, or left alone because
+someone changed it since or it had no earlier revision (each one listed); 1 a
+rollback failed or an error; 2 usage error (e.g. no saved state); 124 a
+rollback's wait timed out (run undo again: it replays); 130 interrupted.`;
+
+const concurrency: OptionSpec = { flags: "--concurrency <N>", help: "sandboxes updated at once (default 16)" };
+const rolloutTimeout: OptionSpec = { flags: "--timeout <DURATION>", help: "how long to wait for each sandbox (default 60s; 0 = no limit)" };
 
 export const COMMANDS: readonly CommandSpec[] = [
   {
@@ -119,20 +129,60 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: "policy rollout",
-    summary: "one policy to every sandbox a selector matches, a few at a time",
+    summary: "one policy to every sandbox a selector matches, in waves, with rollback",
     description:
-      "Replaces the policy of every sandbox the selector matches by the SandboxPolicy in FILE, a few at a time, and waits for each one's outcome: a progress bar on a terminal, then a summary. The rollout's id is printed first; its state is kept under $XDG_STATE_HOME/openshell-config/rollouts (default ~/.local/state/openshell-config/rollouts). Running it again with --resume ROLLOUT_ID continues it: sandboxes already sent are awaited again (never given a second revision), the rest are sent.",
-    usage: "--selector SEL --file FILE [options]\n       openshell-config policy rollout --resume ROLLOUT_ID [options]",
+      "Replaces the policy of every sandbox the selector matches by the SandboxPolicy in FILE, a few at a time, and waits for each one's outcome: a progress line on a terminal (one line per wave with --waves), then a summary. With --waves the sandboxes go in waves (cumulative sizes: 1,10%,100% is one canary, then up to 10%, then the rest), each judged by its gate (--max-failures per wave, default 1; --fail-on-degraded) before the next starts; --pause waits between waves, --pause-for-approval stops after each passed wave until \"policy rollout resume ROLLOUT_ID\"; --rollback-on-failure returns every changed sandbox to what it had when a gate fails. The rollout's id is printed first; its state is kept under $XDG_STATE_HOME/openshell-config/rollouts (default ~/.local/state/openshell-config/rollouts) and written before every step, so \"policy rollout resume ROLLOUT_ID\" continues it after a crash or Ctrl-C: sandboxes already sent are awaited again (never given a second revision), the rest are sent. --resume ROLLOUT_ID is the same as resume (and, with --selector and --file, re-runs a rollout that has no saved state).",
+    usage:
+      "--selector SEL --file FILE [--waves 1,10%,100%] [options]\n       openshell-config policy rollout resume|undo|status ROLLOUT_ID [options]",
     options: [
       { ...selector, help: `the sandboxes: ${selector.help}` },
       { ...policyFile, help: "the policy file (YAML, or JSON for *.json)" },
-      { flags: "--concurrency <N>", help: "sandboxes updated at once (default 16)" },
-      { flags: "--max-failures <N>", help: "stop sending to new sandboxes after N failed or cancelled (default: never)" },
-      { flags: "--timeout <DURATION>", help: "how long to wait for each sandbox (default 60s; 0 = no limit)" },
-      { flags: "--resume <ROLLOUT_ID>", help: "continue that rollout from its saved state (then no --selector or --file); without a saved state, re-run it with --selector and --file" },
+      { flags: "--waves <SIZES>", help: "cumulative wave sizes, counts or percentages: 1,10%,100% (default: one wave)" },
+      { flags: "--max-failures <N>", help: "with --waves: a wave's gate fails after N failed, cancelled or errored sandboxes (default 1); without: stop sending after N (default: never)" },
+      { flags: "--fail-on-degraded", help: "count an applied-but-degraded sandbox as failed" },
+      { flags: "--pause <DURATION>", help: "wait this long after each passed wave: 30s, 5m, 1h" },
+      { flags: "--pause-for-approval", help: "stop after each passed wave (exit 3) until resumed with policy rollout resume ID" },
+      { flags: "--rollback-on-failure", help: "when a gate fails, return every changed sandbox to its earlier policy" },
+      concurrency,
+      rolloutTimeout,
+      { flags: "--resume <ROLLOUT_ID>", help: "the same as policy rollout resume ROLLOUT_ID; with --selector and --file and no saved state, re-run that rollout" },
       { ...workspace, help: "the sandboxes' workspace (default: the gateway's default workspace)" },
     ],
     after: ROLLOUT_EXIT_HELP,
+  },
+  {
+    name: "policy rollout resume",
+    summary: "continue a rollout from its saved state (approves a paused one)",
+    description:
+      "Continues rollout ROLLOUT_ID from its saved state, wherever it stopped: sandboxes already sent are awaited again (never given a second revision), a timed pause waits only what is left of it, a rollout paused for approval starts its next wave (this command is the approval), and a rollback cut short is finished.",
+    usage: "ROLLOUT_ID [options]",
+    args: ["<ROLLOUT_ID>"],
+    options: [
+      concurrency,
+      { flags: "--max-failures <N>", help: "a new limit on failed sandboxes for the rest of the rollout" },
+      rolloutTimeout,
+      { ...workspace, help: "the rollout's workspace (checked against its saved state)" },
+    ],
+    after: ROLLOUT_EXIT_HELP,
+  },
+  {
+    name: "policy rollout undo",
+    summary: "roll back everything a rollout changed",
+    description:
+      "Returns every sandbox rollout ROLLOUT_ID changed to the policy revision it had before its wave, as one waited update each. A sandbox someone else changed since is left alone, and so is one with no earlier revision; both are listed. Needs a rollout started with --waves or --rollback-on-failure (they record what each sandbox had). Running it again replays: one rollback revision per sandbox.",
+    usage: "ROLLOUT_ID [options]",
+    args: ["<ROLLOUT_ID>"],
+    options: [concurrency, rolloutTimeout],
+    after: UNDO_EXIT_HELP,
+  },
+  {
+    name: "policy rollout status",
+    summary: "a rollout's saved state and what the gateway says now (-w: follow)",
+    description:
+      "Shows rollout ROLLOUT_ID from its saved state (its phase, each wave and its gate, the gate failure, the rollback) and, for every sandbox it sent, its operation's state now, asked of the gateway a few at a time. With --watch, shows it again whenever the state file changes and every few seconds until the rollout is done (redrawn in place on a terminal; Ctrl-C stops, exit 0). Exit status 0 whatever the rollout's phase; 2 when there is no saved state.",
+    usage: "ROLLOUT_ID [options]",
+    args: ["<ROLLOUT_ID>"],
+    options: [{ flags: "-w, --watch", help: "show it again as it changes, until the rollout is done (Ctrl-C stops)" }],
   },
   {
     name: "settings get",
@@ -251,7 +301,7 @@ export function commandPath(cmd: Command): string {
  * The program, fresh for each parse (commander keeps parsed values on its objects). `onRun`
  * receives the leaf command that was given, its positional arguments and every option value.
  */
-export function buildProgram(version: string, onRun: (spec: CommandSpec, args: string[], options: Record<string, unknown>) => void): Command {
+export function buildProgram(version: string, onRun: (spec: CommandSpec, args: string[], options: Record<string, unknown>, foreign: readonly string[]) => void): Command {
   const program = new Command("openshell-config")
     .description("Change an OpenShell sandbox's configuration and know what became of the change.")
     .usage("<command> [options]")
@@ -262,7 +312,15 @@ export function buildProgram(version: string, onRun: (spec: CommandSpec, args: s
       // The program's help lists every command (`policy set`), not the groups.
       visibleCommands(cmd) {
         if (cmd.parent !== null) return Help.prototype.visibleCommands.call(this, cmd);
-        return cmd.commands.flatMap((c) => (c.commands.length > 0 ? c.commands : [c]));
+        // A command with subcommands of its own (`policy rollout`) is listed, then its subcommands.
+        const leaves = (c: Command): Command[] => (c.commands.length === 0 ? [c] : [...(c.parent === cmd ? [] : [c]), ...c.commands.flatMap(leaves)]);
+        return cmd.commands.flatMap(leaves);
+      },
+      // The program's options only: a subcommand's parent (`policy rollout`) has options of its own, not global ones.
+      visibleGlobalOptions(cmd) {
+        let root = cmd;
+        while (root.parent) root = root.parent;
+        return root === cmd ? [] : Help.prototype.visibleOptions.call(this, root);
       },
       subcommandTerm(cmd) {
         return cmd.parent?.parent === null ? Help.prototype.subcommandTerm.call(this, cmd).replace(/ \[options\]/, "") : commandPath(cmd);
@@ -273,16 +331,20 @@ export function buildProgram(version: string, onRun: (spec: CommandSpec, args: s
     else program.option(o.flags, o.help);
   }
   program.addHelpText("after", '\nRun "openshell-config <command> --help" for its options and exit statuses.');
-  const groups = new Map<string, Command>();
+  // Each command under its parent: `policy` for `policy set`, `policy rollout` for `policy rollout undo`.
+  const byPath = new Map<string, Command>([["", program]]);
   for (const spec of COMMANDS) {
-    const [group, verb] = spec.name.split(" ") as [string, string | undefined];
-    let parent = program;
-    if (verb !== undefined) {
-      parent = groups.get(group) ?? program.command(group).summary(GROUP_SUMMARIES[group] ?? "").description(GROUP_SUMMARIES[group] ?? "");
-      groups.set(group, parent);
+    const words = spec.name.split(" ");
+    const verb = words.at(-1)!;
+    const parentPath = words.slice(0, -1).join(" ");
+    let parent = byPath.get(parentPath);
+    if (parent === undefined) {
+      const group = words[0]!;
+      parent = program.command(group).summary(GROUP_SUMMARIES[group] ?? "").description(GROUP_SUMMARIES[group] ?? "");
+      byPath.set(parentPath, parent);
     }
     const cmd = parent
-      .command(verb ?? group)
+      .command(verb)
       .summary(spec.summary)
       .description(spec.description ?? spec.summary)
       .usage(spec.usage);
@@ -292,10 +354,17 @@ export function buildProgram(version: string, onRun: (spec: CommandSpec, args: s
       else cmd.option(o.flags, o.help);
     }
     if (spec.after) cmd.addHelpText("after", `\n${spec.after}`);
+    byPath.set(spec.name, cmd);
     cmd.action((...received: unknown[]) => {
       // commander passes the positional arguments, then the options, then the command.
       const args = received.slice(0, -2).filter((a): a is string => typeof a === "string");
-      onRun(spec, args, (received.at(-1) as Command).optsWithGlobals());
+      const self = received.at(-1) as Command;
+      // Options of a parent command (`policy rollout --selector`) given to its subcommand: commander
+      // accepts them anywhere on the line, the subcommand does not take them.
+      const own = new Set(self.options.map((o) => o.attributeName()));
+      const parent = self.parent && self.parent.parent?.parent ? self.parent : undefined;
+      const foreign = (parent?.options ?? []).filter((o) => !own.has(o.attributeName()) && parent!.getOptionValueSource(o.attributeName()) === "cli").map((o) => o.long ?? o.flags);
+      onRun(spec, args, self.optsWithGlobals(), foreign);
     });
   }
   return program;

@@ -37,11 +37,21 @@ export function waitCommand(repeat: Repeat, operationId: string, options: { read
   return line([...args, ...tail(repeat)]);
 }
 
-/** `openshell-config policy rollout --resume ID` (the saved state has the rest). */
+/** `openshell-config policy rollout resume ID` (the saved state has the rest); `policy rollout --resume ID` is the same. */
 export function rolloutResumeCommand(repeat: Repeat, id: string, options: { readonly timeoutMs?: number | undefined } = {}): string {
-  const args = ["policy", "rollout", "--resume", id];
+  const args = ["policy", "rollout", "resume", id];
   if (options.timeoutMs !== undefined) args.push("--timeout", formatTimeoutFlag(options.timeoutMs));
   return line([...args, ...tail(repeat)]);
+}
+
+/** `openshell-config policy rollout undo ID`. */
+export function rolloutUndoCommand(repeat: Repeat, id: string): string {
+  return line(["policy", "rollout", "undo", id, ...tail(repeat)]);
+}
+
+/** `openshell-config policy rollout status ID`. */
+export function rolloutStatusCommand(repeat: Repeat, id: string): string {
+  return line(["policy", "rollout", "status", id, ...tail(repeat)]);
 }
 
 const TOKEN_FLAG = /^--token(=|$)/;

@@ -89,6 +89,45 @@ export interface RolloutCommand {
   readonly timeoutMs: number | undefined;
   /** The rollout id to continue. */
   readonly resume: string | undefined;
+  /** `--waves 1,10%,100%`: cumulative sizes (counts or percentages); undefined: one wave. */
+  readonly waves?: readonly (number | `${number}%`)[];
+  /** The gate every wave is judged by (`--max-failures` per wave with --waves, `--fail-on-degraded`, `--pause`, `--pause-for-approval`). */
+  readonly gate?: RolloutGateFlags;
+  /** `--rollback-on-failure`: a failed gate returns every changed sandbox to what it had. */
+  readonly rollback?: boolean;
+}
+
+/** The gate flags of `policy rollout`, as the SDK's `gate` takes them. */
+export interface RolloutGateFlags {
+  readonly maxFailures?: number;
+  readonly failOnDegraded?: boolean;
+  /** Milliseconds (`--pause 5m`) or `approval` (`--pause-for-approval`). */
+  readonly pause?: number | "approval";
+}
+
+/** `policy rollout resume ID`: continue (or approve) a rollout from its saved state. */
+export interface RolloutResumeCommand {
+  readonly name: "policy rollout resume";
+  readonly id: string;
+  readonly workspace: string | undefined;
+  readonly concurrency: number | undefined;
+  readonly maxFailures: number | undefined;
+  readonly timeoutMs: number | undefined;
+}
+
+/** `policy rollout undo ID`: roll back everything the rollout changed. */
+export interface RolloutUndoCommand {
+  readonly name: "policy rollout undo";
+  readonly id: string;
+  readonly concurrency: number | undefined;
+  readonly timeoutMs: number | undefined;
+}
+
+/** `policy rollout status ID [-w]`: the saved state and what the gateway says now. */
+export interface RolloutStatusCommand {
+  readonly name: "policy rollout status";
+  readonly id: string;
+  readonly watch: boolean;
 }
 
 export type Command =
@@ -98,6 +137,9 @@ export type Command =
   | ({ readonly name: "policy history"; readonly limit: number } & Scoped)
   | ({ readonly name: "policy merge"; readonly operations: readonly PolicyMergeOperationInput[]; readonly file: string | undefined } & UpdateFlags)
   | RolloutCommand
+  | RolloutResumeCommand
+  | RolloutUndoCommand
+  | RolloutStatusCommand
   | ({ readonly name: "settings set"; readonly key: string; readonly value: SettingInput; readonly type: SettingType } & UpdateFlags)
   | ({ readonly name: "settings delete"; readonly key: string } & UpdateFlags)
   | ({ readonly name: "settings get"; readonly key: string } & Scoped)

@@ -1,26 +1,29 @@
-// `policy rollout`: one policy to every sandbox a label selector matches, through the SDK's
-// rollout(). Prints the rollout id first, keeps the state on disk while it runs (so that a crash
-// or Ctrl-C can be resumed with --resume ID), draws a progress bar on a terminal, and ends with a
-// summary on stdout: counts by state and outcome, the sandboxes that did not apply (each with its
-// operation id), the slowest of those that finished; the resume command, when one is needed, on
-// stderr.
+// `policy rollout` and `policy rollout resume|undo`: one policy to every sandbox a label selector
+// matches, through the SDK's rollout() (in waves with gates, pauses and rollback when asked), and
+// undoRollout(). Prints the rollout id first, keeps the state on disk at every step (onState: a
+// crash or Ctrl-C resumes with `policy rollout resume ID`), shows the waves as they go on stderr
+// (rollout-display.ts), and ends with a summary on stdout: per-wave counts and gates, the gate
+// failure, what was rolled back and what was left alone, counts by state and outcome, the
+// sandboxes that did not apply (each with its operation id), the slowest of those that finished;
+// the resume, approve or undo command, when one applies, on stderr.
 
 import type { OperationHandle } from "openshell-config";
-import { rollout, type RolloutOptions, type RolloutResult, type SandboxRolloutResult } from "openshell-config/rollout";
+import { rollout, undoRollout, type RolloutOptions, type RolloutResult, type RolloutRun, type RolloutState, type SandboxRolloutResult } from "openshell-config/rollout";
 import { usageOf, UsageError } from "../args.js";
 import type { RolloutCommand } from "../rollout-args.js";
 import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
 import { EXIT } from "../outcome.js";
 import { readPolicyFile } from "../policy-file.js";
-import { startProgressBar } from "../progress-bar.js";
+import { startRolloutDisplay, waveName } from "../rollout-display.js";
 import { formatElapsed } from "../spinner.js";
-import { rolloutResumeCommand } from "../resume.js";
+import { rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
+import type { RolloutResumeCommand, RolloutUndoCommand } from "../types.js";
 import type { CommandContext } from "./context.js";
 
 // Sandboxes listed one by one in the summary (those that did not apply); the JSON has them all.
 const LISTED = 20;
-// The state file is rewritten at most this often while sandboxes are being sent.
-const SAVE_EVERY_MS = 500;
+/** Exit status of a rollout paused for approval: not done, not failed (see ROLLOUT_EXIT_HELP). */
+export const EXIT_PAUSED = 3;
 
 /** The options for rollout(): a saved state to continue, or a new (or re-run) rollout. */
 async function rolloutOptions(cmd: RolloutCommand, saved: RolloutOptions["resume"]): Promise<RolloutOptions> {
@@ -30,6 +33,7 @@ async function rolloutOptions(cmd: RolloutCommand, saved: RolloutOptions["resume
     ...(cmd.timeoutMs !== undefined ? { waitTimeoutMs: cmd.timeoutMs } : {}),
   };
   if (saved !== undefined) return { ...limits, resume: saved };
+  const gate = cmd.gate;
   const policy = await readPolicyFile(cmd.file!);
   return {
     ...limits,
@@ -37,12 +41,14 @@ async function rolloutOptions(cmd: RolloutCommand, saved: RolloutOptions["resume
     // A set-based selector arrives resolved to names (commands/rollout-select.ts).
     ...(cmd.sandboxes !== undefined ? { sandboxes: cmd.sandboxes } : { labelSelector: cmd.selector! }),
     ...(cmd.workspace !== undefined ? { workspace: cmd.workspace } : {}),
+    ...(cmd.waves !== undefined ? { waves: cmd.waves } : {}),
+    ...(gate !== undefined ? { gate } : {}),
+    ...(cmd.rollback ? { rollback: "on-halt" as const } : {}),
     policy,
   };
 }
 
 export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): Promise<number> {
-  const { out } = ctx;
   const store = createRolloutStore(rolloutStateDir());
   const saved = cmd.resume === undefined ? undefined : store.load(cmd.resume);
   if (saved !== undefined && cmd.file !== undefined) {
@@ -56,52 +62,83 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
   }
   const options = await rolloutOptions(cmd, saved);
 
-  let selector = cmd.selector ?? saved?.labelSelector;
-  const bar = startProgressBar(ctx.spinnerStream, "rolling out", { starting: `finding the sandboxes${selector ? ` (${selector})` : ""}` });
-  let lastSave = 0;
-  const run = rollout(ctx.client, {
-    ...options,
-    signal: ctx.signal,
-    onProgress: (e) => {
-      if (e.type === "started") {
-        store.save(run.state());
-        lastSave = Date.now();
-        bar.update(0, e.sandboxes.length, "");
-        bar.above(() => out.note(`rollout ${e.id}: ${e.sandboxes.length} sandboxes${selector ? ` (${selector})` : ""}${e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : ""}`));
-      } else if (e.type === "sent" && Date.now() - lastSave >= SAVE_EVERY_MS) {
-        store.save(run.state());
-        lastSave = Date.now();
-      } else if (e.type === "result") {
-        const { done, total, failures } = e.progress;
-        bar.update(done, total, failures > 0 ? `${failures} failed` : "");
-      } else if (e.type === "halted") {
-        bar.above(() => out.warn(`${e.failures} sandboxes failed (--max-failures ${e.maxFailures}): no further sandbox is sent; waiting for those already sent`));
-      }
-    },
+  return runAndReport(ctx, { selector: cmd.selector ?? saved?.labelSelector, timeoutMs: cmd.timeoutMs }, (onProgress, onState) => rollout(ctx.client, { ...options, signal: ctx.signal, onProgress, onState }));
+}
+
+/** `policy rollout resume ID`: `policy rollout --resume ID` of a saved state. */
+export async function policyRolloutResume(ctx: CommandContext, cmd: RolloutResumeCommand): Promise<number> {
+  const store = createRolloutStore(rolloutStateDir());
+  if (store.load(cmd.id) === undefined) {
+    throw new UsageError(`no saved state for rollout ${cmd.id} in ${rolloutStateDir()}`, usageOf("policy rollout resume"));
+  }
+  return policyRollout(ctx, {
+    name: "policy rollout",
+    file: undefined,
+    selector: undefined,
+    workspace: cmd.workspace,
+    concurrency: cmd.concurrency,
+    maxFailures: cmd.maxFailures,
+    timeoutMs: cmd.timeoutMs,
+    resume: cmd.id,
   });
+}
+
+/** `policy rollout undo ID`: undoRollout() of the saved state. */
+export async function policyRolloutUndo(ctx: CommandContext, cmd: RolloutUndoCommand): Promise<number> {
+  const store = createRolloutStore(rolloutStateDir());
+  const saved = store.load(cmd.id);
+  if (saved === undefined) throw new UsageError(`no saved state for rollout ${cmd.id} in ${rolloutStateDir()}`, usageOf("policy rollout undo"));
+  const limits = {
+    ...(cmd.concurrency !== undefined ? { concurrency: cmd.concurrency } : {}),
+    ...(cmd.timeoutMs !== undefined ? { waitTimeoutMs: cmd.timeoutMs } : {}),
+  };
+  return runAndReport(ctx, { selector: saved.labelSelector, timeoutMs: cmd.timeoutMs, undo: true }, (onProgress, onState) =>
+    undoRollout(ctx.client, saved, { ...limits, signal: ctx.signal, onProgress, onState }),
+  );
+}
+
+/** Runs a rollout (or undo) with the display and the state file, then prints the summary; returns the exit status. */
+async function runAndReport(
+  ctx: CommandContext,
+  how: { readonly selector: string | undefined; readonly timeoutMs: number | undefined; readonly undo?: boolean },
+  start: (onProgress: RolloutOptions["onProgress"], onState: (state: RolloutState) => void) => RolloutRun,
+): Promise<number> {
+  const { out } = ctx;
+  const store = createRolloutStore(rolloutStateDir());
+  let run: RolloutRun | undefined;
+  const display = startRolloutDisplay(ctx.spinnerStream, out, () => run!.state(), { selector: how.selector });
+  // onState is awaited by the SDK where resuming needs it: the write (temp file, rename) is done when it returns.
+  run = start((e) => display.event(e), (state) => void store.save(state));
   let result: RolloutResult;
   try {
     result = await withOperationIds(ctx, await run);
   } finally {
-    bar.stop();
+    display.stop();
   }
   const stateFile = store.save(result.state);
-  selector ??= result.state.labelSelector;
+  const selector = how.selector ?? result.state.labelSelector;
   if (result.counts.total === 0) {
     // Most likely a mistyped selector: a deploy script should not read this as success.
     out.error(`no sandboxes match ${selector}: nothing was sent`);
     out.json({ id: result.id, selector: selector ?? null, total: 0 });
     return EXIT.failed;
   }
-  const resume = rolloutResumeCommand({ connectionArgs: ctx.connectionArgs, format: out.format }, result.id, { timeoutMs: cmd.timeoutMs });
+  const repeat = { connectionArgs: ctx.connectionArgs, format: out.format };
+  const resume = rolloutResumeCommand(repeat, result.id, { timeoutMs: how.timeoutMs });
+  const undoable = Object.keys(result.state.before).length > 0;
+  const undo = rolloutUndoCommand(repeat, result.id);
+  const next = nextSteps(result, undoable, how.undo === true);
   const slowest = slowestFinished(result);
-  printSummary(ctx, result, slowest);
-  if (!result.complete) out.note(`resume with: ${resume}`);
+  printSummary(ctx, result, slowest, how.undo === true);
+  if (next.resume) out.note(`${result.phase === "paused" ? "approve the next wave with" : "resume with"}: ${resume}`);
+  if (next.undo) out.note(`undo with: ${undo}`);
   out.json({
     id: result.id,
     selector: selector ?? null,
     stateFile,
-    resume: result.complete ? null : resume,
+    phase: result.phase,
+    resume: next.resume ? resume : null,
+    undo: next.undo ? undo : null,
     total: result.counts.total,
     counts: result.counts,
     failures: result.failures,
@@ -109,10 +146,39 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
     aborted: result.aborted,
     complete: result.complete,
     durationMs: result.durationMs,
+    waves: result.waves.map((w) => ({
+      index: w.index,
+      name: waveName(w.index, result.waves),
+      sandboxes: w.sandboxes.length,
+      counts: w.counts,
+      failures: w.failures,
+      gate: w.gate,
+      reason: w.reason ?? null,
+    })),
+    gateFailure: result.gateFailure ?? null,
+    rollback: result.rollback ?? null,
     slowest,
     sandboxes: result.sandboxes.map(sandboxJson),
   });
-  return exitCodeOf(result);
+  return how.undo ? undoExitCode(result) : exitCodeOf(result);
+}
+
+/** Which follow-up commands apply: resume (or approve) an unfinished rollout, undo one that changed sandboxes. */
+function nextSteps(r: RolloutResult, undoable: boolean, undoing: boolean): { resume: boolean; undo: boolean } {
+  if (undoing) return { resume: false, undo: r.phase !== "rolled-back" };
+  const unfinished = !r.complete && r.phase !== "rolled-back";
+  // A failed gate stays failed when resumed: what is left to do then is undo.
+  const resume = unfinished && !(r.phase === "halted" && r.waves.length > 1);
+  const changed = Object.keys(r.state.refs).length > 0;
+  return { resume, undo: undoable && changed && r.phase !== "rolled-back" && r.phase !== "complete" };
+}
+
+/** 130 interrupted; 1 a rollback failed; 124 a rollback is still pending; else 0 (left-alone sandboxes are reported, not failures). */
+export function undoExitCode(r: RolloutResult): number {
+  if (r.aborted) return EXIT.interrupted;
+  if ((r.rollback?.failed.length ?? 0) > 0) return EXIT.failed;
+  if ((r.rollback?.pending.length ?? 0) > 0 || r.phase === "incomplete") return EXIT.timeout;
+  return EXIT.ok;
 }
 
 // The lookups after a rollout ended are bounded: the user is waiting for the prompt.
@@ -146,9 +212,11 @@ async function withOperationIds(ctx: CommandContext, r: RolloutResult): Promise<
   };
 }
 
-/** 130 interrupted; 1 a failure, supersession, error or halt; 124 a wait timed out; else 0. */
+/** 130 interrupted; 3 paused for approval; 1 a failure, supersession, error, failed gate (halted or rolled back); 124 a wait timed out; else 0. */
 export function exitCodeOf(r: RolloutResult): number {
   if (r.aborted) return EXIT.interrupted;
+  if (r.phase === "paused") return EXIT_PAUSED;
+  if (r.phase === "rolled-back" || r.gateFailure !== undefined) return EXIT.failed;
   const bad = r.sandboxes.some((s) => s.status === "error" || (s.status === "completed" && !["applied", "inactive"].includes(s.completion.state)));
   if (bad || r.halted) return EXIT.failed;
   if (r.counts.byStatus.pending > 0) return EXIT.timeout;
@@ -193,23 +261,67 @@ export function describe(s: SandboxRolloutResult): { state: string; outcome: str
   }
 }
 
-function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly { sandbox: string; durationMs: number }[]): void {
+const VERDICT: Readonly<Record<RolloutResult["phase"], string>> = {
+  complete: "done",
+  paused: "paused",
+  halted: "halted",
+  "rolled-back": "rolled back",
+  incomplete: "incomplete",
+  aborted: "interrupted",
+};
+
+const LEFT_ALONE = { "changed-by-others": "changed by someone else since", "no-earlier-revision": "no earlier revision to return to" } as const;
+
+function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly { sandbox: string; durationMs: number }[], undoing = false): void {
   const { out } = ctx;
   const groups = new Map<string, number>();
   for (const s of r.sandboxes) {
+    if (undoing && s.status === "skipped") continue;
     const d = describe(s);
     const key = `${d.state}\u0000${d.outcome}`;
     groups.set(key, (groups.get(key) ?? 0) + 1);
   }
-  const verdict = r.aborted ? "interrupted" : r.halted ? "halted" : r.complete ? "done" : "incomplete";
+  const waved = r.waves.length > 1;
+  const paused = r.phase === "paused" ? ` after wave ${r.state.wave}/${r.waves.length}, waiting for approval` : "";
   // The selector is in the header above (stderr) and the JSON: without it the line fits 80 columns.
-  out.line(`rollout ${r.id}: ${verdict}, ${r.counts.total} sandboxes in ${formatElapsed(r.durationMs)}`);
+  out.line(`rollout ${r.id}: ${VERDICT[r.phase] ?? (r.complete ? "done" : "incomplete")}${paused}, ${r.counts.total} sandboxes${waved ? ` in ${r.waves.length} waves` : ""} in ${formatElapsed(r.durationMs)}`);
+  if (waved) {
+    out.line();
+    out.table(
+      ["WAVE", "SANDBOXES", "APPLIED", "FAILED", "NOT SENT", "GATE"],
+      r.waves.map((w) => {
+        const applied = (w.counts.byState.applied ?? 0) + (w.counts.byState.inactive ?? 0);
+        return [`${w.index + 1} ${waveName(w.index, r.waves)}`, String(w.sandboxes.length), String(applied), String(w.failures), String(w.counts.byStatus.skipped), w.gate.replace("-", " ")];
+      }),
+    );
+  }
+  if (r.gateFailure) {
+    out.line();
+    out.line(`gate failed: ${r.gateFailure.reason}`);
+  }
+  if (r.rollback) {
+    const rb = r.rollback;
+    const considered = rb.rolledBack + rb.leftAlone.length + rb.failed.length + rb.pending.length;
+    out.line();
+    out.line(`rolled back ${rb.rolledBack} of ${considered} changed sandboxes${rb.leftAlone.length ? `; ${rb.leftAlone.length} left alone` : ""}${rb.failed.length ? `; ${rb.failed.length} failed` : ""}${rb.pending.length ? `; ${rb.pending.length} pending` : ""}`);
+    const rows = [
+      ...rb.leftAlone.map((x) => [x.sandbox, "left alone", LEFT_ALONE[x.reason]]),
+      ...rb.failed.map((x) => [x.sandbox, "failed", x.reason]),
+      ...rb.pending.map((x) => [x, "pending", "its wait ended; undo again waits for it"]),
+    ];
+    if (rows.length > 0) {
+      out.line();
+      out.table(["SANDBOX", "ROLLBACK", "WHY"], rows.slice(0, LISTED));
+      if (rows.length > LISTED) out.line(`… and ${rows.length - LISTED} more (--output json lists every sandbox)`);
+    }
+  }
+  if (undoing) return;
   out.line();
   out.table(
     ["STATE", "OUTCOME", "SANDBOXES"],
     [...groups].sort((a, b) => b[1] - a[1]).map(([key, n]) => [...(key.split("\u0000") as [string, string]), String(n)]),
   );
-  if (r.halted) {
+  if (r.halted && !waved) {
     out.line();
     out.line(`halted: ${r.failures} sandboxes failed; ${r.counts.byStatus.skipped} were not sent`);
   }
@@ -242,5 +354,22 @@ function sandboxJson(s: SandboxRolloutResult) {
     error: s.status === "completed" ? (s.completion.error ?? null) : s.status === "error" ? s.error.message : null,
     operationId: operationIdOf(s) ?? null,
     durationMs: s.status === "skipped" ? null : s.durationMs,
+    wave: s.wave,
+    rollback: s.rollback ? rollbackJson(s.rollback) : null,
   };
+}
+
+function rollbackJson(rb: NonNullable<SandboxRolloutResult["rollback"]>) {
+  switch (rb.status) {
+    case "completed":
+      return { status: rb.status, state: rb.completion.state, outcome: rb.completion.outcome, error: rb.completion.error ?? null, operationId: rb.completion.operationId || rb.handle.operationId || null };
+    case "pending":
+      return { status: rb.status, operationId: rb.handle.operationId ?? null };
+    case "error":
+      return { status: rb.status, error: rb.error.message };
+    case "changed-by-others":
+      return { status: rb.status, detail: rb.detail };
+    case "no-earlier-revision":
+      return { status: rb.status };
+  }
 }

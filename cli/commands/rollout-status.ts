@@ -1,0 +1,252 @@
+// `policy rollout status ID [-w]`: a rollout as its saved state tells it (its phase, each wave and
+// its gate, the gate failure, the rollback mode) and, for every sandbox it sent (and every
+// rollback sent), its operation's state as the gateway reports it now: GetOperation a few at a
+// time (STATUS_CONCURRENCY), never one request per sandbox all at once. With --watch it shows it
+// again when the state file changes and every few seconds until the rollout is done, asking the
+// gateway again only about operations that were not final yet; Ctrl-C ends it with status 0.
+
+import { statSync } from "node:fs";
+import type { OperationHandle, OperationStatus } from "openshell-config";
+import type { RolloutState } from "openshell-config/rollout";
+import { usageOf, UsageError } from "../args.js";
+import { EXIT } from "../outcome.js";
+import { rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
+import { waveName } from "../rollout-display.js";
+import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
+import type { RolloutStatusCommand } from "../types.js";
+import type { CommandContext } from "./context.js";
+
+/** GetOperation calls in flight at once. */
+export const STATUS_CONCURRENCY = 8;
+const LOOKUP_MS = 5_000;
+/** --watch: how often the state file is checked, and the gateway asked again. */
+const FILE_POLL_MS = 250;
+const GATEWAY_POLL_MS = 2_000;
+const LISTED = 20;
+
+/** What the gateway says of one operation now; `unknown` when it could not be asked. */
+export interface OperationNow {
+  readonly state: string;
+  readonly outcome: string | null;
+  readonly operationId: string | null;
+  readonly error: string | null;
+}
+
+const FINAL = new Set(["applied", "failed", "superseded", "cancelled", "inactive"]);
+
+/** Runs `f` over `items`, at most `limit` at a time. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, f: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await f(items[i]!);
+      }
+    }),
+  );
+  return out;
+}
+
+/** The gateway's view of each handle (keyed as `refs` and `undoRefs` are), reusing `known` final answers. */
+export async function lookUp(
+  ctx: CommandContext,
+  handles: ReadonlyMap<string, OperationHandle>,
+  known: ReadonlyMap<string, OperationNow>,
+): Promise<Map<string, OperationNow>> {
+  const ask = [...handles].filter(([key]) => !FINAL.has(known.get(key)?.state ?? ""));
+  const answers = await mapLimit(ask, STATUS_CONCURRENCY, async ([key, handle]): Promise<[string, OperationNow]> => {
+    try {
+      const s: OperationStatus = await ctx.client.getOperation(handle, { signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(LOOKUP_MS)]) });
+      return [key, { state: s.state, outcome: s.outcome === "unspecified" ? null : s.outcome, operationId: s.operationId || handle.operationId || null, error: s.error ?? null }];
+    } catch (err) {
+      return [key, { state: "unknown", outcome: null, operationId: handle.operationId ?? null, error: (err as Error).message }];
+    }
+  });
+  return new Map([...known, ...answers]);
+}
+
+/** The phase of a saved state in words. */
+export function phaseText(s: RolloutState): string {
+  const n = s.waves.length;
+  switch (s.phase) {
+    case "running":
+      return n > 1 ? `running wave ${Math.min(s.wave + 1, n)}/${n}` : "running";
+    case "paused":
+      return s.pausedUntil ? `paused after wave ${s.wave}/${n} until ${s.pausedUntil}` : `paused after wave ${s.wave}/${n}, waiting for approval`;
+    case "rolling-back":
+      return "rolling back";
+    case "done":
+      if (Object.keys(s.undoRefs).length > 0) return "rolled back";
+      return s.gateFailure ? "halted" : "done";
+  }
+}
+
+/** A wave's gate as the state tells it. */
+function gateOf(s: RolloutState, i: number): string {
+  if (s.gateFailure?.wave === i) return "failed";
+  if (i < s.wave) return "passed";
+  if (i === s.wave && s.phase === "running") return "running";
+  return "not reached";
+}
+
+/** The document of `status`: the same for -o json and yaml, and what the table shows. */
+export function statusDocument(ctx: CommandContext, s: RolloutState, stateFile: string, now: ReadonlyMap<string, OperationNow>) {
+  const repeat = { connectionArgs: ctx.connectionArgs, format: ctx.out.format };
+  const waveOf = new Map<string, number>();
+  s.waves.forEach((w, i) => w.sandboxes.forEach((x) => waveOf.set(x, i)));
+  const sandboxes = s.sandboxes.map((name) => {
+    const sent = s.refs[name] !== undefined;
+    const op = now.get(`rollout:${name}`);
+    const rb = s.undoRefs[name] !== undefined ? (now.get(`undo:${name}`) ?? { state: "unknown", outcome: null, operationId: s.undoRefs[name]!.operationId ?? null, error: null }) : null;
+    return {
+      sandbox: name,
+      wave: waveOf.get(name) ?? null,
+      sent,
+      state: sent ? (op?.state ?? "unknown") : "not sent",
+      outcome: op?.outcome ?? null,
+      operationId: sent ? (op?.operationId ?? s.refs[name]!.operationId ?? null) : null,
+      error: op?.error ?? null,
+      rollback: rb,
+    };
+  });
+  const done = s.phase === "done";
+  const changed = Object.keys(s.refs).length > 0;
+  const undone = Object.keys(s.undoRefs).length > 0 && done;
+  return {
+    id: s.id,
+    phase: s.phase,
+    status: phaseText(s),
+    selector: s.labelSelector ?? null,
+    workspace: s.workspace ?? null,
+    stateFile,
+    total: s.sandboxes.length,
+    sent: sandboxes.filter((x) => x.sent).length,
+    rollbackOnFailure: s.rollback === "on-halt",
+    pausedUntil: s.pausedUntil ?? null,
+    gateFailure: s.gateFailure ?? null,
+    waves: s.waves.map((w, i) => {
+      const mine = sandboxes.filter((x) => x.wave === i);
+      return {
+        index: i,
+        name: waveName(i, s.waves),
+        sandboxes: w.sandboxes.length,
+        sent: mine.filter((x) => x.sent).length,
+        applied: mine.filter((x) => x.state === "applied" || x.state === "inactive").length,
+        failed: mine.filter((x) => x.state === "failed" || x.state === "cancelled").length,
+        pending: mine.filter((x) => x.state === "pending").length,
+        gate: gateOf(s, i),
+        pause: w.gate.pause,
+      };
+    }),
+    resume: done ? null : rolloutResumeCommand(repeat, s.id),
+    undo: !undone && changed && Object.keys(s.before).length > 0 ? rolloutUndoCommand(repeat, s.id) : null,
+    sandboxes,
+  };
+}
+
+type StatusDocument = ReturnType<typeof statusDocument>;
+
+/** The table form of the document, as lines. */
+export function statusLines(d: StatusDocument): string[] {
+  const lines = [`rollout ${d.id}: ${d.status}`, `${d.total} sandboxes${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ""];
+  const table = (headers: string[], rows: string[][]) => {
+    const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    for (const r of [headers, ...rows]) lines.push(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  "));
+  };
+  table(
+    ["WAVE", "SANDBOXES", "SENT", "APPLIED", "FAILED", "PENDING", "GATE"],
+    d.waves.map((w) => [`${w.index + 1} ${w.name}`, String(w.sandboxes), String(w.sent), String(w.applied), String(w.failed), String(w.pending), w.gate]),
+  );
+  if (d.gateFailure) lines.push("", `gate failed: ${d.gateFailure.reason}`);
+  const odd = d.sandboxes.filter((x) => x.sent && x.state !== "applied" && x.state !== "inactive");
+  const rolled = d.sandboxes.filter((x) => x.rollback !== null);
+  if (rolled.length > 0) {
+    const back = rolled.filter((x) => x.rollback!.state === "applied" || x.rollback!.state === "inactive").length;
+    lines.push("", `rolled back ${back} of ${rolled.length} sent rollbacks`);
+  }
+  if (odd.length > 0) {
+    lines.push("");
+    table(
+      ["SANDBOX", "STATE", "OUTCOME", "DETAIL"],
+      odd.slice(0, LISTED).map((x) => [x.sandbox, x.state, x.outcome ?? "-", [x.error ?? "", x.operationId ? `operation ${x.operationId}` : ""].filter((p) => p).join("; ")]),
+    );
+    if (odd.length > LISTED) lines.push(`… and ${odd.length - LISTED} more (--output json lists every sandbox)`);
+  }
+  if (d.resume || d.undo) lines.push("");
+  if (d.resume) lines.push(`${d.phase === "paused" && d.pausedUntil === null ? "approve the next wave with" : "resume with"}: ${d.resume}`);
+  if (d.undo) lines.push(`undo with: ${d.undo}`);
+  return lines;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+export async function policyRolloutStatus(ctx: CommandContext, cmd: RolloutStatusCommand): Promise<number> {
+  const { out } = ctx;
+  const store = createRolloutStore(rolloutStateDir());
+  const path = store.pathOf(cmd.id);
+  const read = () => store.load(cmd.id);
+  let state = read();
+  if (state === undefined) throw new UsageError(`no saved state for rollout ${cmd.id} in ${rolloutStateDir()}`, usageOf("policy rollout status"));
+  const handles = (s: RolloutState) =>
+    new Map<string, OperationHandle>([
+      ...Object.entries(s.refs).map(([k, h]) => [`rollout:${k}`, h] as [string, OperationHandle]),
+      ...Object.entries(s.undoRefs).map(([k, h]) => [`undo:${k}`, h] as [string, OperationHandle]),
+    ]);
+  let known = await lookUp(ctx, handles(state), new Map());
+  let shown = "";
+  const show = () => {
+    const doc = statusDocument(ctx, state!, path, known);
+    const text = JSON.stringify(doc);
+    if (text === shown) return;
+    shown = text;
+    if (out.format !== "table") out.json(doc);
+    else if (cmd.watch) out.frame(statusLines(doc));
+    else for (const l of statusLines(doc)) out.line(l);
+  };
+  show();
+  if (!cmd.watch) return EXIT.ok;
+  const finished = () => state!.phase === "done" && [...known.values()].every((o) => FINAL.has(o.state) || o.state === "unknown");
+  const mtime = () => {
+    try {
+      return statSync(path).mtimeMs;
+    } catch {
+      return 0;
+    }
+  };
+  let seen = mtime();
+  let askedAt = Date.now();
+  while (!finished()) {
+    await sleep(FILE_POLL_MS, ctx.signal);
+    // Ctrl-C ends watching: what was shown is the answer.
+    if (ctx.signal.aborted) return EXIT.ok;
+    const m = mtime();
+    const changed = m !== seen;
+    if (changed) {
+      seen = m;
+      try {
+        state = read() ?? state;
+      } catch {
+        // Written while read (never half a file, but the rename may race): read it next time.
+      }
+    }
+    if (changed || Date.now() - askedAt >= GATEWAY_POLL_MS) {
+      known = await lookUp(ctx, handles(state), known);
+      askedAt = Date.now();
+      if (ctx.signal.aborted) return EXIT.ok;
+      show();
+    }
+  }
+  return EXIT.ok;
+}
