@@ -1,8 +1,11 @@
 // The rollout card: send the policy in the editor to every sandbox a label selector matches (the
-// SDK's rollout()), and show each sandbox's progress live: queued, sending, committed (pending,
-// with the version and operation id), then its outcome. The last rollout's state is kept in
-// localStorage (sandbox names, the change, operation handles; no token), so an interrupted or
-// halted rollout can be resumed after a reload.
+// SDK's rollout()), in waves (a canary, then 50%, then everyone by default), each judged by its
+// gate, optionally pausing for approval between waves and rolling back on a failed gate. It shows
+// each wave (size, applied / failed / pending, its gate), each sandbox live (queued, sending,
+// committed with the version and operation id, then its outcome) and the rollback's progress. A
+// paused rollout offers Continue (resuming its state is the approval) and Undo (undoRollout).
+// The state is kept in localStorage at every durable step (onState; rollout-store.ts), so a
+// reload can continue or undo the last rollout.
 //
 // The SDK's rollout commits and waits in one request per sandbox, so its events say "sent" and
 // then the result. To show the commit in between, the card asks for the operation by the handle
@@ -10,13 +13,14 @@
 // idempotency key, which the gateway answers with the one committed operation (or commits it, at
 // most once, if it gets there first).
 
-import { rollout, restoreRolloutState, type RolloutEvent, type RolloutResult, type RolloutRun, type SandboxRolloutResult } from "openshell-config/rollout";
+import { rollout, undoRollout, type RolloutEvent, type RolloutOptions, type RolloutPhase, type RolloutResult, type RolloutRun, type RolloutState } from "openshell-config/rollout";
 import type { ConfigClient, OperationHandle } from "openshell-config";
 import type { SandboxPolicy } from "openshell-config/raw";
 import { breakable, h } from "./dom.js";
-import { badge, badgeStateOf, fromStatus, plural, type BadgeState } from "./status.js";
-
-const LAST_KEY = "openshell-dashboard.rollout";
+import { badge, fromStatus, plural, type BadgeState } from "./status.js";
+import { rollbackLineOf, secs, SEGMENTS, viewOf, type RowState, type RowView } from "./rollout-rows.js";
+import { canUndo, loadState, loadView, phaseOfState, saveState, saveView, type SavedView } from "./rollout-store.js";
+import { countWave, DEFAULT_WAVES, gatesFromState, parseWaves, renderRollback, renderWaves, type RollbackLine, type WaveGateView, type WaveView } from "./rollout-waves.js";
 
 export interface RolloutViewOptions {
   readonly client: ConfigClient;
@@ -30,64 +34,54 @@ export interface RolloutViewOptions {
   readonly onFinished: () => void;
 }
 
-type RowState = BadgeState | "queued" | "skipped";
-
-interface RowView {
-  state: RowState;
-  label: string;
-  detail: string;
-  /** The detail is an error (red), a warning (amber), or a plain note. */
-  tone?: "error" | "warn";
-}
-
 /** How the summary line reads: a plain note, a running rollout, success, a warning, an error. */
 type Tone = "info" | "running" | "ok" | "warn" | "error";
 
-const secs = (ms: number) => `${(ms / 1000).toFixed(1)}\u00a0s`;
-
-function viewOf(r: SandboxRolloutResult): RowView {
-  switch (r.status) {
-    case "completed": {
-      const state = badgeStateOf(r.completion);
-      const v = fromStatus(r.completion).policyVersion;
-      const what = [v === undefined ? undefined : `policy v${v}`, secs(r.durationMs)].filter(Boolean).join(" · ");
-      const error = r.completion.error;
-      return { state, label: state, detail: error ? `${what}: ${error}` : what, tone: state === "failed" ? "error" : state === "degraded" ? "warn" : undefined };
-    }
-    case "pending":
-      return { state: "timeout", label: "still pending", detail: r.handle.operationId ? `operation ${r.handle.operationId}` : "" };
-    case "error":
-      return { state: "error", label: "error", detail: r.error.message, tone: "error" };
-    case "skipped":
-      return { state: "skipped", label: `skipped (${r.reason})`, detail: "" };
-  }
+interface Row {
+  tr: HTMLTableRowElement;
+  state: RowState;
+  final: boolean;
+  wave: number;
+  view: RowView;
+  rollback?: RollbackLine;
 }
-
-/** Segments of the bar, in this order; their widths are the share of sandboxes in each. */
-const SEGMENTS: readonly { readonly cls: string; readonly states: readonly RowState[] }[] = [
-  { cls: "seg-applied", states: ["applied"] },
-  { cls: "seg-degraded", states: ["degraded", "timeout"] },
-  { cls: "seg-failed", states: ["failed", "error", "rejected"] },
-  { cls: "seg-other", states: ["superseded", "inactive", "cancelled", "skipped"] },
-];
 
 /** The rollout card; call `stop()` on sign-out to end a running rollout's waits. */
 export function createRolloutView(options: RolloutViewOptions): { readonly element: HTMLElement; stop(): void; setPolicyValid(ok: boolean): void } {
   const selector = h("input", { id: "rollout-selector", type: "text", placeholder: "label selector, e.g. app=web", spellcheck: "false", autocomplete: "off", "aria-label": "Label selector" });
+  const wavesInput = h("input", { id: "rollout-waves", type: "text", value: DEFAULT_WAVES, placeholder: "one wave", spellcheck: "false", autocomplete: "off", "aria-label": "Waves", title: "Cumulative wave sizes (counts or percentages), or sandbox names; empty: one wave" });
   const concurrency = h("input", { id: "rollout-concurrency", type: "number", min: 1, value: 4, "aria-label": "Concurrency" });
-  const maxFailures = h("input", { id: "rollout-max-failures", type: "number", min: 1, placeholder: "never", "aria-label": "Max failures" });
+  const maxFailures = h("input", { id: "rollout-max-failures", type: "number", min: 1, placeholder: "1", "aria-label": "Max failures", title: "With waves: failures in one wave that fail its gate (default 1); without: failures that halt the rollout (default never)" });
+  const approval = h("input", { id: "rollout-approval", type: "checkbox" });
+  const rollbackBox = h("input", { id: "rollout-rollback", type: "checkbox" });
   const start = h("button", { type: "submit", class: "primary", id: "rollout-start", disabled: true, title: "Load a valid policy in the editor first" }, "Roll out");
   const resumeBtn = h("button", { type: "button", id: "rollout-resume", hidden: true, onclick: () => void run("resume") }, "Resume");
+  const undoBtn = h("button", { type: "button", id: "rollout-undo", hidden: true, onclick: () => void run("undo"), title: "Return every sandbox this rollout changed to what it had before" }, "Undo");
   const cancel = h("button", { type: "button", id: "rollout-stop", hidden: true, onclick: () => controller?.abort() }, "Stop");
   const bar = h("div", { class: "rollout-bar", "data-testid": "rollout-bar", role: "progressbar", "aria-label": "Rollout progress", "aria-valuemin": 0, "aria-valuemax": 0, "aria-valuenow": 0 });
   const summary = h("p", { class: "rollout-summary", "data-testid": "rollout-progress", role: "status" });
+  const waveList = h("ol", { class: "wave-list", "data-testid": "rollout-waves", hidden: true });
+  const rollbackPanel = h("div", { class: "rollback-panel", "data-testid": "rollout-rollback", hidden: true });
   const body = h("tbody", { "data-testid": "rollout-rows" });
-  const rows = new Map<string, { tr: HTMLTableRowElement; state: RowState; final: boolean }>();
+  const rows = new Map<string, Row>();
   let controller: AbortController | undefined;
   let current: RolloutRun | undefined;
   let running = false;
   let policyValid = false;
   let selectorText = "";
+  /** The last rollout's state (kept current by onState) and how it stands. */
+  let last: RolloutState | undefined = loadState();
+  let lastPhase: RolloutPhase | undefined = last ? (loadView(last.id)?.phase ?? phaseOfState(last)) : undefined;
+  /** The planned waves and what the card knows of each gate. */
+  let waves: readonly (readonly string[])[] = [];
+  let gates: { gate: WaveGateView; reason?: string; until?: string }[] = [];
+  /** Wave counts from the saved view, shown while no row exists (after a reload). */
+  let savedWaves: readonly WaveView[] = [];
+  let rollbackView: { running: boolean; reason: string; total: number; lines: RollbackLine[] } | undefined;
+  /** The wave that awaits approval (the run paused before it). */
+  let pausedBefore: number | undefined;
+  /** The rollout whose waves the card shows. */
+  let shownId: string | undefined = last?.id;
 
   function setSummary(text: string, tone: Tone, verdict?: string): void {
     summary.textContent = text;
@@ -112,11 +106,48 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
     );
   }
 
-  /** Clears the rows and the bar (a new rollout, or one that cannot start). */
+  function waveViews(): WaveView[] {
+    return waves.map((sandboxes, i) => {
+      const saved = rows.size === 0 ? savedWaves[i] : undefined;
+      const c = saved ?? countWave(sandboxes, (s) => rows.get(s)?.state);
+      return { index: i, sandboxes, applied: c.applied, failed: c.failed, pending: c.pending, skipped: c.skipped, ...(gates[i] ?? { gate: "not-reached" }) };
+    });
+  }
+
+  function drawWaves(): void {
+    renderWaves(waveList, waveViews());
+    renderRollback(rollbackPanel, rollbackView);
+  }
+
+  /** Clears the rows, waves and bar (a new rollout, or one that cannot start). */
   function clear(): void {
     rows.clear();
     body.replaceChildren();
+    waves = [];
+    gates = [];
+    savedWaves = [];
+    rollbackView = undefined;
+    pausedBefore = undefined;
     drawBar();
+    drawWaves();
+  }
+
+  function drawRow(sandbox: string): void {
+    const row = rows.get(sandbox)!;
+    const v = row.view;
+    const rb = row.rollback;
+    row.tr.dataset["state"] = v.state;
+    if (rb) row.tr.dataset["rollback"] = rb.kind;
+    row.tr.replaceChildren(
+      h("td", { class: "name-cell" }, sandbox, waves.length > 1 ? h("span", { class: "wave-tag" }, `wave ${row.wave + 1}`) : null),
+      h("td", {}, badge(v.state as BadgeState, v.label)),
+      h(
+        "td",
+        { class: `small detail${v.tone ? ` ${v.tone}-text` : ""}` },
+        breakable(v.detail),
+        rb ? h("span", { class: `rollback-note ${rb.kind === "rolled-back" ? "muted" : rb.kind === "left-alone" ? "warn-text" : "error-text"}`, "data-testid": "row-rollback" }, `↩ ${rb.kind === "left-alone" ? "left alone: " : ""}${rb.reason}`) : null,
+      ),
+    );
   }
 
   function setRow(sandbox: string, v: RowView, final = false): void {
@@ -124,12 +155,8 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
     if (!row) return;
     row.state = v.state;
     row.final = final;
-    row.tr.dataset["state"] = v.state;
-    row.tr.replaceChildren(
-      h("td", { class: "name-cell" }, sandbox),
-      h("td", {}, badge(v.state as BadgeState, v.label)),
-      h("td", { class: `small detail${v.tone ? ` ${v.tone}-text` : ""}` }, breakable(v.detail)),
-    );
+    row.view = v;
+    drawRow(sandbox);
   }
 
   /** Shows the commit of a sent sandbox (see the header) while its outcome is awaited. */
@@ -150,72 +177,162 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
 
   function onEvent(e: RolloutEvent): void {
     switch (e.type) {
-      case "started":
+      case "started": {
+        // A resumed run judges only the waves it sends: keep the sentences of the gates passed before.
+        const known = shownId === e.id ? gates : [];
+        shownId = e.id;
         clear();
         if (e.sandboxes.length === 0) {
           setSummary(`No sandbox matches ${selectorText || "the selector"}: nothing was sent.`, "error", "no-match");
           break;
         }
-        for (const name of e.sandboxes) {
-          const tr = h("tr", { "data-sandbox": name });
-          rows.set(name, { tr, state: "queued", final: false });
-          body.append(tr);
-          setRow(name, { state: "queued", label: "queued", detail: "" });
-        }
+        const s = current?.state();
+        waves = s && s.waves.length > 0 ? s.waves.map((w) => w.sandboxes) : [e.sandboxes];
+        gates = s ? gatesFromState(s).map((g, i) => (g.reason === undefined && known[i]?.gate === g.gate && known[i]?.reason ? { ...g, reason: known[i]!.reason } : g)) : [];
+        // Rows in sending order: wave by wave.
+        waves.forEach((w, i) =>
+          w.forEach((name) => {
+            const tr = h("tr", { "data-sandbox": name, "data-wave": i });
+            rows.set(name, { tr, state: "queued", final: false, wave: i, view: { state: "queued", label: "queued", detail: "" } });
+            body.append(tr);
+            drawRow(name);
+          }),
+        );
         drawBar();
-        setSummary(`Rolling out to ${plural(e.sandboxes.length, "sandbox", "sandboxes")}${e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : ""}…`, "running");
-        save();
+        drawWaves();
+        setSummary(`Rolling out to ${plural(e.sandboxes.length, "sandbox", "sandboxes")}${waves.length > 1 ? ` in ${waves.length} waves` : ""}${e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : ""}…`, "running");
+        break;
+      }
+      case "wave-started":
+        gates[e.wave] = { gate: "running" };
+        drawWaves();
+        if (e.waves > 1) setSummary(`Wave ${e.wave + 1} of ${e.waves}: sending to ${plural(e.sandboxes.length, "sandbox", "sandboxes")}…`, "running");
+        break;
+      case "gate":
+        gates[e.wave] = { gate: e.verdict, reason: e.reason };
+        drawWaves();
+        break;
+      case "paused":
+        pausedBefore = e.until === undefined ? e.wave + 1 : undefined;
+        gates[e.wave + 1] = e.until ? { gate: "timed", until: e.until.toISOString() } : { gate: "approval" };
+        drawWaves();
         break;
       case "sent":
         setRow(e.sandbox, { state: "committing", label: "sending…", detail: "" });
         void showCommit(e.sandbox, e.handle);
         break;
-      case "result":
-        setRow(e.result.sandbox, viewOf(e.result), true);
+      case "result": {
+        const wave = rows.get(e.result.sandbox)?.wave ?? 0;
+        const v = viewOf(e.result, pausedBefore === undefined ? undefined : wave === pausedBefore ? "next" : "later");
+        // A sandbox a paused rollout has yet to send is not done.
+        setRow(e.result.sandbox, v, v.state !== "waiting" && v.state !== "queued");
         drawBar();
-        if (summary.dataset["verdict"] !== "halting") {
+        drawWaves();
+        if (summary.dataset["verdict"] !== "halting" && e.result.status !== "skipped") {
           setSummary(`${e.progress.done}/${e.progress.total} done${e.progress.failures ? `, ${e.progress.failures} failed` : ""}`, e.progress.failures ? "warn" : "running");
         }
         break;
+      }
       case "halted":
         setSummary(`Halted: ${plural(e.failures, "sandbox", "sandboxes")} failed (max ${e.maxFailures}); waiting for those already sent…`, "error", "halting");
         break;
+      case "rollback-started":
+        rollbackView = { running: true, reason: e.reason, total: e.sandboxes.length, lines: [] };
+        drawWaves();
+        setSummary(`Rolling back ${plural(e.sandboxes.length, "sandbox", "sandboxes")}…`, "warn", "rolling-back");
+        break;
+      case "rollback-result": {
+        const line = rollbackLineOf(e.sandbox, e.rollback);
+        rollbackView?.lines.push(line);
+        const row = rows.get(e.sandbox);
+        if (row) {
+          row.rollback = line;
+          drawRow(e.sandbox);
+        }
+        drawWaves();
+        break;
+      }
       case "finished":
         break;
     }
   }
 
-  function save(): void {
-    if (current) localStorage.setItem(LAST_KEY, JSON.stringify(current.state()));
-  }
-
-  function finished(r: RolloutResult): void {
-    if (r.sandboxes.length === 0) return; // "no match", said at "started"; nothing to resume
-    localStorage.setItem(LAST_KEY, JSON.stringify(r.state));
+  function finished(r: RolloutResult, mode: "new" | "resume" | "undo"): void {
+    if (r.sandboxes.length === 0) return; // "no match", said at "started"; the last rollout stays the last
+    lastPhase = r.phase;
+    last = r.state;
+    saveState(r.state);
+    // The result is authoritative: each wave's gate, and a paused rollout's next wave.
+    gates = r.waves.map((w, i) => {
+      const reason = w.reason ?? (gates[i]?.gate === w.gate ? gates[i]?.reason : undefined);
+      return { gate: w.gate, ...(reason ? { reason } : {}) };
+    });
+    if (r.phase === "paused" && r.state.wave < gates.length) gates[r.state.wave] = { gate: "approval" };
+    if (rollbackView || r.rollback) {
+      const lines = r.sandboxes.flatMap((s) => (s.rollback ? [rollbackLineOf(s.sandbox, s.rollback)] : []));
+      rollbackView = { running: false, reason: rollbackView?.reason ?? (mode === "undo" ? "undo requested" : (r.gateFailure?.reason ?? "")), total: rollbackView?.total ?? lines.length, lines };
+    }
+    drawWaves();
     const counts = Object.entries(r.counts.byState).map(([state, n]) => `${n} ${state}`);
     const { error = 0, pending = 0, skipped = 0 } = r.counts.byStatus;
     if (error) counts.push(plural(error, "error"));
     if (pending) counts.push(`${pending} still pending`);
-    if (skipped) counts.push(`${skipped} not sent`);
-    const verdict = r.aborted ? "Stopped" : r.halted ? "Halted" : r.complete ? "Done" : "Incomplete";
-    const tone: Tone = r.failures > 0 || error > 0 ? "error" : r.aborted || pending > 0 || skipped > 0 || !r.complete ? "warn" : "ok";
-    setSummary(`${verdict}: ${counts.join(", ")} (rollout ${r.id}, ${secs(r.durationMs)}).`, tone, verdict.toLowerCase());
-    resumeBtn.hidden = r.complete;
+    if (skipped) counts.push(`${skipped} ${r.phase === "paused" ? "not sent yet" : "not sent"}`);
+    const tail = `${counts.join(", ")} (rollout ${r.id}, ${secs(r.durationMs)}).`;
+    const failed = r.failures > 0 || error > 0;
+    switch (r.phase) {
+      case "complete":
+        setSummary(`Done: ${tail}`, failed ? "error" : pending || skipped ? "warn" : "ok", "done");
+        break;
+      case "paused":
+        setSummary(`Paused after wave ${r.state.wave} of ${r.waves.length}, waiting for approval: ${tail} Continue sends the next wave.`, "warn", "paused");
+        break;
+      case "halted":
+        setSummary(`Halted${r.gateFailure ? ` (${r.gateFailure.reason})` : ""}: ${tail}`, "error", "halted");
+        break;
+      case "rolled-back": {
+        const rb = r.rollback;
+        const undone = [`${rb?.rolledBack ?? 0} rolled back`, ...(rb?.leftAlone.length ? [`${rb.leftAlone.length} left alone`] : []), ...(rb?.failed.length ? [`${rb.failed.length} not rolled back`] : [])].join(", ");
+        if (mode === "undo") setSummary(`Undone: ${undone} (rollout ${r.id}, ${secs(r.durationMs)}).`, rb?.failed.length ? "error" : "warn", "rolled-back");
+        else setSummary(`Rolled back after a failed gate: ${counts.join(", ")}; ${undone} (rollout ${r.id}, ${secs(r.durationMs)}).`, "error", "rolled-back");
+        break;
+      }
+      case "incomplete":
+        setSummary(`Incomplete: ${tail}`, failed ? "error" : "warn", "incomplete");
+        break;
+      case "aborted":
+        setSummary(`Stopped: ${tail}`, failed ? "error" : "warn", "stopped");
+        break;
+    }
+    saveView({
+      id: r.id,
+      phase: r.phase,
+      waves: waveViews(),
+      ...(rollbackView ? { rollback: { reason: rollbackView.reason, total: rollbackView.total, lines: rollbackView.lines } } : {}),
+      summary: { text: summary.textContent ?? "", tone: summary.dataset["tone"] ?? "info", ...(summary.dataset["verdict"] ? { verdict: summary.dataset["verdict"] } : {}) },
+    });
   }
 
-  function syncStart(): void {
+  /** The buttons for the last rollout: Continue (paused) or Resume (halted, cut short), Undo. */
+  function syncButtons(): void {
     start.disabled = running || !policyValid;
     start.title = running ? "A rollout is running" : policyValid ? "" : "Load a valid policy in the editor first";
+    const resumable = last !== undefined && lastPhase !== undefined && ["paused", "halted", "incomplete", "aborted"].includes(lastPhase);
+    resumeBtn.hidden = !resumable;
+    resumeBtn.textContent = lastPhase === "paused" ? "Continue" : "Resume";
+    resumeBtn.title = lastPhase === "paused" ? "Approve: send the next wave" : "Resume the last rollout from its saved state";
+    undoBtn.hidden = !(last && canUndo(last) && lastPhase !== "rolled-back");
+    resumeBtn.disabled = running;
+    undoBtn.disabled = running;
   }
 
-  async function run(mode: "new" | "resume"): Promise<void> {
-    let opts: Parameters<typeof rollout>[1];
-    if (mode === "resume") {
-      const text = localStorage.getItem(LAST_KEY);
-      if (!text) return;
-      const resume = restoreRolloutState(text);
-      opts = { resume };
-      selectorText = resume.labelSelector ?? "";
+  async function run(mode: "new" | "resume" | "undo"): Promise<void> {
+    if (running) return;
+    let opts: RolloutOptions;
+    if (mode !== "new") {
+      if (!last) return;
+      selectorText = last.labelSelector ?? "";
+      opts = mode === "undo" ? { resume: last, undo: true } : { resume: last };
     } else {
       selectorText = selector.value.trim();
       if (selectorText === "") {
@@ -230,35 +347,60 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
         setSummary(`Not sent: ${p.message}`, "error", "error");
         return;
       }
+      const waveInput = parseWaves(wavesInput.value);
+      const limit = maxFailures.value ? Number(maxFailures.value) : undefined;
       opts = {
         labelSelector: selectorText,
         policy: p.policy,
         concurrency: Number(concurrency.value) || 4,
-        ...(maxFailures.value ? { maxFailures: Number(maxFailures.value) } : {}),
+        ...(waveInput ? { waves: waveInput, gate: { ...(limit !== undefined ? { maxFailures: limit } : {}), ...(approval.checked ? { pause: "approval" as const } : {}) } } : limit !== undefined ? { maxFailures: limit } : {}),
+        ...(rollbackBox.checked ? { rollback: "on-halt" as const } : {}),
       };
     }
     controller = new AbortController();
     running = true;
-    syncStart();
-    setSummary(`Selecting the sandboxes with ${selectorText}…`, "running");
-    resumeBtn.hidden = true;
+    syncButtons();
+    setSummary(mode === "undo" ? "Undoing the last rollout…" : `Selecting the sandboxes with ${selectorText}…`, "running");
     cancel.hidden = false;
     try {
-      current = rollout(options.client, { ...opts, signal: controller.signal, onProgress: onEvent });
-      finished(await current);
+      const onState = (s: RolloutState) => {
+        if (s.sandboxes.length === 0) return; // matched nothing: the last rollout stays the last
+        last = s;
+        saveState(s);
+      };
+      current = mode === "undo" ? undoRollout(options.client, last!, { signal: controller.signal, onProgress: onEvent, onState }) : rollout(options.client, { ...opts, signal: controller.signal, onProgress: onEvent, onState });
+      finished(await current, mode);
     } catch (err) {
       clear();
-      setSummary(`Could not roll out: ${options.explain(err)}`, "error", "error");
+      setSummary(`Could not ${mode === "undo" ? "undo" : "roll out"}: ${options.explain(err)}`, "error", "error");
     } finally {
       running = false;
-      syncStart();
+      syncButtons();
       cancel.hidden = true;
       options.onFinished();
     }
   }
 
-  resumeBtn.hidden = localStorage.getItem(LAST_KEY) === null;
-  setSummary("Sends the policy in the editor to every sandbox with these labels.", "info");
+  /** After a reload: the last rollout's waves, gates and summary, from its state and saved view. */
+  function restore(): void {
+    if (!last) return setSummary("Sends the policy in the editor to every sandbox with these labels, wave by wave.", "info");
+    const view = loadView(last.id);
+    selector.value = last.labelSelector ?? "";
+    waves = last.waves.map((w) => w.sandboxes);
+    gates = view ? view.waves.map((w) => ({ gate: w.gate, ...(w.reason ? { reason: w.reason } : {}), ...(w.until ? { until: w.until } : {}) })) : gatesFromState(last);
+    savedWaves = view?.waves ?? [];
+    if (view?.rollback) rollbackView = { running: false, ...view.rollback, lines: [...view.rollback.lines] };
+    drawWaves();
+    if (view) setSummary(view.summary.text, view.summary.tone as Tone, view.summary.verdict);
+    else setSummary(`The last rollout (${last.id}) is ${lastPhase}.`, lastPhase === "complete" ? "info" : "warn", lastPhase);
+  }
+
+  // Without waves the failure limit is the rollout's (none: never halt); with waves each gate's (default 1).
+  const syncLimitHint = () => (maxFailures.placeholder = parseWaves(wavesInput.value) ? "1" : "never");
+  wavesInput.addEventListener("input", syncLimitHint);
+  syncLimitHint();
+  restore();
+  syncButtons();
   drawBar();
   const element = h(
     "section",
@@ -268,12 +410,16 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
       "form",
       { class: "inline-form rollout-form", onsubmit: (ev: Event) => (ev.preventDefault(), void run("new")) },
       selector,
+      h("label", { class: "small waves-label" }, "waves ", wavesInput),
       h("label", { class: "small" }, "at once ", concurrency),
       h("label", { class: "small" }, "stop after failures ", maxFailures),
-      h("div", { class: "rollout-buttons" }, start, resumeBtn, cancel),
+      h("div", { class: "rollout-checks" }, h("label", { class: "small check" }, approval, "pause for approval between waves"), h("label", { class: "small check" }, rollbackBox, "roll back on failure")),
+      h("div", { class: "rollout-buttons" }, start, resumeBtn, undoBtn, cancel),
     ),
     bar,
     summary,
+    waveList,
+    rollbackPanel,
     h("div", { class: "rollout-scroll" }, h("table", { class: "rollout-table" }, h("thead", {}, h("tr", {}, h("th", {}, "Sandbox"), h("th", {}, "State"), h("th", {}, "Detail"))), body)),
   );
   return {
@@ -281,7 +427,7 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
     stop: () => controller?.abort(),
     setPolicyValid(ok: boolean) {
       policyValid = ok;
-      syncStart();
+      syncButtons();
     },
   };
 }

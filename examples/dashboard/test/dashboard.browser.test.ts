@@ -27,6 +27,7 @@ const SCREENSHOT = join(ROOT, "test-results", "dashboard.png");
 const FAIL_CLOSED_SCREENSHOT = join(ROOT, "test-results", "dashboard-fail-closed.png");
 const PENDING_SCREENSHOT = join(ROOT, "test-results", "dashboard-pending.png");
 const WIDTH_SCREENSHOT = (width: number) => join(ROOT, "test-results", `dashboard-${width}.png`);
+const ROLLOUT_SCREENSHOT = (what: string) => join(ROOT, "test-results", `dashboard-rollout-${what}.png`);
 /** "Dec 1, 09:16:37": a date and a time. */
 const DATE_TIME = /^[A-Z][a-z]{2} \d{1,2}, \d{2}:\d{2}:\d{2}$/;
 /** Computed colours of the palette (style.css). */
@@ -424,7 +425,7 @@ describe("dashboard in Chromium", () => {
     expect(await page.locator("#rollout-resume").isVisible()).toBe(true);
     // The saved state holds no token.
     const saved = await page.evaluate(() => localStorage.getItem("openshell-dashboard.rollout") ?? "");
-    expect(saved).toContain('"kind":"openshell-config/rollout@1"');
+    expect(saved).toContain('"kind":"openshell-config/rollout@2"');
     expect(saved).not.toContain(stack!.adminToken);
     expect(pageErrors).toEqual([]);
     mark("rollout halted");
@@ -478,6 +479,157 @@ describe("dashboard in Chromium", () => {
     expect(updateConfigRequests).toBeGreaterThan(sent);
     expect(pageErrors).toEqual([]);
     mark("rollout errors");
+  }, 45_000);
+
+  /** The rollout card's waves: each one's gate and counts, read in one step. */
+  const waveStates = () =>
+    page.evaluate(() =>
+      [...document.querySelectorAll('[data-testid="rollout-waves"] li.wave')].map((li) => ({
+        gate: li.getAttribute("data-gate"),
+        chip: li.querySelector('[data-testid="wave-gate"]')?.textContent,
+        counts: li.querySelector('[data-testid="wave-counts"]')?.textContent,
+        reason: li.querySelector('[data-testid="wave-reason"]')?.textContent ?? undefined,
+      })),
+    );
+  const card = () => page.locator('[data-testid="rollout"]');
+
+  it("rolls out in waves with a pause for approval, keeps the paused rollout across a reload, and continues it to complete", async () => {
+    await page.locator("#policy-text").fill(policyYaml("rest", "[443, 7443]"));
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    await page.locator("#rollout-selector").fill("app=web");
+    expect(await page.locator("#rollout-waves").inputValue()).toBe("1, 50%, 100%");
+    await page.locator("#rollout-concurrency").fill("2");
+    await page.locator("#rollout-max-failures").fill("");
+    await page.locator("#rollout-approval").check();
+    await page.locator("#rollout-start").click();
+
+    // The canary passes its gate; the rollout pauses before wave 2.
+    await page.locator('[data-testid="rollout-progress"][data-verdict="paused"]').waitFor();
+    expect(await waveStates()).toEqual([
+      { gate: "passed", chip: "gate passed", counts: "1 applied · 0 failed · 0 pending", reason: "wave 1 (canary): 1 of 1 succeeded" },
+      { gate: "approval", chip: "waiting for approval", counts: "0 applied · 0 failed · 0 pending · 2 queued", reason: expect.stringContaining("Continue sends this wave") },
+      { gate: "not-reached", chip: "not reached", counts: "0 applied · 0 failed · 0 pending · 3 queued", reason: undefined },
+    ]);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Paused after wave 1 of 3, waiting for approval: 1 applied, 5 not sent yet \(rollout [0-9a-f-]{36}, [\d.]+\ss\)\. Continue sends the next wave\.$/);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(1);
+    // Wave 2's sandboxes await the approval; wave 3's are not sent yet.
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="waiting"][data-wave="1"]').count()).toBe(2);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="queued"][data-wave="2"]').count()).toBe(3);
+    expect(await page.locator('[data-testid="rollout-bar"]').getAttribute("aria-valuenow")).toBe("1");
+    expect(await page.locator("#rollout-resume").innerText()).toBe("Continue");
+    expect(await page.locator("#rollout-resume").isEnabled()).toBe(true);
+    expect(await page.locator("#rollout-undo").isVisible()).toBe(true);
+    // Amber for the wave that waits, green for the gate that passed.
+    expect(await styleOf('[data-testid="rollout-waves"] li[data-gate="approval"] [data-testid="wave-gate"]')).toBe(AMBER);
+    expect(await styleOf('[data-testid="rollout-waves"] li[data-gate="passed"] [data-testid="wave-gate"]')).toBe("rgb(19, 122, 58)");
+    const saved = await page.evaluate(() => localStorage.getItem("openshell-dashboard.rollout") ?? "");
+    expect(saved).toContain('"phase":"paused"');
+    expect(saved).not.toContain(stack!.adminToken);
+    mkdirSync(join(ROOT, "test-results"), { recursive: true });
+    await card().screenshot({ path: ROLLOUT_SCREENSHOT("paused") });
+
+    // A reload: the paused rollout is still there, with its waves, Continue and Undo.
+    await page.reload();
+    await page.locator('tr[data-sandbox="dev"]').waitFor();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="paused"]').waitFor();
+    expect((await waveStates()).map((w) => w.gate)).toEqual(["passed", "approval", "not-reached"]);
+    expect((await waveStates())[0]!.counts).toBe("1 applied · 0 failed · 0 pending");
+    expect(await page.locator("#rollout-resume").innerText()).toBe("Continue");
+    expect(await page.locator("#rollout-undo").isVisible()).toBe(true);
+    await card().screenshot({ path: ROLLOUT_SCREENSHOT("paused-reloaded") });
+
+    // Continue approves wave 2; the buttons are disabled while it runs; it pauses again before wave 3.
+    await page.locator("#rollout-resume").click();
+    expect(await page.locator("#rollout-resume").isDisabled()).toBe(true);
+    expect(await page.locator("#rollout-undo").isDisabled()).toBe(true);
+    await page.locator('[data-testid="rollout-waves"] li[data-wave="1"][data-gate="running"]').waitFor();
+    await page.locator('[data-testid="rollout-waves"] li[data-wave="2"][data-gate="approval"]').waitFor();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="paused"]').waitFor();
+    expect((await waveStates()).map((w) => w.gate)).toEqual(["passed", "passed", "approval"]);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(3);
+
+    await page.locator("#rollout-resume").click();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="done"]').waitFor();
+    expect(await waveStates()).toEqual([
+      { gate: "passed", chip: "gate passed", counts: "1 applied · 0 failed · 0 pending", reason: "wave 1 (canary): 1 of 1 succeeded" },
+      { gate: "passed", chip: "gate passed", counts: "2 applied · 0 failed · 0 pending", reason: "wave 2: 2 of 2 succeeded" },
+      { gate: "passed", chip: "gate passed", counts: "3 applied · 0 failed · 0 pending", reason: "wave 3: 3 of 3 succeeded" },
+    ]);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(WEB.length);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}, [\d.]+\ss\)\.$/);
+    expect(await page.locator("#rollout-resume").isHidden()).toBe(true);
+    expect(await page.locator("#rollout-undo").isEnabled()).toBe(true); // a finished rollout can still be undone
+    await card().screenshot({ path: ROLLOUT_SCREENSHOT("complete") });
+    expect(pageErrors).toEqual([]);
+    mark("waves with approval");
+  }, 60_000);
+
+  it("undoes the completed rollout from the card, leaving alone a sandbox someone else changed since", async () => {
+    const versionOf = async (name: string) => (await admin.getConfig({ sandbox: name })).desired.policyVersion;
+    const before = await versionOf("web-0001");
+    // Someone else changes web-0000 after the rollout: the undo must not overwrite it.
+    const other = await admin.updatePolicy({ sandbox: "web-0000", policy: POLICY_V1, wait: { timeoutMs: WAIT } });
+    expect(other.completion.state).toBe("applied");
+
+    await page.locator("#rollout-undo").click();
+    expect(await page.locator("#rollout-undo").isDisabled()).toBe(true);
+    expect(await page.locator("#rollout-start").isDisabled()).toBe(true);
+    await page.locator('[data-testid="rollout-rollback"][data-state="running"]').waitFor();
+    expect(await page.locator('[data-testid="rollback-progress"]').innerText()).toMatch(/^Rolling back \d\/6…$/);
+    await page.locator('[data-testid="rollout-progress"][data-verdict="rolled-back"]').waitFor();
+    const panel = page.locator('[data-testid="rollout-rollback"]');
+    expect(await panel.getAttribute("data-state")).toBe("done");
+    expect(await page.locator('[data-testid="rollback-progress"]').innerText()).toBe("Rolled back 5 of 6 changed sandboxes; 1 left alone.");
+    expect(await panel.innerText()).toContain("Why: undo requested");
+    const leftAlone = panel.locator('li[data-sandbox="web-0000"][data-rollback="left-alone"]');
+    expect(await leftAlone.innerText()).toMatch(/^web-0000 left alone: changed by someone else since \(desired policy is v\d+, this rollout made v\d+\)$/);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-rollback="rolled-back"]').count()).toBe(5);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-sandbox="web-0001"] [data-testid="row-rollback"]').innerText()).toMatch(/^↩ rolled back \(policy v\d+\)$/);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Undone: 5 rolled back, 1 left alone \(rollout [0-9a-f-]{36}, [\d.]+\ss\)\.$/);
+    expect(await page.locator("#rollout-undo").isHidden()).toBe(true);
+    // web-0001 has a new revision with the policy it had before; web-0000 keeps the other change.
+    expect(await versionOf("web-0001")).toBe(before + 1);
+    expect(await versionOf("web-0000")).toBe(other.policyVersion);
+    await card().screenshot({ path: ROLLOUT_SCREENSHOT("undone") });
+    expect(pageErrors).toEqual([]);
+    mark("undo");
+  }, 45_000);
+
+  it("rolls back automatically when the canary fails its gate, showing the gate's reason and the rollback's results", async () => {
+    // The page was reloaded: select a sandbox to have an editor, and fill the form again.
+    await page.locator('tr[data-sandbox="dev"]').click();
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    await page.locator("#policy-text").fill(policyYaml("ftp"));
+    await page.locator("#rollout-selector").fill("app=web");
+    await page.locator("#rollout-concurrency").fill("2");
+    await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
+    await page.locator("#rollout-approval").uncheck();
+    await page.locator("#rollout-rollback").check();
+    await page.locator("#rollout-start").click();
+
+    await page.locator('[data-testid="rollout-progress"][data-verdict="rolled-back"]').waitFor();
+    const waves = await waveStates();
+    expect(waves.map((w) => w.gate)).toEqual(["failed", "not-reached", "not-reached"]);
+    expect(waves[0]).toMatchObject({ chip: "gate failed", counts: "0 applied · 1 failed · 0 pending", reason: "wave 1 (canary): 1 of 1 failed, limit 1" });
+    expect(await styleOf('[data-testid="rollout-waves"] li[data-gate="failed"] [data-testid="wave-reason"]')).toBe(RED);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Rolled back after a failed gate: 1 failed, 5 not sent; 1 rolled back \(rollout [0-9a-f-]{36}, [\d.]+\ss\)\.$/);
+    expect(await page.locator('[data-testid="rollout-progress"]').getAttribute("data-tone")).toBe("error");
+    const failed = page.locator('[data-testid="rollout-rows"] tr[data-state="failed"]');
+    expect(await failed.count()).toBe(1);
+    expect(await failed.innerText()).toContain('protocol "ftp" is not supported');
+    expect(await failed.getAttribute("data-rollback")).toBe("rolled-back");
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="skipped"]').count()).toBe(WEB.length - 1);
+    expect(await page.locator('[data-testid="rollback-progress"]').innerText()).toBe("Rolled back 1 of 1 changed sandbox.");
+    expect(await page.locator('[data-testid="rollout-rollback"]').innerText()).toContain("Why: wave 1 (canary): 1 of 1 failed, limit 1");
+    // The canary enforces its earlier policy again.
+    const canary = (await failed.getAttribute("data-sandbox"))!;
+    const cfg = await admin.getConfig({ sandbox: canary });
+    expect(JSON.stringify(cfg.desired.policy)).not.toContain("ftp");
+    expect(await page.locator("#rollout-resume").isHidden()).toBe(true);
+    await card().screenshot({ path: ROLLOUT_SCREENSHOT("rolled-back") });
+    await page.locator("#rollout-rollback").uncheck();
+    expect(pageErrors).toEqual([]);
+    mark("canary rolled back");
   }, 45_000);
 
   it("shows a sandbox that fails closed after its supervisor restarts with a red badge, never a green ready, and warns in the editor", async () => {

@@ -1,0 +1,68 @@
+// The rollout card's rows: what a sandbox's result (and its rollback) looks like in its row and in
+// the rollback panel, and the segments of the card's bar.
+
+import type { SandboxRollback, SandboxRolloutResult } from "openshell-config/rollout";
+import { badgeStateOf, fromStatus, type BadgeState } from "./status.js";
+import { leftAloneReason, type RollbackLine } from "./rollout-waves.js";
+
+export type RowState = BadgeState | "queued" | "skipped" | "waiting";
+
+export interface RowView {
+  state: RowState;
+  label: string;
+  detail: string;
+  /** The detail is an error (red), a warning (amber), or a plain note. */
+  tone?: "error" | "warn";
+}
+
+export const secs = (ms: number) => `${(ms / 1000).toFixed(1)}\u00a0s`;
+
+/** `paused`: the sandbox is in the wave a paused rollout sends when approved (`next`), or in a later one. */
+export function viewOf(r: SandboxRolloutResult, paused?: "next" | "later"): RowView {
+  switch (r.status) {
+    case "completed": {
+      const state = badgeStateOf(r.completion);
+      const v = fromStatus(r.completion).policyVersion;
+      // A result replayed by a resumed run comes back at once: its time says nothing.
+      const what = [v === undefined ? undefined : `policy v${v}`, r.durationMs >= 50 ? secs(r.durationMs) : undefined].filter(Boolean).join(" · ");
+      const error = r.completion.error;
+      return { state, label: state, detail: error ? `${what}: ${error}` : what, tone: state === "failed" ? "error" : state === "degraded" ? "warn" : undefined };
+    }
+    case "pending":
+      return { state: "timeout", label: "still pending", detail: r.handle.operationId ? `operation ${r.handle.operationId}` : "" };
+    case "error":
+      return { state: "error", label: "error", detail: r.error.message, tone: "error" };
+    case "skipped":
+      if (paused === "next") return { state: "waiting", label: "awaiting approval", detail: "" };
+      if (paused === "later") return { state: "queued", label: "not sent yet", detail: "" };
+      return { state: "skipped", label: r.reason === "aborted" ? "not sent (stopped)" : "not sent", detail: "" };
+  }
+}
+
+/** One sandbox's rollback as a line of the rollback panel. */
+export function rollbackLineOf(sandbox: string, rb: SandboxRollback): RollbackLine {
+  switch (rb.status) {
+    case "completed": {
+      const v = fromStatus(rb.completion).policyVersion;
+      const ok = rb.completion.state === "applied" || rb.completion.state === "inactive";
+      if (ok) return { sandbox, kind: "rolled-back", reason: v === undefined ? "rolled back" : `rolled back (policy v${v})` };
+      return { sandbox, kind: "failed", reason: `rollback ${rb.completion.state}${rb.completion.error ? `: ${rb.completion.error}` : ""}` };
+    }
+    case "changed-by-others":
+      return { sandbox, kind: "left-alone", reason: `${leftAloneReason(rb.status)} (${rb.detail})` };
+    case "no-earlier-revision":
+      return { sandbox, kind: "left-alone", reason: leftAloneReason(rb.status) };
+    case "error":
+      return { sandbox, kind: "failed", reason: rb.error.message };
+    case "pending":
+      return { sandbox, kind: "pending", reason: "the rollback's wait ended; Resume waits again" };
+  }
+}
+
+/** Segments of the bar, in this order; their widths are the share of sandboxes in each. */
+export const SEGMENTS: readonly { readonly cls: string; readonly states: readonly RowState[] }[] = [
+  { cls: "seg-applied", states: ["applied"] },
+  { cls: "seg-degraded", states: ["degraded", "timeout"] },
+  { cls: "seg-failed", states: ["failed", "error", "rejected"] },
+  { cls: "seg-other", states: ["superseded", "inactive", "cancelled", "skipped", "waiting"] },
+];
