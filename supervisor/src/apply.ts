@@ -65,6 +65,28 @@ export function wrapProviderRevision(r: bigint): ConfigSnapshotRevision {
   return create(ConfigSnapshotRevisionSchema, { component: { case: "providerEnvironment", value: r } });
 }
 
+const POLICY_SOURCE_JSON = new Map<number, JsonValue>();
+
+/**
+ * A revision tuple in proto JSON, as `toJson(SandboxConfigRevisionSchema, r, { alwaysEmitImplicit:
+ * true })` writes it (uint64 as decimal strings, the policy source by its enum name), without the
+ * reflection walk: the enum's JSON is taken from toJson once per value.
+ */
+export function sandboxRevisionJson(r: SandboxConfigRevision): JsonValue {
+  let source = POLICY_SOURCE_JSON.get(r.policySource);
+  if (source === undefined) {
+    source = (toJson(SandboxConfigRevisionSchema, create(SandboxConfigRevisionSchema, { policySource: r.policySource }), { alwaysEmitImplicit: true }) as { policySource: JsonValue }).policySource;
+    POLICY_SOURCE_JSON.set(r.policySource, source);
+  }
+  return {
+    configRevision: r.configRevision.toString(),
+    policyVersion: r.policyVersion,
+    policySource: source,
+    globalPolicyVersion: r.globalPolicyVersion,
+    settingsRevision: r.settingsRevision.toString(),
+  };
+}
+
 export function sandboxRevisionsEqual(a: SandboxConfigRevision, b: SandboxConfigRevision): boolean {
   return (
     a.configRevision === b.configRevision &&
@@ -229,11 +251,11 @@ export interface SandboxApplyInput {
   /** `validatePolicy(snapshot.policy)`. */
   readonly violations: readonly PolicyViolation[];
   /** Names of middleware services that could not be reached, with why (from probing). */
-  readonly unreachableServices?: readonly { readonly name: string; readonly reason: string }[];
+  readonly unreachableServices?: readonly { readonly name: string; readonly reason: string }[] | undefined;
   /** A simulated apply failure (`--fail-bootstrap`). */
-  readonly injectedFailure?: string;
+  readonly injectedFailure?: string | undefined;
   /** Writing the effective configuration failed (sanitized). */
-  readonly installError?: string;
+  readonly installError?: string | undefined;
 }
 
 export interface Decision {
@@ -271,44 +293,45 @@ export function decideSandboxConfig(input: SandboxApplyInput): SandboxDecision {
   const { snapshot, active } = input;
   const requestedRev = sandboxConfigRevision(snapshot);
   const requested = wrapSandboxRevision(requestedRev);
-  const base = { component: ConfigComponent.SANDBOX_CONFIG, requested, degradedServices: [] as string[] };
 
   if (input.localOverride) {
-    return { ...base, outcome: ConfigApplyOutcome.RETAINED_LOCAL_OVERRIDE, effect: "store_desired", applied: undefined, failure: undefined, admitted: true, nextActive: active };
+    return sandboxDecision(ConfigApplyOutcome.RETAINED_LOCAL_OVERRIDE, "store_desired", requested, undefined, undefined, true, active);
   }
   if (active && snapshot.version < active.revision.policyVersion) {
-    return {
-      ...base,
-      outcome: ConfigApplyOutcome.IGNORED_STALE,
-      effect: "keep",
-      applied: wrapSandboxRevision(active.revision),
-      failure: { code: "stale_revision", message: `policy version ${snapshot.version} is older than the active version ${active.revision.policyVersion}`, retryable: false },
-      admitted: false,
-      nextActive: active,
-    };
+    const failure = { code: "stale_revision", message: `policy version ${snapshot.version} is older than the active version ${active.revision.policyVersion}`, retryable: false };
+    return sandboxDecision(ConfigApplyOutcome.IGNORED_STALE, "keep", requested, wrapSandboxRevision(active.revision), failure, false, active);
   }
   if (active && sandboxRevisionsEqual(active.revision, requestedRev) && active.contentKey === input.contentKey) {
-    return { ...base, outcome: ConfigApplyOutcome.IGNORED_DUPLICATE, effect: "keep", applied: requested, failure: undefined, admitted: true, nextActive: active };
+    return sandboxDecision(ConfigApplyOutcome.IGNORED_DUPLICATE, "keep", requested, requested, undefined, true, active);
   }
   const failure = sandboxFailure(input);
-  if (failure) return failed(input, requestedRev, failure);
+  if (failure) return failed(input, requestedRev, requested, failure);
 
-  const installed: ActiveSandboxConfig = lazyActive(requestedRev, input);
+  const installed: ActiveSandboxConfig = new LazyActive(requestedRev, input, undefined, undefined);
   const unreachable = input.unreachableServices ?? [];
   if (unreachable.length > 0) {
     const list = unreachable.map((u) => `'${u.name}' (${u.reason})`).join(", ");
-    return {
-      ...base,
-      outcome: ConfigApplyOutcome.DEGRADED,
-      effect: "install",
-      applied: requested,
-      failure: { code: "middleware_unreachable", message: `policy applied, but supervisor middleware service ${list} is unreachable`, retryable: false },
-      admitted: true,
-      nextActive: installed,
-      degradedServices: unreachable.map((u) => u.name),
-    };
+    const degraded = { code: "middleware_unreachable", message: `policy applied, but supervisor middleware service ${list} is unreachable`, retryable: false };
+    return sandboxDecision(ConfigApplyOutcome.DEGRADED, "install", requested, requested, degraded, true, installed, unreachable.map((u) => u.name));
   }
-  return { ...base, outcome: ConfigApplyOutcome.APPLIED, effect: "install", applied: requested, failure: undefined, admitted: true, nextActive: installed };
+  return sandboxDecision(ConfigApplyOutcome.APPLIED, "install", requested, requested, undefined, true, installed);
+}
+
+/**
+ * A sandbox decision, always built by this one literal: every decision has the same shape (a
+ * spread of a shared base followed by more properties takes a slow path in V8).
+ */
+function sandboxDecision(
+  outcome: ConfigApplyOutcome,
+  effect: Effect,
+  requested: ConfigSnapshotRevision,
+  applied: ConfigSnapshotRevision | undefined,
+  failure: Failure | undefined,
+  admitted: boolean,
+  nextActive: ActiveSandboxConfig | undefined,
+  degradedServices: readonly string[] = [],
+): SandboxDecision {
+  return { component: ConfigComponent.SANDBOX_CONFIG, outcome, effect, requested, applied, failure, admitted, nextActive, degradedServices };
 }
 
 function sandboxFailure(input: SandboxApplyInput): Failure | undefined {
@@ -322,15 +345,13 @@ function sandboxFailure(input: SandboxApplyInput): Failure | undefined {
 }
 
 /** A failed attempt: keep the last known good when the mode allows it and one exists, else deny all. */
-function failed(input: SandboxApplyInput, requestedRev: SandboxConfigRevision, failure: Failure): SandboxDecision {
-  const requested = wrapSandboxRevision(requestedRev);
-  const base = { component: ConfigComponent.SANDBOX_CONFIG, requested, failure, admitted: false, degradedServices: [] as string[] };
+function failed(input: SandboxApplyInput, requestedRev: SandboxConfigRevision, requested: ConfigSnapshotRevision, failure: Failure): SandboxDecision {
   const { active } = input;
   // FAILED_RETAINED_LAST_KNOWN_GOOD needs an applied revision that differs from the requested one.
   if (failureMode(input.snapshot) === "retain_last_valid" && active && !sandboxRevisionsEqual(active.revision, requestedRev)) {
-    return { ...base, outcome: ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD, effect: "keep", applied: wrapSandboxRevision(active.revision), nextActive: active };
+    return sandboxDecision(ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD, "keep", requested, wrapSandboxRevision(active.revision), failure, false, active);
   }
-  return { ...base, outcome: ConfigApplyOutcome.FAILED_CLOSED, effect: "deny_all", applied: undefined, nextActive: undefined };
+  return sandboxDecision(ConfigApplyOutcome.FAILED_CLOSED, "deny_all", requested, undefined, failure, false, undefined);
 }
 
 /** The provider environment in force. */
@@ -338,8 +359,8 @@ export interface ActiveProviderEnvironment {
   readonly revision: bigint;
   readonly contentKey: string;
   /** Parts of the content key, when known: a snapshot that differs in one has other content. */
-  readonly policyHash?: string;
-  readonly providerAttachmentEpoch?: string;
+  readonly policyHash?: string | undefined;
+  readonly providerAttachmentEpoch?: string | undefined;
 }
 
 export interface ProviderApplyInput {
@@ -361,9 +382,8 @@ export interface ProviderDecision extends Decision {
 export function decideProviderEnvironment(input: ProviderApplyInput): ProviderDecision {
   const { snapshot, active } = input;
   const requested = providerRequestedRevision(snapshot);
-  const base = { component: ConfigComponent.PROVIDER_ENVIRONMENT, requested };
   if (active && active.revision === snapshot.providerEnvRevision && sameProviderContent(active, input)) {
-    return { ...base, outcome: ConfigApplyOutcome.IGNORED_DUPLICATE, effect: "keep", applied: requested, failure: undefined, nextActive: active };
+    return providerDecision(ConfigApplyOutcome.IGNORED_DUPLICATE, "keep", requested, requested, undefined, active);
   }
   let failure: Failure | undefined;
   if (input.problems.length > 0) failure = { code: "invalid_provider_environment", message: `invalid provider environment: ${input.problems.join("; ")}`, retryable: false };
@@ -373,15 +393,24 @@ export function decideProviderEnvironment(input: ProviderApplyInput): ProviderDe
   } else if (input.installError !== undefined) failure = { code: "install_failed", message: `could not install the provider environment: ${input.installError}`, retryable: true };
   if (failure) {
     if (active && active.revision !== snapshot.providerEnvRevision) {
-      return { ...base, outcome: ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD, effect: "keep", applied: wrapProviderRevision(active.revision), failure, nextActive: active };
+      return providerDecision(ConfigApplyOutcome.FAILED_RETAINED_LAST_KNOWN_GOOD, "keep", requested, wrapProviderRevision(active.revision), failure, active);
     }
-    return { ...base, outcome: ConfigApplyOutcome.FAILED_CLOSED, effect: "deny_all", applied: undefined, failure, nextActive: undefined };
+    return providerDecision(ConfigApplyOutcome.FAILED_CLOSED, "deny_all", requested, undefined, failure, undefined);
   }
-  const nextActive: ActiveProviderEnvironment = lazyActive(snapshot.providerEnvRevision, input, {
-    policyHash: snapshot.policyHash,
-    providerAttachmentEpoch: snapshot.providerAttachmentEpoch,
-  });
-  return { ...base, outcome: ConfigApplyOutcome.APPLIED, effect: "install", applied: requested, failure: undefined, nextActive };
+  const nextActive = new LazyActive(snapshot.providerEnvRevision, input, snapshot.policyHash, snapshot.providerAttachmentEpoch);
+  return providerDecision(ConfigApplyOutcome.APPLIED, "install", requested, requested, undefined, nextActive);
+}
+
+/** A provider decision, always built by this one literal (see sandboxDecision). */
+function providerDecision(
+  outcome: ConfigApplyOutcome,
+  effect: Effect,
+  requested: ConfigSnapshotRevision,
+  applied: ConfigSnapshotRevision | undefined,
+  failure: Failure | undefined,
+  nextActive: ActiveProviderEnvironment | undefined,
+): ProviderDecision {
+  return { component: ConfigComponent.PROVIDER_ENVIRONMENT, outcome, effect, requested, applied, failure, nextActive };
 }
 
 /**
@@ -400,20 +429,26 @@ function sameProviderContent(active: ActiveProviderEnvironment, input: ProviderA
  * The configuration a decision puts in force, with the content key of its input read only when a
  * later snapshot is compared with it (then kept, and the input let go).
  */
-function lazyActive<R, X extends object = object>(revision: R, input: { readonly contentKey: string }, extra?: X): { readonly revision: R; readonly contentKey: string } & X {
-  let source: { readonly contentKey: string } | undefined = input;
-  let key = "";
-  return {
-    ...(extra as X),
-    revision,
-    get contentKey() {
-      if (source !== undefined) {
-        key = source.contentKey;
-        source = undefined;
-      }
-      return key;
-    },
-  };
+class LazyActive<R> {
+  private source: { readonly contentKey: string } | undefined;
+  private key = "";
+
+  constructor(
+    readonly revision: R,
+    input: { readonly contentKey: string },
+    readonly policyHash: string | undefined,
+    readonly providerAttachmentEpoch: string | undefined,
+  ) {
+    this.source = input;
+  }
+
+  get contentKey(): string {
+    if (this.source !== undefined) {
+      this.key = this.source.contentKey;
+      this.source = undefined;
+    }
+    return this.key;
+  }
 }
 
 /**

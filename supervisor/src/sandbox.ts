@@ -7,10 +7,10 @@ import {
   ConfigApplyOutcome,
   ProviderProfileCredentialSchema,
   ProviderReadinessReason,
-  SandboxConfigRevisionSchema,
   SandboxPolicySchema,
   StaticCredentialBindingSchema,
   type ProviderEnvironmentSnapshot,
+  type SandboxConfigRevision,
   type SandboxConfigSnapshot,
   type SandboxPolicy,
 } from "openshell-config/raw";
@@ -18,8 +18,8 @@ import {
   decideProviderEnvironment,
   decideSandboxConfig,
   providerContentKey,
-  sandboxConfigRevision,
   sandboxContent,
+  sandboxRevisionJson,
   validateProviderEnvironment,
   wouldInstall,
   type ActiveProviderEnvironment,
@@ -120,7 +120,7 @@ export class SimulatedSandbox {
         active: this.active,
         localOverride: this.hasLocalOverride,
         violations: validatePolicy(snapshot.policy),
-        ...(options.injectedFailure !== undefined ? { injectedFailure: options.injectedFailure } : {}),
+        injectedFailure: options.injectedFailure,
       };
       let input = base;
       if (snapshot.supervisorMiddlewareServices.length > 0 && wouldInstall(base)) {
@@ -191,7 +191,7 @@ export class SimulatedSandbox {
   private async carryOutSandbox(d: SandboxDecision, s: SandboxConfigSnapshot, content: SandboxContent): Promise<void> {
     switch (d.effect) {
       case "install":
-        await this.writeEffective({ source: "gateway", snapshot: s, content, degradedServices: d.degradedServices });
+        await this.writeEffective({ source: "gateway", snapshot: s, revision: requestedRevision(d), content, degradedServices: d.degradedServices });
         this.enforcingNow = "gateway";
         return;
       case "deny_all":
@@ -199,7 +199,7 @@ export class SimulatedSandbox {
         this.enforcingNow = "deny_all";
         return;
       case "store_desired":
-        await this.stateDir.writeJson(this.name, this.stateDir.gatewayDesiredPath(this.name), this.document({ source: "gateway_desired", snapshot: s, content }));
+        await this.stateDir.writeJson(this.name, this.stateDir.gatewayDesiredPath(this.name), this.document({ source: "gateway_desired", snapshot: s, revision: requestedRevision(d), content }));
         return;
       case "keep":
         return;
@@ -257,22 +257,18 @@ export class SimulatedSandbox {
   /** The JSON document of effective.json (and gateway-desired.json): policy and settings in proto JSON. */
   private document(e: EffectiveInput): Record<string, unknown> {
     const s = "snapshot" in e ? e.snapshot : undefined;
-    // A snapshot's policy and settings were put in proto JSON once, for its content key.
+    // A snapshot's policy and settings were put in proto JSON once, when it was received.
     const c = "content" in e ? e.content : undefined;
     const policy = c?.policy ?? toJson(SandboxPolicySchema, s ? (s.policy ?? create(SandboxPolicySchema)) : (e as { policy: SandboxPolicy }).policy);
     const settings: Record<string, JsonValue> = c ? c.settings : {};
-    return {
-      sandbox: this.name,
-      source: e.source,
-      revision: s ? toJson(SandboxConfigRevisionSchema, sandboxConfigRevision(s), { alwaysEmitImplicit: true }) : null,
-      policyHash: s?.policyHash ?? "",
-      policy,
-      settings,
-      middlewareServices: (s?.supervisorMiddlewareServices ?? []).map((m) => ({ name: m.name, grpcEndpoint: m.grpcEndpoint })),
-      degradedServices: "degradedServices" in e ? e.degradedServices : [],
-      ...("reason" in e ? { reason: e.reason } : {}),
-      writtenAt: new Date().toISOString(),
-    };
+    const revision = "revision" in e ? sandboxRevisionJson(e.revision) : null;
+    const policyHash = s?.policyHash ?? "";
+    const middlewareServices = s ? s.supervisorMiddlewareServices.map((m) => ({ name: m.name, grpcEndpoint: m.grpcEndpoint })) : [];
+    const degradedServices = "degradedServices" in e ? e.degradedServices : [];
+    const writtenAt = new Date().toISOString();
+    // Whole literals (no spread followed by more keys, a slow path in V8), in one key order.
+    if ("reason" in e) return { sandbox: this.name, source: e.source, revision, policyHash, policy, settings, middlewareServices, degradedServices, reason: e.reason, writtenAt };
+    return { sandbox: this.name, source: e.source, revision, policyHash, policy, settings, middlewareServices, degradedServices, writtenAt };
   }
 
   /** Runs `fn` after every earlier apply of this sandbox has finished (applies never overlap). */
@@ -284,10 +280,17 @@ export class SimulatedSandbox {
 }
 
 type EffectiveInput =
-  | { source: "gateway"; snapshot: SandboxConfigSnapshot; content: SandboxContent; degradedServices: readonly string[] }
-  | { source: "gateway_desired"; snapshot: SandboxConfigSnapshot; content: SandboxContent }
+  | { source: "gateway"; snapshot: SandboxConfigSnapshot; revision: SandboxConfigRevision; content: SandboxContent; degradedServices: readonly string[] }
+  | { source: "gateway_desired"; snapshot: SandboxConfigSnapshot; revision: SandboxConfigRevision; content: SandboxContent }
   | { source: "local_override"; policy: SandboxPolicy }
   | { source: "deny_all"; policy: SandboxPolicy; reason: string };
+
+/** The revision tuple a sandbox decision was made for (built once, in the decision). */
+function requestedRevision(d: SandboxDecision): SandboxConfigRevision {
+  const c = d.requested.component;
+  if (c.case !== "sandboxConfig") throw new Error("BUG: a sandbox decision without a sandbox revision");
+  return c.value;
+}
 
 /** A credential-free description of a filesystem error: its code, not its message (which has paths). */
 function errorCode(err: unknown): string {

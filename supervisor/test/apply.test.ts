@@ -10,6 +10,7 @@ import {
   PolicySource,
   ProviderEnvironmentValueClassification,
   ProviderReadinessReason,
+  SandboxConfigRevisionSchema,
   SandboxPolicySchema,
 } from "openshell-config/raw";
 import { describe, expect, it } from "vitest";
@@ -36,6 +37,7 @@ import {
   canonicalJson,
   canonicalJsonValue,
   sandboxContent,
+  sandboxRevisionJson,
 } from "../src/apply.js";
 import { validatePolicy } from "../src/validate.js";
 import { checkAdmission, checkApplyResult, expectedSandboxRevision } from "./support/fake-gateway.js";
@@ -98,6 +100,17 @@ describe("revisions", () => {
     const r = sandboxRequestedRevision(s);
     expect(r.component.case).toBe("sandboxConfig");
     expect(r.component.value).toMatchObject(expectedSandboxRevision(s));
+  });
+
+  it("writes a revision tuple in proto JSON exactly as toJson does, for every policy source (an unknown one as its number)", () => {
+    for (const policySource of [PolicySource.UNSPECIFIED, PolicySource.SANDBOX, PolicySource.GLOBAL, 99 as PolicySource]) {
+      for (const r of [
+        create(SandboxConfigRevisionSchema, { policySource }),
+        create(SandboxConfigRevisionSchema, { configRevision: 0x7fff_ffff_ffff_ffffn, policyVersion: 4_294_967_295, policySource, globalPolicyVersion: 7, settingsRevision: 18_446_744_073_709_551_615n }),
+      ]) {
+        expect(JSON.stringify(sandboxRevisionJson(r))).toBe(JSON.stringify(toJson(SandboxConfigRevisionSchema, r, { alwaysEmitImplicit: true })));
+      }
+    }
   });
 
   it("builds the provider requested revision from provider_env_revision", () => {
