@@ -133,7 +133,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     description:
       "Replaces the policy of every sandbox the selector matches by the SandboxPolicy in FILE, a few at a time, and waits for each one's outcome: a progress line on a terminal (one line per wave with --waves), then a summary. With --waves the sandboxes go in waves (cumulative sizes: 1,10%,100% is one canary, then up to 10%, then the rest), each judged by its gate (--max-failures per wave, default 1; --fail-on-degraded) before the next starts; --pause waits between waves, --pause-for-approval stops after each passed wave until \"policy rollout resume ROLLOUT_ID\"; --rollback-on-failure returns every changed sandbox to what it had when a gate fails. The rollout's id is printed first; its state is kept under $XDG_STATE_HOME/openshell-config/rollouts (default ~/.local/state/openshell-config/rollouts) and written before every step, so \"policy rollout resume ROLLOUT_ID\" continues it after a crash or Ctrl-C: sandboxes already sent are awaited again (never given a second revision), the rest are sent. --resume ROLLOUT_ID is the same as resume (and, with --selector and --file, re-runs a rollout that has no saved state).",
     usage:
-      "--selector SEL --file FILE [--waves 1,10%,100%] [options]\n       openshell-config policy rollout resume|undo|status ROLLOUT_ID [options]",
+      "--selector SEL --file FILE [options]\n       openshell-config policy rollout resume|undo|status ROLLOUT_ID [options]",
     options: [
       { ...selector, help: `the sandboxes: ${selector.help}` },
       { ...policyFile, help: "the policy file (YAML, or JSON for *.json)" },

@@ -61,7 +61,7 @@ export function startRolloutDisplay(
   stream: SpinnerStream,
   out: Output,
   state: () => RolloutState,
-  options: LiveLineOptions & { readonly selector?: string | undefined } = {},
+  options: LiveLineOptions & { readonly selector?: string | undefined; readonly undo?: boolean } = {},
 ): RolloutDisplay {
   const now = options.now ?? Date.now;
   const started = now();
@@ -105,7 +105,9 @@ export function startRolloutDisplay(
           waves.forEach((w, i) => w.sandboxes.forEach((s) => waveOf.set(s, i)));
           progress = { done: 0, total: e.sandboxes.length, failures: 0 };
           const sent = e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : "";
-          note(`rollout ${e.id}: ${e.sandboxes.length} sandboxes${selector ? ` (${selector})` : ""}${waves.length > 1 ? ` in ${waves.length} waves` : ""}${sent}`);
+          // The waves are on the lines that follow: with a UUID this line is near 80 columns already.
+          // An undo says what it does on its own line (rollback-started).
+          if (!options.undo) note(`rollout ${e.id}: ${e.sandboxes.length} sandboxes${selector ? ` (${selector})` : ""}${sent}`);
           showing = { kind: "wave", index: 0, startedAt: now() };
           break;
         }

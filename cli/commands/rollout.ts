@@ -106,7 +106,7 @@ async function runAndReport(
   const { out } = ctx;
   const store = createRolloutStore(rolloutStateDir());
   let run: RolloutRun | undefined;
-  const display = startRolloutDisplay(ctx.spinnerStream, out, () => run!.state(), { selector: how.selector });
+  const display = startRolloutDisplay(ctx.spinnerStream, out, () => run!.state(), { selector: how.selector, undo: how.undo === true });
   // onState is awaited by the SDK where resuming needs it: the write (temp file, rename) is done when it returns.
   run = start((e) => display.event(e), (state) => void store.save(state));
   let result: RolloutResult;
@@ -282,9 +282,9 @@ function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly {
     groups.set(key, (groups.get(key) ?? 0) + 1);
   }
   const waved = r.waves.length > 1;
-  const paused = r.phase === "paused" ? ` after wave ${r.state.wave}/${r.waves.length}, waiting for approval` : "";
-  // The selector is in the header above (stderr) and the JSON: without it the line fits 80 columns.
-  out.line(`rollout ${r.id}: ${VERDICT[r.phase] ?? (r.complete ? "done" : "incomplete")}${paused}, ${r.counts.total} sandboxes${waved ? ` in ${r.waves.length} waves` : ""} in ${formatElapsed(r.durationMs)}`);
+  // The selector is in the header above (stderr) and the JSON, the waves in the table below:
+  // without them the line fits 80 columns.
+  out.line(`rollout ${r.id}: ${VERDICT[r.phase] ?? (r.complete ? "done" : "incomplete")}, ${r.counts.total} sandboxes in ${formatElapsed(r.durationMs)}`);
   if (waved) {
     out.line();
     out.table(

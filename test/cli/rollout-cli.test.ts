@@ -56,6 +56,69 @@ describe("policy rollout options", () => {
   });
 });
 
+describe("policy rollout waves, gates and rollback options", () => {
+  const base = ["-l", "a=b", "-f", "p.yaml"];
+  it("reads --waves as cumulative counts and percentages, --max-failures as each wave's gate, --pause as a duration", () => {
+    expect(parse(...base, "--waves", "1, 10%,100%", "--max-failures", "2", "--fail-on-degraded", "--pause", "5m", "--rollback-on-failure")).toMatchObject({
+      waves: [1, "10%", "100%"],
+      gate: { maxFailures: 2, failOnDegraded: true, pause: 300_000 },
+      rollback: true,
+      // The rollout's own limit stays unset: with waves, --max-failures is the gate's.
+      maxFailures: undefined,
+    });
+    expect(parse(...base, "--waves", "1,50%", "--pause-for-approval")).toMatchObject({ waves: [1, "50%"], gate: { pause: "approval" } });
+    expect(parse(...base, "--waves", "5,12.5%")).toMatchObject({ waves: [5, "12.5%"] });
+    expect(parse(...base, "--waves", "1,100%").gate).toBeUndefined();
+    // Without --waves, --max-failures is the old limit and --rollback-on-failure rolls back when it is reached.
+    const single = parse(...base, "--max-failures", "3", "--rollback-on-failure");
+    expect(single).toMatchObject({ maxFailures: 3, rollback: true });
+    expect(single).not.toHaveProperty("waves");
+  });
+
+  it("reads resume, undo and status ID, and --resume ID as resume's alias", () => {
+    const of = (...a: string[]) => parseCommandLine(["policy", "rollout", ...a]).command;
+    expect(of("resume", "r-1", "--timeout", "2m", "--concurrency", "4")).toEqual({ name: "policy rollout resume", id: "r-1", workspace: undefined, concurrency: 4, maxFailures: undefined, timeoutMs: 120_000 });
+    expect(of("undo", "r-1")).toEqual({ name: "policy rollout undo", id: "r-1", concurrency: undefined, timeoutMs: undefined });
+    expect(of("status", "r-1", "-w")).toEqual({ name: "policy rollout status", id: "r-1", watch: true });
+    expect(parseCommandLine(["policy", "rollout", "status", "r-1", "-o", "yaml"]).global.output).toBe("yaml");
+    expect(of("--resume", "r-1")).toMatchObject({ name: "policy rollout", resume: "r-1" });
+  });
+
+  const bad: [string[], string][] = [
+    [[...base, "--waves", "1,x"], '--waves: "x" is neither a count of at least 1 nor a percentage (e.g. 1,10%,100%)'],
+    [[...base, "--waves", "1,,100%"], '--waves must be a comma-separated list of counts and percentages such as 1,10%,100%; got "1,,100%"'],
+    [[...base, "--waves", "10%,5%"], "--waves: sizes are cumulative and must increase (5% after 10%)"],
+    [[...base, "--waves", "5,2"], "--waves: sizes are cumulative and must increase (2 after 5)"],
+    [[...base, "--waves", "1,150%"], "--waves: 150% is not a percentage above 0% and at most 100%"],
+    [[...base, "--waves", "0,100%"], '--waves: "0" is neither a count of at least 1 nor a percentage (e.g. 1,10%,100%)'],
+    [[...base, "--waves", "1,100%", "--pause", "5m", "--pause-for-approval"], "--pause and --pause-for-approval are mutually exclusive"],
+    [[...base, "--waves", "1,100%", "--pause", "soon"], '--pause must be a duration such as 500ms, 30s, 5m or 1h; got "soon"'],
+    [[...base, "--waves", "1,100%", "--pause", "0"], '--pause must be a duration such as 30s or 5m (for no limit, use --pause-for-approval); got "0"'],
+    [[...base, "--pause", "5m"], "--pause pauses between waves: give --waves"],
+    [[...base, "--pause-for-approval"], "--pause-for-approval pauses between waves: give --waves"],
+    [[...base, "--rollback-on-failure"], "--rollback-on-failure needs --waves or --max-failures (without either, no gate fails)"],
+    [["--resume", "r-1", "--waves", "1,100%"], "--waves, --pause, --pause-for-approval, --rollback-on-failure and --fail-on-degraded start a rollout; a resumed one keeps its own"],
+    [[...base, "--wave", "1,100%"], 'unknown option "--wave" for policy rollout; did you mean "--waves"?'],
+    [[...base, "--pause-for-aproval"], 'unknown option "--pause-for-aproval" for policy rollout; did you mean "--pause-for-approval"?'],
+    [["resme", "r-1"], 'unknown command "policy rollout resme"; did you mean "policy rollout resume"?'],
+    [["undo"], "policy rollout undo needs ROLLOUT_ID"],
+    [["status", "bad id"], 'ROLLOUT_ID must be a rollout id (letters, digits, ".", "_", ":", "-"); got "bad id"'],
+    [["resume", "r-1", "--selector", "a=b"], "policy rollout resume does not take --selector"],
+    [["undo", "r-1", "--waves", "1"], "policy rollout undo does not take --waves"],
+    [["status", "r-1", "--timeout", "5s"], "policy rollout status does not take --timeout"],
+  ];
+  it.each(bad)("rejects %j with one line naming the flag", (args, message) => {
+    let err: unknown;
+    try {
+      parse(...args);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).message).toBe(message);
+  });
+});
+
 describe("rollout progress bar", () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -109,7 +172,8 @@ describe("resume commands", () => {
       "openshell-config operation wait 0f3c --workspace 'team a' --timeout 2s -o json --url https://gw.example:8443 --protocol connect",
     );
     expect(waitCommand({ connectionArgs: [], format: "table" }, "0f3c", {})).toBe("openshell-config operation wait 0f3c");
-    expect(rolloutResumeCommand(repeat, "r-1", { timeoutMs: 1_500 })).toBe("openshell-config policy rollout --resume r-1 --timeout 1.5s -o json --url https://gw.example:8443 --protocol connect");
+    // `policy rollout resume ID`, the command; `policy rollout --resume ID` is its alias.
+    expect(rolloutResumeCommand(repeat, "r-1", { timeoutMs: 1_500 })).toBe("openshell-config policy rollout resume r-1 --timeout 1.5s -o json --url https://gw.example:8443 --protocol connect");
   });
 
   it("write a timeout as --timeout reads it back", () => {

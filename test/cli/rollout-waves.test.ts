@@ -81,7 +81,7 @@ describe("policy rollout --waves", () => {
     const before = await versions();
     const r = await cli(["policy", "rollout", "-l", "fleet=waves", "-f", file(), "--waves", "1,50%,100%"]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    const id = new RegExp(`^rollout (${UUID}): 12 sandboxes \\(fleet=waves\\) in 3 waves$`, "m").exec(r.stderr)?.[1];
+    const id = new RegExp(`^rollout (${UUID}): 12 sandboxes \\(fleet=waves\\)$`, "m").exec(r.stderr)?.[1];
     expect(id, r.stderr).toBeDefined();
     // Plain lines as the waves go (stderr is a pipe): no redraws.
     expect(r.stderr).not.toContain("\r");
@@ -89,7 +89,7 @@ describe("policy rollout --waves", () => {
     expect(r.stderr).toMatch(/^wave 1\/3  canary  1\/1 applied  gate passed$/m);
     expect(r.stderr).toMatch(/^wave 2\/3  50%     5\/5 applied  gate passed$/m);
     expect(r.stderr).toMatch(/^wave 3\/3  100%    6\/6 applied  gate passed$/m);
-    expect(r.stdout).toMatch(new RegExp(`^rollout ${id}: done, 12 sandboxes in 3 waves in \\d+\\.\\ds$`, "m"));
+    expect(r.stdout).toMatch(new RegExp(`^rollout ${id}: done, 12 sandboxes in \\d+\\.\\ds$`, "m"));
     expect(r.stdout).toMatch(/^WAVE\s+SANDBOXES\s+APPLIED\s+FAILED\s+NOT SENT\s+GATE$/m);
     expect(r.stdout).toMatch(/^1 canary\s+1\s+1\s+0\s+0\s+passed$/m);
     expect(r.stdout).toMatch(/^2 50%\s+5\s+5\s+0\s+0\s+passed$/m);
@@ -123,7 +123,7 @@ describe("policy rollout --waves", () => {
     // The same as a table: the gate failure and the rollback in words.
     const table = await cli(["policy", "rollout", "-l", "fleet=waves", "-f", file(true), "--waves", "1,100%", "--rollback-on-failure"]);
     expect(table.code).toBe(1);
-    expect(table.stdout).toMatch(/^rollout \S+: rolled back, 12 sandboxes in 2 waves in /m);
+    expect(table.stdout).toMatch(/^rollout \S+: rolled back, 12 sandboxes in /m);
     expect(table.stdout).toMatch(/^gate failed: wave 1 \(canary\): 1 of 1 failed, limit 1$/m);
     expect(table.stdout).toMatch(/^rolled back 1 of 1 changed sandboxes$/m);
   }, 90_000);
@@ -132,7 +132,7 @@ describe("policy rollout --waves", () => {
     const before = await versions();
     const first = await cli(["policy", "rollout", "-l", "fleet=waves", "-f", file(), "--waves", "1,100%", "--pause-for-approval"]);
     expect(first.code, first.stdout + first.stderr).toBe(3);
-    const id = new RegExp(`^rollout (${UUID}): paused after wave 1/2, waiting for approval, 12 sandboxes in 2 waves`, "m").exec(first.stdout)?.[1];
+    const id = new RegExp(`^rollout (${UUID}): paused, 12 sandboxes in \\d+\\.\\ds$`, "m").exec(first.stdout)?.[1];
     expect(id, first.stdout).toBeDefined();
     expect(first.stderr).toMatch(/^paused after wave 1\/2: waiting for approval$/m);
     expect(first.stderr).toContain(`approve the next wave with: openshell-config policy rollout resume ${id}\n`);
@@ -149,8 +149,8 @@ describe("policy rollout --waves", () => {
 
     const approved = await cli(["policy", "rollout", "resume", id!]);
     expect(approved.code, approved.stdout + approved.stderr).toBe(0);
-    expect(approved.stderr).toMatch(new RegExp(`^rollout ${id}: 12 sandboxes \\(fleet=waves\\) in 2 waves, 1 sent before$`, "m"));
-    expect(approved.stdout).toMatch(new RegExp(`^rollout ${id}: done, 12 sandboxes in 2 waves`, "m"));
+    expect(approved.stderr).toMatch(new RegExp(`^rollout ${id}: 12 sandboxes \\(fleet=waves\\), 1 sent before$`, "m"));
+    expect(approved.stdout).toMatch(new RegExp(`^rollout ${id}: done, 12 sandboxes in `, "m"));
     const done = await versions();
     for (const name of fleet) expect(done.get(name), name).toBe(before.get(name)! + 1);
 
@@ -164,7 +164,7 @@ describe("policy rollout --waves", () => {
     const undo = await cli(["policy", "rollout", "undo", id!]);
     expect(undo.code, undo.stdout + undo.stderr).toBe(0);
     expect(undo.stderr).toMatch(/^rolling back 12 sandboxes: undo requested$/m);
-    expect(undo.stdout).toMatch(new RegExp(`^rollout ${id}: rolled back, 12 sandboxes in 2 waves`, "m"));
+    expect(undo.stdout).toMatch(new RegExp(`^rollout ${id}: rolled back, 12 sandboxes in `, "m"));
     expect(undo.stdout).toMatch(/^rolled back 12 of 12 changed sandboxes$/m);
     const undone = await versions();
     for (const name of fleet) expect(undone.get(name), name).toBe(before.get(name)! + 2);

@@ -96,7 +96,7 @@ describe("openshell-config policy rollout", () => {
       expect.stringContaining('protocol "ftp" is not supported'),
     ]);
     // It repeats the output format asked for.
-    expect(doc.resume).toMatch(/^openshell-config policy rollout --resume [0-9a-f-]{36} -o json$/);
+    expect(doc.resume).toMatch(/^openshell-config policy rollout resume [0-9a-f-]{36} -o json$/);
     const after = await versions("speed=fast");
     const changed = fast.filter((n) => after.get(n) !== before.get(n));
     expect(changed).toHaveLength(2);
@@ -110,7 +110,7 @@ describe("openshell-config policy rollout", () => {
     const id = /rollout ([0-9a-f-]{36}): interrupted/.exec(first.stdout)?.[1];
     expect(id, first.stdout).toBeDefined();
     // The resume command once, on stderr; stdout holds the summary.
-    expect(first.stderr).toMatch(new RegExp(`^resume with: openshell-config policy rollout --resume ${id}$`, "m"));
+    expect(first.stderr).toMatch(new RegExp(`^resume with: openshell-config policy rollout resume ${id}$`, "m"));
     expect(first.stdout).not.toContain("resume with");
     // Every sandbox left pending keeps its operation id, and OUTCOME is not a wait reason.
     const pendingRows = first.stdout.split("\n").filter((l) => /^cs-\d{4}\s+pending\s/.test(l));
@@ -142,7 +142,7 @@ describe("openshell-config policy rollout", () => {
     expect(doc.sandboxes).toHaveLength(slow.length);
     for (const s of doc.sandboxes) expect(s, s.sandbox).toMatchObject({ state: "pending", outcome: null, reason: "deadline", operationId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
     expect(doc.slowest).toEqual([]);
-    expect(doc.resume).toBe(`openshell-config policy rollout --resume ${doc.id} --timeout 100ms -o json`);
+    expect(doc.resume).toBe(`openshell-config policy rollout resume ${doc.id} --timeout 100ms -o json`);
     expect(r.stderr).toContain(`resume with: ${doc.resume}\n`);
   }, 60_000);
 

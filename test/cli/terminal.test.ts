@@ -151,6 +151,63 @@ describe.each(COLUMNS)("at %i columns", (columns) => {
   }, 90_000);
 });
 
+describe("progressive rollout at 80 columns", () => {
+  it("policy rollout --waves draws one line per wave with its gate, a bar for the wave being sent, every row within 80 columns; a paused rollout prints its resume and undo commands", async () => {
+    const run = await pane(80, ["policy", "rollout", "--selector", "fleet=term", "--file", policyFile(), "--waves", "1,50%,100%", "--concurrency", "2"]);
+    // While wave 2 is sent: the header, wave 1's line, and the live bar of wave 2.
+    const during = await run.waitForRow((r) => /^wave 2\/3 50% \[/.test(r), "the bar of wave 2");
+    expect(during).toEqual([
+      expect.stringMatching(new RegExp(`^rollout ${UUID}: 6 sandboxes \\(fleet=term\\)$`)),
+      "wave 1/3  canary  1/1 applied  gate passed",
+      expect.stringMatching(/^wave 2\/3 50% \[[#-]+\] \d\/2 \d+\.\ds$/),
+    ]);
+    const screen = await run.finish();
+    expect(screen.code).toBe(0);
+    // Every line fits: nothing was wrapped by the terminal.
+    for (const line of screen.lines) expect([...line].length, line).toBeLessThanOrEqual(80);
+    for (const f of framesOf(screen.raw).filter((x) => /^(wave|rolling)/.test(x))) expect([...f].length, f).toBeLessThan(80);
+    const id = new RegExp(`^rollout (${UUID}):`).exec(screen.lines[0]!)?.[1];
+    expect(screen.lines).toEqual([
+      `rollout ${id}: 6 sandboxes (fleet=term)`,
+      "wave 1/3  canary  1/1 applied  gate passed",
+      "wave 2/3  50%     2/2 applied  gate passed",
+      "wave 3/3  100%    3/3 applied  gate passed",
+      expect.stringMatching(new RegExp(`^rollout ${id}: done, 6 sandboxes in \\d+\\.\\ds$`)),
+      "",
+      "WAVE      SANDBOXES  APPLIED  FAILED  NOT SENT  GATE",
+      "1 canary  1          1        0       0         passed",
+      "2 50%     2          2        0       0         passed",
+      "3 100%    3          3        0       0         passed",
+      "",
+      "STATE    OUTCOME  SANDBOXES",
+      "applied  applied  6",
+      "",
+      expect.stringMatching(/^slowest: tr-\d{4} \d+\.\ds(, tr-\d{4} \d+\.\ds){4}$/),
+    ]);
+    expect(screen.rows).toHaveLength(rowsFor(screen.lines, 80));
+    save("rollout-waves-80.txt", screen);
+
+    // Paused for approval after the canary: the paused line, then the exact commands to go on or undo.
+    const paused = await (await pane(80, ["policy", "rollout", "--selector", "fleet=term", "--file", policyFile(), "--waves", "1,100%", "--pause-for-approval"])).finish();
+    expect(paused.code).toBe(3);
+    const pid = new RegExp(`^rollout (${UUID}):`).exec(paused.lines[0]!)?.[1];
+    expect(paused.lines).toContain("paused after wave 1/2: waiting for approval");
+    expect(paused.lines).toContain(`approve the next wave with: openshell-config policy rollout resume ${pid}`);
+    expect(paused.lines).toContain(`undo with: openshell-config policy rollout undo ${pid}`);
+    expect(paused.lines).toContain("2 100%    5          0        0       5         not reached");
+    // Every line fits but the commands, which are printed whole to be copied.
+    for (const line of paused.lines.filter((l) => !l.includes("openshell-config policy rollout"))) expect([...line].length, line).toBeLessThanOrEqual(80);
+
+    // Its undo in the same pane size: the rollback's live line, then what was rolled back.
+    const undo = await (await pane(80, ["policy", "rollout", "undo", pid!])).finish();
+    expect(undo.code).toBe(0);
+    expect(undo.lines).toContain("rolling back 1 sandbox: undo requested");
+    expect(undo.lines).toContain("rolled back 1 of 1 changed sandboxes");
+    expect(framesOf(undo.raw).some((f) => /^rolling back \[[#-]+\] [01]\/1 /.test(f))).toBe(true);
+    save("rollout-paused-undo-80.txt", { ...paused, rows: [...paused.rows, "$ openshell-config policy rollout undo …", ...undo.rows] });
+  }, 120_000);
+});
+
 describe("colour", () => {
   it("the live line is coloured on a terminal, and has no colour at all with NO_COLOR", async () => {
     const SGR = /\x1b\[\d+m/;
