@@ -386,6 +386,7 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
     if (!last) return setSummary("Sends the policy in the editor to every sandbox with these labels, wave by wave.", "info");
     const view = loadView(last.id);
     selector.value = last.labelSelector ?? "";
+    concurrency.value = String(last.concurrency);
     waves = last.waves.map((w) => w.sandboxes);
     gates = view ? view.waves.map((w) => ({ gate: w.gate, ...(w.reason ? { reason: w.reason } : {}), ...(w.until ? { until: w.until } : {}) })) : gatesFromState(last);
     savedWaves = view?.waves ?? [];

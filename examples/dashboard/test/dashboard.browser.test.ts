@@ -602,6 +602,15 @@ describe("dashboard in Chromium", () => {
     await page.locator("#policy-text").fill(policyYaml("ftp"));
     await page.locator("#rollout-selector").fill("app=web");
     await page.locator("#rollout-concurrency").fill("2");
+    // Waves the SDK refuses: its message, naming the wave, and nothing is sent.
+    const sent = updateConfigRequests;
+    await page.locator("#rollout-waves").fill("50%, 10%");
+    await page.locator("#rollout-start").click();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="error"]').waitFor();
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toBe("Could not roll out: waves[1]: wave sizes are cumulative and must increase (10% after 50%) (field waves[1])");
+    expect(await page.locator('[data-testid="rollout-waves"]').isHidden()).toBe(true);
+    expect(updateConfigRequests).toBe(sent);
+    await page.locator("#rollout-waves").fill("1, 50%, 100%");
     await page.locator('[data-testid="validation"][data-valid="true"]').waitFor();
     await page.locator("#rollout-approval").uncheck();
     await page.locator("#rollout-rollback").check();
@@ -718,6 +727,8 @@ describe("dashboard in Chromium", () => {
       // The detail column is never squeezed to a few letters a line.
       expect(m.narrowestDetail, `operation detail width at ${width} px`).toBeGreaterThanOrEqual(width < 640 ? width - 80 : 150);
       if (width === 1280 || width === 390 || width === 360) await page.screenshot({ path: WIDTH_SCREENSHOT(width), fullPage: true });
+      // The rollout card (waves, a failed gate, the rollback) on a phone.
+      if (width === 360) await card().screenshot({ path: ROLLOUT_SCREENSHOT("360") });
     }
     await page.setViewportSize({ width: 1280, height: 900 });
     expect(pageErrors).toEqual([]);
