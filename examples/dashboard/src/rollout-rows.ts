@@ -1,8 +1,8 @@
 // The rollout card's rows: what a sandbox's result (and its rollback) looks like in its row and in
-// the rollback panel, and the segments of the card's bar.
+// the rollback panel, the segments of the card's bar, and the summary line of a finished run.
 
-import type { SandboxRollback, SandboxRolloutResult } from "openshell-config/rollout";
-import { badgeStateOf, fromStatus, type BadgeState } from "./status.js";
+import type { RolloutResult, SandboxRollback, SandboxRolloutResult } from "openshell-config/rollout";
+import { badgeStateOf, fromStatus, plural, type BadgeState } from "./status.js";
 import { leftAloneReason, type RollbackLine } from "./rollout-waves.js";
 
 export type RowState = BadgeState | "queued" | "skipped" | "waiting";
@@ -66,3 +66,37 @@ export const SEGMENTS: readonly { readonly cls: string; readonly states: readonl
   { cls: "seg-failed", states: ["failed", "error", "rejected"] },
   { cls: "seg-other", states: ["superseded", "inactive", "cancelled", "skipped", "waiting"] },
 ];
+
+/** How the summary line reads: a plain note, a running rollout, success, a warning, an error. */
+export type Tone = "info" | "running" | "ok" | "warn" | "error";
+
+/** The summary line of a rollout's run that ended with `r` (`mode`: what the card asked for). */
+export function summaryOf(r: RolloutResult, mode: "new" | "resume" | "undo", explain: (err: unknown) => string): { text: string; tone: Tone; verdict: string } {
+  const counts = Object.entries(r.counts.byState).map(([state, n]) => `${n} ${state}`);
+  const { error = 0, pending = 0, skipped = 0 } = r.counts.byStatus;
+  if (error) counts.push(plural(error, "error"));
+  if (pending) counts.push(`${pending} still pending`);
+  if (skipped) counts.push(`${skipped} ${r.phase === "paused" ? "not sent yet" : "not sent"}`);
+  const tail = `${counts.join(", ")} (rollout ${r.id}, ${secs(r.durationMs)}).`;
+  const failed = r.failures > 0 || error > 0;
+  switch (r.phase) {
+    case "complete":
+      return { text: `Done: ${tail}`, tone: failed ? "error" : pending || skipped ? "warn" : "ok", verdict: "done" };
+    case "paused":
+      return { text: `Paused after wave ${r.state.wave} of ${r.waves.length}, waiting for approval: ${tail} Continue sends the next wave.`, tone: "warn", verdict: "paused" };
+    case "halted":
+      return { text: `Halted${r.gateFailure ? ` (${r.gateFailure.reason})` : ""}: ${tail}`, tone: "error", verdict: "halted" };
+    case "rolled-back": {
+      const rb = r.rollback;
+      const undone = [`${rb?.rolledBack ?? 0} rolled back`, ...(rb?.leftAlone.length ? [`${rb.leftAlone.length} left alone`] : []), ...(rb?.failed.length ? [`${rb.failed.length} not rolled back`] : [])].join(", ");
+      if (mode === "undo" || !r.gateFailure) return { text: `Undone: ${undone} (rollout ${r.id}, ${secs(r.durationMs)}).`, tone: rb?.failed.length ? "error" : "warn", verdict: "rolled-back" };
+      return { text: `Rolled back after a failed gate: ${counts.join(", ")}; ${undone} (rollout ${r.id}, ${secs(r.durationMs)}).`, tone: "error", verdict: "rolled-back" };
+    }
+    case "incomplete":
+      return { text: `Incomplete: ${tail}`, tone: failed ? "error" : "warn", verdict: "incomplete" };
+    case "aborted":
+      // onState failed (e.g. localStorage is full): nothing more was sent, and the card says why.
+      if (r.stateError !== undefined) return { text: `Stopped: the rollout's state could not be saved (${explain(r.stateError)}): ${tail}`, tone: "error", verdict: "stopped" };
+      return { text: `Stopped: ${tail}`, tone: failed ? "error" : "warn", verdict: "stopped" };
+  }
+}

@@ -18,7 +18,7 @@ import type { ConfigClient, OperationHandle } from "openshell-config";
 import type { SandboxPolicy } from "openshell-config/raw";
 import { breakable, h } from "./dom.js";
 import { badge, fromStatus, plural, type BadgeState } from "./status.js";
-import { rollbackLineOf, secs, SEGMENTS, viewOf, type RowState, type RowView } from "./rollout-rows.js";
+import { rollbackLineOf, SEGMENTS, summaryOf, viewOf, type RowState, type RowView, type Tone } from "./rollout-rows.js";
 import { canUndo, loadState, loadView, phaseOfState, saveState, saveView, type SavedView } from "./rollout-store.js";
 import { countWave, DEFAULT_WAVES, gatesFromState, parseWaves, renderRollback, renderWaves, type RollbackLine, type WaveGateView, type WaveView } from "./rollout-waves.js";
 
@@ -33,9 +33,6 @@ export interface RolloutViewOptions {
   /** Called when a rollout ends, e.g. to refresh the sandbox list. */
   readonly onFinished: () => void;
 }
-
-/** How the summary line reads: a plain note, a running rollout, success, a warning, an error. */
-type Tone = "info" | "running" | "ok" | "warn" | "error";
 
 interface Row {
   tr: HTMLTableRowElement;
@@ -273,37 +270,8 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
       rollbackView = { running: false, reason: rollbackView?.reason ?? (mode === "undo" ? "undo requested" : (r.gateFailure?.reason ?? "")), total: rollbackView?.total ?? lines.length, lines };
     }
     drawWaves();
-    const counts = Object.entries(r.counts.byState).map(([state, n]) => `${n} ${state}`);
-    const { error = 0, pending = 0, skipped = 0 } = r.counts.byStatus;
-    if (error) counts.push(plural(error, "error"));
-    if (pending) counts.push(`${pending} still pending`);
-    if (skipped) counts.push(`${skipped} ${r.phase === "paused" ? "not sent yet" : "not sent"}`);
-    const tail = `${counts.join(", ")} (rollout ${r.id}, ${secs(r.durationMs)}).`;
-    const failed = r.failures > 0 || error > 0;
-    switch (r.phase) {
-      case "complete":
-        setSummary(`Done: ${tail}`, failed ? "error" : pending || skipped ? "warn" : "ok", "done");
-        break;
-      case "paused":
-        setSummary(`Paused after wave ${r.state.wave} of ${r.waves.length}, waiting for approval: ${tail} Continue sends the next wave.`, "warn", "paused");
-        break;
-      case "halted":
-        setSummary(`Halted${r.gateFailure ? ` (${r.gateFailure.reason})` : ""}: ${tail}`, "error", "halted");
-        break;
-      case "rolled-back": {
-        const rb = r.rollback;
-        const undone = [`${rb?.rolledBack ?? 0} rolled back`, ...(rb?.leftAlone.length ? [`${rb.leftAlone.length} left alone`] : []), ...(rb?.failed.length ? [`${rb.failed.length} not rolled back`] : [])].join(", ");
-        if (mode === "undo") setSummary(`Undone: ${undone} (rollout ${r.id}, ${secs(r.durationMs)}).`, rb?.failed.length ? "error" : "warn", "rolled-back");
-        else setSummary(`Rolled back after a failed gate: ${counts.join(", ")}; ${undone} (rollout ${r.id}, ${secs(r.durationMs)}).`, "error", "rolled-back");
-        break;
-      }
-      case "incomplete":
-        setSummary(`Incomplete: ${tail}`, failed ? "error" : "warn", "incomplete");
-        break;
-      case "aborted":
-        setSummary(`Stopped: ${tail}`, failed ? "error" : "warn", "stopped");
-        break;
-    }
+    const line = summaryOf(r, mode, options.explain);
+    setSummary(line.text, line.tone, line.verdict);
     saveView({
       id: r.id,
       phase: r.phase,
@@ -332,7 +300,7 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
     if (mode !== "new") {
       if (!last) return;
       selectorText = last.labelSelector ?? "";
-      opts = mode === "undo" ? { resume: last, undo: true } : { resume: last };
+      opts = { resume: last }; // undo: undoRollout(client, last), below
     } else {
       selectorText = selector.value.trim();
       if (selectorText === "") {

@@ -7,7 +7,9 @@
 // The final page is saved to test-results/dashboard.png (also when a step fails), the page
 // showing a sandbox that fails closed to test-results/dashboard-fail-closed.png, and the page at
 // 1280 and 390 px wide to test-results/dashboard-1280.png and dashboard-390.png (and 360 px), and
-// the editor card while an update is pending to test-results/dashboard-pending.png.
+// the editor card while an update is pending to test-results/dashboard-pending.png. The rollout
+// card is saved as test-results/dashboard-rollout-<what>.png: paused for approval (and after a
+// reload), complete, undone, rolled back after a failed canary, and at 360 px.
 
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
