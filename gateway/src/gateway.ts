@@ -107,8 +107,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     observeWait: (s) => metrics.operationWaitSeconds.observe(s),
     waitMaxMs: options.waitMaxMs ?? 3_600_000,
     waitDefaultMs: options.waitDefaultMs ?? 60_000,
-    publish: (sandboxId) => {
-      registry.publish(sandboxId);
+    publish: (sandboxId, view) => {
+      registry.publish(sandboxId, view);
       cluster?.publish(sandboxId);
     },
     // Replicas share the database: each re-reads the global versions on every use.

@@ -40,10 +40,13 @@ export async function associate(
   snap: SandboxConfigSnapshot,
   revision: ConfigSnapshotRevision,
   target: Uint8Array = revisionBytes(revision),
+  /** The sandbox's pending operations as a commit of this process just left them, if known. */
+  known?: readonly OperationRecord[],
 ): Promise<boolean> {
   // Usually every pending operation already targets this revision (or there is none): a plain
-  // read settles that without a write.
-  const seen = await deps.store.pendingOperations(sandboxId);
+  // read (or what the commit left) settles that without a write. Whatever needs a write is read
+  // again in its transaction.
+  const seen = known ?? (await deps.store.pendingOperations(sandboxId));
   const plans = seen.map((op) => plan(op, snap, revision, target));
   if (plans.every((p) => p === "later" || p === "targeted")) return plans.includes("targeted");
   // One transaction for every operation of the sandbox: re-targeting them one by one would cost

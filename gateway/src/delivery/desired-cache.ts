@@ -83,8 +83,9 @@ const MAX_ENTRIES = 1024;
 type GlobalReader = Pick<Store, "listPolicyRevisions" | "globalSettingsRevision" | "policyRevision" | "settings">;
 
 async function readGlobalVersions(reader: Pick<Store, "listPolicyRevisions" | "globalSettingsRevision">) {
-  const page = await reader.listPolicyRevisions("", 1, "");
-  return { policyVersion: page.items[0]?.version ?? 0, settingsRevision: await reader.globalSettingsRevision() };
+  // Both at once: on PostgreSQL, reads issued together go out as one round trip.
+  const [page, settingsRevision] = await Promise.all([reader.listPolicyRevisions("", 1, ""), reader.globalSettingsRevision()]);
+  return { policyVersion: page.items[0]?.version ?? 0, settingsRevision };
 }
 
 async function readGlobals(reader: GlobalReader, known?: { policyVersion: number; settingsRevision: bigint }): Promise<Globals> {

@@ -7,6 +7,7 @@
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Session } from "./session.js";
+import type { CommittedView } from "../rpc/deps.js";
 
 /** Durable bookkeeping of who holds a session (absent for a gateway that runs alone). */
 export interface SessionOwnershipHooks {
@@ -22,8 +23,8 @@ export interface SessionRegistry {
   /** Forgets `session` if it is still the registered one. */
   remove(session: Session): void;
   get(sandboxId: string): Session | undefined;
-  /** Desired state of one sandbox (or, without an id, of every sandbox) changed. */
-  publish(sandboxId?: string): void;
+  /** Desired state of one sandbox (or, without an id, of every sandbox) changed; `view`: see GatewayDeps.publish. */
+  publish(sandboxId?: string, view?: CommittedView): void;
   closeAll(error: unknown): void;
   readonly size: number;
 }
@@ -46,9 +47,9 @@ export function createSessionRegistry(ownership?: SessionOwnershipHooks): Sessio
       ownership?.release(session);
     },
     get: (id) => sessions.get(id),
-    publish(sandboxId) {
+    publish(sandboxId, view) {
       if (sandboxId === undefined) for (const s of sessions.values()) s.notify();
-      else sessions.get(sandboxId)?.notify();
+      else sessions.get(sandboxId)?.notify(view?.sandbox.id === sandboxId ? view : undefined);
     },
     closeAll(error) {
       for (const s of [...sessions.values()]) s.close(error);

@@ -18,7 +18,7 @@ import {
   type SandboxConfigSnapshot,
   type SupervisorMessage,
 } from "openshell-config/raw";
-import type { GatewayDeps } from "../rpc/deps.js";
+import type { CommittedView, GatewayDeps } from "../rpc/deps.js";
 import type { SandboxRecord } from "../store/store.js";
 import { buildSnapshot } from "../model/snapshot.js";
 import { globalPolicyVersion } from "../rpc/sandbox-config.js";
@@ -80,8 +80,11 @@ export interface Session {
   readonly outbound: AsyncQueue<GatewayMessage>;
   /** The accepted message carrying the bootstrap; send it first. */
   accept(): Promise<GatewayMessage>;
-  /** Desired state may have changed: deliver what is new once the slot is free. */
-  notify(): void;
+  /**
+   * Desired state may have changed: deliver what is new once the slot is free. `view`: what the
+   * commit that changed it left (durable), which that delivery may use instead of reading.
+   */
+  notify(view?: CommittedView): void;
   onMessage(msg: SupervisorMessage): Promise<void>;
   close(error?: unknown): void;
   readonly closed: boolean;
@@ -112,6 +115,13 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
    * answer would cost a full pass per update for nothing).
    */
   let deferred = false;
+  /**
+   * What the next delivery may use instead of reading the sandbox row and its pending operations:
+   * the newest view a commit of this process handed over since the last delivery started, unless
+   * something else asked for a delivery meanwhile (`fresh`), whose change the view may predate.
+   */
+  let view: CommittedView | undefined;
+  let fresh = false;
   let lastSeen = Date.now();
   const timers: ReturnType<typeof setTimeout>[] = [];
 
@@ -185,15 +195,15 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     }
   }
 
-  async function deliver(): Promise<void> {
+  async function deliver(known: CommittedView | undefined): Promise<void> {
     if (outbound.closed || !bootstrapped) return;
-    const sb = await deps.store.sandboxById(sandbox.id);
+    const sb = known ? known.sandbox : await deps.store.sandboxById(sandbox.id);
     if (!sb) return close(new ConnectError("sandbox no longer exists", Code.NotFound));
     const { desired, provider } = await snapshots(sb, true);
     const { snap, revision } = desired;
     deferred = slots.sandbox.inflight !== undefined || slots.provider.inflight !== undefined;
     if (!slots.sandbox.inflight) {
-      const needsAck = await associate(deps, sb.id, snap, revision, desired.revisionBytes);
+      const needsAck = await associate(deps, sb.id, snap, revision, desired.revisionBytes, known?.pending);
       const fp = desired.fingerprint;
       if ((fp !== slots.sandbox.lastAcked && fp !== slots.sandbox.lastRefused) || needsAck) {
         const f = flight(slots.sandbox, revision, fp, snap, true);
@@ -219,14 +229,23 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   }
 
   // Deliveries run one at a time; a notify during a run schedules exactly one more.
-  function notify(): void {
+  function notify(committed?: CommittedView): void {
     if (outbound.closed) return;
+    if (committed === undefined) {
+      fresh = true;
+      view = undefined;
+    } else if (!fresh && (view === undefined || committed.sandbox.resourceVersion > view.sandbox.resourceVersion)) {
+      view = committed;
+    }
     again = true;
     running = running.then(async () => {
       if (!again) return;
       again = false;
+      const known = fresh ? undefined : view;
+      view = undefined;
+      fresh = false;
       try {
-        await deliver();
+        await deliver(known);
       } catch (err) {
         log.error({ err: (err as Error).message }, "configuration delivery failed; the reconciler will retry");
       }

@@ -40,6 +40,8 @@ export interface CommitResult {
   readonly changed: boolean;
   /** Operations this commit created or resolved, to announce once it is durable. */
   readonly touched: OperationRecord[];
+  /** The sandbox's PENDING operations once this commit is durable, oldest first (not for replays). */
+  readonly pending?: readonly OperationRecord[] | undefined;
   /** The policy revision this commit stored, with the policy it encodes. */
   readonly policy?: { readonly record: PolicyRevisionRecord; readonly decoded: SandboxPolicy } | undefined;
 }
@@ -73,9 +75,9 @@ export async function commitSandboxUpdate(
 ): Promise<CommitResult> {
   const { desired, policyJson } = options;
   return store.transaction(async (tx) => {
-    let sb = await tx.sandboxByName(workspace, req.sandbox);
-    if (!sb) throw new ConnectError(`sandbox "${req.sandbox}" not found`, Code.NotFound);
     const key = req.idempotencyKey;
+    let sb = await tx.sandboxByName(workspace, req.sandbox, key !== "" ? key : undefined);
+    if (!sb) throw new ConnectError(`sandbox "${req.sandbox}" not found`, Code.NotFound);
     if (key !== "") {
       const prior = await tx.idempotency(sb.id, key);
       if (prior) {
@@ -105,16 +107,21 @@ export async function commitSandboxUpdate(
     const desiredRevision = dimension === "policy" ? BigInt(sb.policyVersion) : sb.settingsRevision;
 
     const touched: OperationRecord[] = [];
-    if (change.changed) {
-      for (const older of await tx.pendingOperations(sb.id, dimension)) {
-        if (older.desiredRevision >= desiredRevision) continue;
-        const superseded = await resolveInTx(tx, older, {
+    // Every dimension's pending operations: what stays pending is handed to the delivery.
+    const pending: OperationRecord[] = [];
+    for (const op of await tx.pendingOperations(sb.id)) {
+      if (change.changed && op.dimension === dimension && op.desiredRevision < desiredRevision) {
+        const superseded = await resolveInTx(tx, op, {
           state: State.SUPERSEDED,
           outcome: ConfigApplyOutcome.IGNORED_STALE,
           error: SUPERSEDED_ERROR,
         });
-        if (superseded) touched.push(superseded);
+        if (superseded) {
+          touched.push(superseded);
+          continue;
+        }
       }
+      pending.push(op);
     }
 
     const now = new Date();
@@ -146,6 +153,7 @@ export async function commitSandboxUpdate(
     };
     await tx.insertOperation(operation);
     touched.push(operation);
+    if (operation.state === State.PENDING) pending.push(operation);
 
     const response = create(UpdateConfigResponseSchema, {
       version: sb.policyVersion,
@@ -165,7 +173,7 @@ export async function commitSandboxUpdate(
         createdAt: now,
       });
     }
-    return { response, operation, sandbox: sb, replayed: false, changed: change.changed, touched, policy: change.policy };
+    return { response, operation, sandbox: sb, replayed: false, changed: change.changed, touched, pending, policy: change.policy };
   });
 }
 

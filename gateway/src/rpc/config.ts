@@ -146,7 +146,7 @@ async function commitAndWait(
   // Durable now: the next snapshot of this revision may use the policy as committed.
   if (result.policy) deps.desired?.committedPolicy(result.policy.record, result.policy.decoded);
   deps.transitions.announce(result.touched);
-  deps.publish(result.sandbox.id);
+  deps.publish(result.sandbox.id, result.pending ? { sandbox: result.sandbox, pending: result.pending } : undefined);
   deps.logger.info(
     {
       sandbox: req.sandbox,

@@ -1,7 +1,7 @@
 // What every RPC handler needs, wired once by createGateway.
 
 import type { Logger } from "pino";
-import type { Store } from "../store/store.js";
+import type { OperationRecord, SandboxRecord, Store } from "../store/store.js";
 import type { OperationBus } from "../operations/bus.js";
 import type { Transitions } from "../operations/transitions.js";
 import type { Waiters } from "../operations/waiters.js";
@@ -19,8 +19,21 @@ export interface GatewayDeps {
   readonly waitMaxMs: number;
   /** Wait applied when a caller asks for WAIT_FOR_COMPLETION without a timeout. */
   readonly waitDefaultMs: number;
-  /** Tells connected supervisors that desired state changed (one sandbox, or all without an id). */
-  readonly publish: (sandboxId?: string) => void;
+  /**
+   * Tells connected supervisors that desired state changed (one sandbox, or all without an id).
+   * `view`: what the commit that changed it left, durable now; the delivery it causes then needs
+   * no read of its own.
+   */
+  readonly publish: (sandboxId?: string, view?: CommittedView) => void;
   /** Snapshots and revisions kept between deliveries (absent: every one is read and built anew). */
   readonly desired?: DesiredCache;
+}
+
+/**
+ * A sandbox as a commit of this process left it, once durable: its row and its PENDING
+ * operations (oldest first), as the commit's transaction saw them under the sandbox's lock.
+ */
+export interface CommittedView {
+  readonly sandbox: SandboxRecord;
+  readonly pending: readonly OperationRecord[];
 }

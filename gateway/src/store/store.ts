@@ -182,7 +182,11 @@ export interface Page<T> {
  * what to write. Reads of a sandbox through a transaction lock its row until commit.
  */
 export interface StoreTx {
-  sandboxByName(workspace: string, name: string): Promise<SandboxRecord | undefined>;
+  /**
+   * `idempotencyKey`: the key `idempotency` will be asked for next, which an engine may read
+   * together with the sandbox (PostgreSQL: in the same round trip, after the lock is held).
+   */
+  sandboxByName(workspace: string, name: string, idempotencyKey?: string): Promise<SandboxRecord | undefined>;
   sandboxById(id: string): Promise<SandboxRecord | undefined>;
   insertSandbox(record: SandboxRecord): Promise<void>;
   /** Applies `patch` and bumps `resourceVersion`; returns the new record. */

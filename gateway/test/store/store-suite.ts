@@ -263,6 +263,24 @@ export function defineStoreSuite(name: string, open: () => Promise<StoreHarness>
         expect(await write(store, (tx) => tx.idempotency("sb", "key-2"))).toBeUndefined();
         await write(store, (tx) => tx.insertIdempotency(idempotency("other-sb", "key-1")));
       });
+
+      it("a sandbox read with an idempotency key answers that key as a read after it would: present, absent, then inserted", async () => {
+        const s = sandbox();
+        await write(store, (tx) => tx.insertSandbox(s));
+        const first = idempotency(s.id, "present");
+        await write(store, (tx) => tx.insertIdempotency(first));
+        await write(store, async (tx) => {
+          expect((await tx.sandboxByName(s.workspace, s.name, "present"))?.id).toBe(s.id);
+          expect(await tx.idempotency(s.id, "present")).toEqual(first);
+          expect(await tx.sandboxByName(s.workspace, s.name, "absent")).toBeDefined();
+          expect(await tx.idempotency(s.id, "absent")).toBeUndefined();
+          await tx.insertIdempotency(idempotency(s.id, "absent"));
+          // Read again, it is the record this transaction inserted.
+          expect((await tx.idempotency(s.id, "absent"))?.key).toBe("absent");
+        });
+        expect((await write(store, (tx) => tx.idempotency(s.id, "absent")))?.sandboxId).toBe(s.id);
+        expect(await write(store, (tx) => tx.sandboxByName(s.workspace, "missing", "present"))).toBeUndefined();
+      });
     });
 
     describe("operations", () => {

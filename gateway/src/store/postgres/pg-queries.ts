@@ -9,7 +9,8 @@
 // Inside a transaction (TxHooks, see pg-batch.ts) writes whose answer nobody needs are queued and
 // go out with the next statement or with COMMIT, and locking a sandbox also reads, in the same
 // round trip and after the lock is held, what the gateway's transactions read next: the scope's
-// advisory lock and latest policy revision, and the sandbox's pending operations. Those answers
+// advisory lock and latest policy revision, the sandbox's pending operations, and (for a commit
+// that names one) its idempotency key's record. Those answers
 // are kept for the rest of the transaction (updated by its own writes), so a commit or a result
 // costs three round trips instead of eight to eleven. A queued create-only insert is sent without
 // ON CONFLICT (a duplicate aborts the transaction with a conflict) only where the transaction's
@@ -96,6 +97,8 @@ class TxCache {
   readonly pending = new Map<string, OperationRecord[]>();
   /** (sandbox id, key) idempotency keys read as absent while holding the sandbox's lock. */
   readonly absentKeys = new Set<string>();
+  /** (sandbox id, key) idempotency records read with the sandbox's lock, not yet asked for. */
+  readonly keys = new Map<string, IdempotencyRecord | undefined>();
 }
 
 const POLICY_LOCK = (scope: string) => `SELECT pg_advisory_xact_lock(hashtextextended('openshell-gateway.policy:' || ${scope}, 0))`;
@@ -155,11 +158,13 @@ export class PgQueries {
    * Locks the sandbox rows `where` selects and, in the same round trip, takes the policy lock of
    * its scope and reads its latest revision and pending operations (kept in the cache).
    */
-  private async lockSandbox(where: string, values: unknown[], idExpr: string): Promise<SandboxRecord | undefined> {
+  private async lockSandbox(where: string, values: unknown[], idExpr: string, idempotencyKey?: string): Promise<SandboxRecord | undefined> {
     const hooks = this.hooks!;
     const cache = this.cache!;
     const text = `SELECT * FROM sandboxes WHERE ${where} FOR UPDATE`;
-    const [r, , latest, pending] = await hooks.queryWith(text, values, [POLICY_LOCK(idExpr), LATEST_POLICY(idExpr), PENDING_OPERATIONS(idExpr)]);
+    const extra = [POLICY_LOCK(idExpr), LATEST_POLICY(idExpr), PENDING_OPERATIONS(idExpr)];
+    if (idempotencyKey !== undefined) extra.push(`SELECT * FROM idempotency WHERE sandbox_id = ${idExpr} AND key = ${inline("$1", [idempotencyKey])}`);
+    const [r, , latest, pending, key] = await hooks.queryWith(text, values, extra);
     const row = r!.rows[0] as SandboxRow | undefined;
     if (!row) return undefined;
     const sb = sandboxFromRow(row);
@@ -167,6 +172,10 @@ export class PgQueries {
     const rev = latest!.rows[0] as PolicyRevisionRow | undefined;
     cache.latest.set(sb.id, rev && policyRevisionFromRow(rev));
     cache.pending.set(sb.id, (pending!.rows as OperationRow[]).map(operationFromRow));
+    if (key) {
+      const k = key.rows[0] as IdempotencyRow | undefined;
+      cache.keys.set(`${sb.id}\0${idempotencyKey}`, k && idempotencyFromRow(k));
+    }
     return sb;
   }
 
@@ -195,10 +204,10 @@ export class PgQueries {
 
   // --- sandboxes ---
 
-  async sandboxByName(workspace: string, name: string): Promise<SandboxRecord | undefined> {
+  async sandboxByName(workspace: string, name: string, idempotencyKey?: string): Promise<SandboxRecord | undefined> {
     if (this.cache) {
       const id = `(SELECT id FROM sandboxes WHERE workspace = ${inline("$1", [workspace])} AND name = ${inline("$1", [name])})`;
-      return this.lockSandbox("workspace = $1 AND name = $2", [workspace, name], id);
+      return this.lockSandbox("workspace = $1 AND name = $2", [workspace, name], id, idempotencyKey);
     }
     const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE workspace = $1 AND name = $2${this.forUpdate}`, [workspace, name]);
     return r && sandboxFromRow(r);
@@ -248,6 +257,7 @@ export class PgQueries {
       this.cache.latest.delete(id);
       this.cache.pending.delete(id);
       for (const k of this.cache.absentKeys) if (k.startsWith(`${id}\0`)) this.cache.absentKeys.delete(k);
+      for (const k of this.cache.keys.keys()) if (k.startsWith(`${id}\0`)) this.cache.keys.delete(k);
     }
   }
 
@@ -386,6 +396,14 @@ export class PgQueries {
   // --- idempotency ---
 
   async idempotency(sandboxId: string, key: string): Promise<IdempotencyRecord | undefined> {
+    const k = `${sandboxId}\0${key}`;
+    if (this.cache?.keys.has(k)) {
+      // Read with the sandbox's lock (still held): answered once, as a read now would be.
+      const kept = this.cache.keys.get(k);
+      this.cache.keys.delete(k);
+      if (!kept) this.cache.absentKeys.add(k);
+      return kept;
+    }
     const r = await this.one<IdempotencyRow>("SELECT * FROM idempotency WHERE sandbox_id = $1 AND key = $2", [sandboxId, key]);
     if (!r && this.cache?.sandboxes.has(sandboxId)) this.cache.absentKeys.add(`${sandboxId}\0${key}`);
     return r && idempotencyFromRow(r);
@@ -393,6 +411,7 @@ export class PgQueries {
 
   insertIdempotency(i: IdempotencyRecord): Promise<void> {
     // Read as absent under the sandbox's lock: the insert needs no answer.
+    this.cache?.keys.delete(`${i.sandboxId}\0${i.key}`);
     const absent = this.cache?.absentKeys.delete(`${i.sandboxId}\0${i.key}`) === true;
     return this.insertOnce(
       `INSERT INTO idempotency VALUES (${list(7)})`,

@@ -88,7 +88,8 @@ export class SqliteQueries {
 
   // --- sandboxes ---
 
-  sandboxByName(workspace: string, name: string): SandboxRecord | undefined {
+  /** `_idempotencyKey`: a hint for engines with round trips; SQLite reads the key when asked. */
+  sandboxByName(workspace: string, name: string, _idempotencyKey?: string): SandboxRecord | undefined {
     const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE workspace = ? AND name = ?", workspace, name);
     return r && sandboxFromRow(r);
   }
