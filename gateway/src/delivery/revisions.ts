@@ -30,6 +30,22 @@ export function providerRevision(s: ProviderEnvironmentSnapshot): ConfigSnapshot
 
 export function sameRevision(a: ConfigSnapshotRevision | undefined, b: ConfigSnapshotRevision | undefined): boolean {
   if (!a || !b) return a === b;
+  // The two components every update compares, field by field (what `equals` does, without its
+  // reflection: a result is compared with what was delivered two or three times).
+  const x = a.component;
+  const y = b.component;
+  if (x.case === "sandboxConfig" && y.case === "sandboxConfig") {
+    const p = x.value;
+    const q = y.value;
+    return (
+      p.configRevision === q.configRevision &&
+      p.policyVersion === q.policyVersion &&
+      p.policySource === q.policySource &&
+      p.globalPolicyVersion === q.globalPolicyVersion &&
+      p.settingsRevision === q.settingsRevision
+    );
+  }
+  if (x.case === "providerEnvironment" && y.case === "providerEnvironment") return x.value === y.value;
   return equals(ConfigSnapshotRevisionSchema, a, b);
 }
 

@@ -180,6 +180,7 @@ class SqliteStore implements Store {
       this.rollbackQuietly();
       for (const job of batch) job.reject(err);
     } finally {
+      this.idleContext();
       release();
       if (this.queue.length > 0 && !this.batchPending) {
         this.batchPending = true;
@@ -224,6 +225,7 @@ class SqliteStore implements Store {
         job.reject(err);
       }
     }
+    this.idleContext();
     if (!this.db.inTransaction) return;
     try {
       guarded(() => this.commit.run());
@@ -248,6 +250,16 @@ class SqliteStore implements Store {
     this.commits++;
     this.transactions += done.length;
     for (const d of done) d.job.resolve(d.result);
+  }
+
+  /**
+   * No job runs until the next batch (whose `context.run` enables the context again): while the
+   * context is enabled, Node tracks it through every promise the process creates, whatever
+   * creates it, so it is disabled whenever no transaction's fn can be running. `getStore()` is
+   * then undefined, which is what every caller outside a transaction sees anyway.
+   */
+  private idleContext(): void {
+    this.context.disable();
   }
 
   private changes(): bigint {
