@@ -246,12 +246,12 @@ export class SimulatedSandbox {
     }
   }
 
-  private async writeProviderEnv(doc: unknown): Promise<void> {
-    await this.stateDir.writeJson(this.name, this.stateDir.providerEnvPath(this.name), doc, { mode: 0o600 });
+  private writeProviderEnv(doc: unknown): Promise<void> {
+    return this.stateDir.writeJson(this.name, this.stateDir.providerEnvPath(this.name), doc, { mode: 0o600 });
   }
 
-  private async writeEffective(e: EffectiveInput): Promise<void> {
-    await this.stateDir.writeJson(this.name, this.stateDir.effectivePath(this.name), this.document(e));
+  private writeEffective(e: EffectiveInput): Promise<void> {
+    return this.stateDir.writeJson(this.name, this.stateDir.effectivePath(this.name), this.document(e));
   }
 
   /** The JSON document of effective.json (and gateway-desired.json): policy and settings in proto JSON. */

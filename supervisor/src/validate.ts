@@ -22,19 +22,21 @@ export function validatePolicy(policy: SandboxPolicy | undefined): PolicyViolati
   for (const ruleName of Object.keys(policy.networkPolicies).sort()) {
     const rule = policy.networkPolicies[ruleName]!;
     rule.endpoints.forEach((ep, i) => {
-      const path = `network_policies[${quote(ruleName)}].endpoints[${i}]`;
+      // The path is spelled out only for an endpoint with a violation (most have none).
+      let at: string | undefined;
+      const add = (reason: string) => out.push({ path: (at ??= `network_policies[${quote(ruleName)}].endpoints[${i}]`), reason });
       const protocol = ep.protocol;
       if (!SUPPORTED_PROTOCOLS.has(protocol)) {
-        out.push({ path, reason: `protocol ${quote(protocol)} is not supported (expected one of tcp, rest, websocket, graphql, sql, json-rpc, mcp)` });
+        add(`protocol ${quote(protocol)} is not supported (expected one of tcp, rest, websocket, graphql, sql, json-rpc, mcp)`);
       }
       if (ep.tls === NetworkTlsMode.PASSTHROUGH) {
-        out.push({ path, reason: "tls mode PASSTHROUGH is deprecated and rejected (omit tls to auto-detect)" });
+        add("tls mode PASSTHROUGH is deprecated and rejected (omit tls to auto-detect)");
       }
-      if (/\s/u.test(ep.host)) out.push({ path, reason: "host contains whitespace" });
-      if (ep.host.includes("..")) out.push({ path, reason: 'host contains ".."' });
+      if (/\s/u.test(ep.host)) add("host contains whitespace");
+      if (ep.host.includes("..")) add('host contains ".."');
       if (L4_PROTOCOLS.has(protocol) && (ep.rules.length > 0 || ep.denyRules.length > 0)) {
         const what = ep.rules.length > 0 && ep.denyRules.length > 0 ? "rules and deny_rules" : ep.rules.length > 0 ? "rules" : "deny_rules";
-        out.push({ path, reason: `L7 ${what} are not allowed on an L4 endpoint (protocol ${quote(protocol)})` });
+        add(`L7 ${what} are not allowed on an L4 endpoint (protocol ${quote(protocol)})`);
       }
     });
   }
