@@ -2,7 +2,8 @@
 // tree the parser uses (program.ts), so that it cannot offer a command or option that does not
 // exist. It completes commands, subcommands, each command's options (and the global ones), the
 // values of options with a fixed set (--output, --protocol, --type, the shell) and file names
-// for --file and --config. Sandbox names and ids are not completed (that would need the gateway).
+// for --file and --config, and the subcommands of a command that has its own (`policy rollout
+// resume|undo|status`). Sandbox names and ids are not completed (that would need the gateway).
 
 import { ARGUMENT_CHOICES, COMMANDS, GLOBAL_OPTIONS, type OptionSpec } from "./program.js";
 import type { Shell } from "./types.js";
@@ -12,6 +13,8 @@ interface Tree {
   readonly top: readonly (readonly [string, string])[];
   /** Per group: its subcommands with a description. */
   readonly groups: ReadonlyMap<string, readonly (readonly [string, string])[]>;
+  /** Per command with subcommands of its own (`policy rollout`): those, with a description. */
+  readonly subs: ReadonlyMap<string, readonly (readonly [string, string])[]>;
   /** Per command (`policy set`): its options and the global ones, with a description. */
   readonly options: ReadonlyMap<string, readonly (readonly [string, string])[]>;
   /** Options that take a value, short and long. */
@@ -28,13 +31,16 @@ const takesValue = (o: OptionSpec) => /[<[]/.test(o.flags);
 function tree(): Tree {
   const top: [string, string][] = [];
   const groups = new Map<string, [string, string][]>();
+  const subs = new Map<string, [string, string][]>();
   const options = new Map<string, [string, string][]>();
   const all = [...GLOBAL_OPTIONS, ...COMMANDS.flatMap((c) => c.options)];
   for (const c of COMMANDS) {
     const [group, verb, sub] = c.name.split(" ") as [string, string | undefined, string | undefined];
-    // `policy rollout resume|undo|status`: completed as far as `policy rollout` (its options).
-    if (sub !== undefined) continue;
-    if (verb === undefined) top.push([group, c.summary]);
+    // `policy rollout resume|undo|status`: words after `policy rollout`, beside its options.
+    if (sub !== undefined) {
+      const parent = `${group} ${verb}`;
+      subs.set(parent, [...(subs.get(parent) ?? []), [sub, c.summary]]);
+    } else if (verb === undefined) top.push([group, c.summary]);
     else {
       if (!groups.has(group)) {
         groups.set(group, []);
@@ -55,6 +61,7 @@ function tree(): Tree {
   return {
     top,
     groups,
+    subs,
     options,
     valued: uniq(all.filter(takesValue).flatMap(flagsOf)),
     choices: [...byValues].map(([values, flags]) => [flags, values.split(" ")] as const),
@@ -75,8 +82,10 @@ function bashScript(t: Tree): string {
     if (cmd === "") return t.top.map(([w]) => w).join(" ");
     if (t.groups.has(cmd)) return t.groups.get(cmd)!.map(([w]) => w).join(" ");
     const args = ARGUMENT_CHOICES[cmd as keyof typeof ARGUMENT_CHOICES] ?? [];
-    return [...args, ...(t.options.get(cmd) ?? []).map(([w]) => w)].join(" ");
+    const subWords = (t.subs.get(cmd) ?? []).map(([w]) => w);
+    return [...subWords, ...args, ...(t.options.get(cmd) ?? []).map(([w]) => w)].join(" ");
   };
+  const parents = `|${[...t.subs.keys()].join("|")}|`;
   const cases = ["", ...groupNames, ...COMMANDS.map((c) => c.name)].map((cmd) => `    ${sq(cmd)}) words=${sq(words(cmd))} ;;`);
   return `# bash completion for openshell-config. Load it with:
 #   source <(openshell-config completion bash)
@@ -92,6 +101,8 @@ _openshell_config() {
     elif [[ -z $cmd ]]; then
       cmd=$w
     elif [[ $cmd != *" "* && ${sq(` ${groupNames.join(" ")} `)} == *" $cmd "* ]]; then
+      cmd="$cmd $w"
+    elif [[ ${sq(parents)} == *"|$cmd|"* && ${sq(` ${[...new Set([...t.subs.values()].flat().map(([w]) => w))].join(" ")} `)} == *" $w "* ]]; then
       cmd="$cmd $w"
     fi
   done
@@ -123,9 +134,11 @@ function zshScript(t: Tree): string {
     ...groupNames.map((g) => `    ${sq(g)}) ${describe("commands", t.groups.get(g)!)} ;;`),
     ...COMMANDS.map((c) => {
       const args = (ARGUMENT_CHOICES[c.name] ?? []).map((a) => [a, `${a} completion`] as const);
-      return `    ${sq(c.name)}) ${describe("options", [...args, ...(t.options.get(c.name) ?? [])])} ;;`;
+      return `    ${sq(c.name)}) ${describe("options", [...(t.subs.get(c.name) ?? []), ...args, ...(t.options.get(c.name) ?? [])])} ;;`;
     }),
   ];
+  const parents = `|${[...t.subs.keys()].join("|")}|`;
+  const subWords = ` ${[...new Set([...t.subs.values()].flat().map(([w]) => w))].join(" ")} `;
   return `#compdef openshell-config
 # zsh completion for openshell-config. Load it with (after compinit):
 #   source <(openshell-config completion zsh)
@@ -140,6 +153,8 @@ _openshell_config() {
     elif [[ -z $cmd ]]; then
       cmd=$w
     elif [[ $cmd != *" "* && " ${groupNames.join(" ")} " == *" $cmd "* ]]; then
+      cmd="$cmd $w"
+    elif [[ ${sq(parents)} == *"|$cmd|"* && ${sq(subWords)} == *" $w "* ]]; then
       cmd="$cmd $w"
     fi
   done

@@ -377,6 +377,9 @@ describe("shell completion", () => {
     expect(await complete("openshell-config", "--url", "http://x", "policy", "set", "--d")).toEqual(["--dry-run"]);
     expect(await complete("openshell-config", "settings", "set", "--type", "")).toEqual(["string", "bool", "int", "bytes-base64"]);
     expect(await complete("openshell-config", "sandbox", "list", "-o", "y")).toEqual(["yaml"]);
+    expect(await complete("openshell-config", "policy", "rollout", "u")).toEqual(["undo"]);
+    expect(await complete("openshell-config", "policy", "rollout", "--wa")).toEqual(["--waves"]);
+    expect(await complete("openshell-config", "policy", "rollout", "status", "--wat")).toEqual(["--watch"]);
   });
 
   it("zsh gets a script that defines and registers its completion function", async () => {
@@ -385,5 +388,6 @@ describe("shell completion", () => {
     expect(r.stdout).toMatch(/^#compdef openshell-config\n/);
     expect(r.stdout).toContain("compdef _openshell_config openshell-config");
     expect(r.stdout).toContain("'policy set') local -a items=('--sandbox:the sandbox name (required)'");
+    expect(r.stdout).toMatch(/'policy rollout'\) local -a items=\('resume:[^']*' 'undo:[^']*' 'status:[^']*'/);
   });
 });
