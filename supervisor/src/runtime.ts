@@ -51,6 +51,8 @@ export class StateDir {
    * from the first file created with the mode.
    */
   private readonly createdModeExact = new Map<number, boolean>();
+  /** The file system check of the first sandbox directory, shared by every ensure() waiting for it. */
+  private detecting: Promise<boolean> | undefined;
 
   constructor(root: string, options: StateDirOptions = {}) {
     this.root = resolve(root);
@@ -92,7 +94,12 @@ export class StateDir {
     const dir = this.sandboxDir(sandbox);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     this.ensured.add(sandbox);
-    if (this.durable === undefined) this.durable = !(await onMemoryFileSystem(dir));
+    if (this.durable === undefined) {
+      // One statfs for all the sandboxes that start together, not one each.
+      this.detecting ??= onMemoryFileSystem(dir);
+      const memory = await this.detecting;
+      this.durable ??= !memory;
+    }
     return dir;
   }
 
