@@ -11,6 +11,7 @@ import type { Logger } from "./log.js";
 import type { StateDir } from "./runtime.js";
 import { SimulatedSandbox } from "./sandbox.js";
 import { SupervisorSession, type SessionEnd } from "./session.js";
+import { createRecoveryBeacon } from "./recovery.js";
 
 export interface FleetMember {
   readonly name: string;
@@ -30,6 +31,8 @@ export interface FleetOptions {
   readonly acceptTimeoutMs?: number;
   /** Builds the transport of a gateway URL; default `createSupervisorTransport`. */
   readonly transportFor?: (url: string) => Transport;
+  /** The backoff's random source (tests make it predictable); default Math.random. */
+  readonly random?: () => number;
 }
 
 export type FleetEnd = { readonly kind: "stopped" } | { readonly kind: "fatal"; readonly reason: string };
@@ -59,6 +62,8 @@ export class Fleet {
   constructor(private readonly o: FleetOptions) {
     if (o.gateways.length === 0 && !o.localPolicy) throw new Error("standalone mode needs a local policy");
     this.transportFactory = o.transportFor ?? createSupervisorTransport;
+    // One for the whole process: a session the gateway accepts again wakes its peers' backoff.
+    const recovery = createRecoveryBeacon();
     this.sandboxes = o.members.map(
       (m) =>
         new SimulatedSandbox({
@@ -84,6 +89,8 @@ export class Fleet {
                 faults: o.faults ?? NO_FAULTS,
                 ...(o.backoff ? { backoff: o.backoff } : {}),
                 ...(o.acceptTimeoutMs !== undefined ? { acceptTimeoutMs: o.acceptTimeoutMs } : {}),
+                ...(o.random ? { random: o.random } : {}),
+                recovery,
               }),
           );
   }

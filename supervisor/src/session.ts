@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import type { OpenShell } from "openshell-config/raw";
 import { backoffDelay, sleep, type BackoffOptions } from "./backoff.js";
+import { WAKE_JITTER_MS, type RecoveryBeacon } from "./recovery.js";
 import { DEFAULT_ACCEPT_TIMEOUT_MS, NO_FAULTS, runConnection, type ConnectionEnd, type Faults } from "./connection.js";
 import type { Logger } from "./log.js";
 import type { SimulatedSandbox } from "./sandbox.js";
@@ -28,6 +29,8 @@ export interface SessionOptions {
   readonly backoff?: BackoffOptions;
   readonly random?: () => number;
   readonly acceptTimeoutMs?: number;
+  /** Shared by the sessions of one process: a peer's acceptance cuts this session's backoff short. */
+  readonly recovery?: RecoveryBeacon;
   /** Default: a random UUID, fixed for the life of this object (one process start). */
   readonly instanceId?: string;
 }
@@ -83,7 +86,10 @@ export class SupervisorSession {
         acceptTimeoutMs: o.acceptTimeoutMs ?? DEFAULT_ACCEPT_TIMEOUT_MS,
         stopSignal: this.stopper.signal,
         onEvent: (e) => {
-          if (e === "accepted") this.stats.accepted += 1;
+          if (e === "accepted") {
+            this.stats.accepted += 1;
+            o.recovery?.accepted();
+          }
           else if (e === "bootstrapped") this.stats.bootstraps += 1;
           else this.stats.updates += 1;
         },
@@ -108,9 +114,36 @@ export class SupervisorSession {
         delayMs,
         attempt,
       });
-      await sleep(delayMs, this.stopper.signal);
+      if (await this.sleepUnlessHealed(delayMs)) attempt = Math.min(attempt, ACCEPTED_ATTEMPT);
     }
     return { kind: "stopped" };
+  }
+
+  /**
+   * Sleeps `delayMs`, unless a peer session is accepted first: then the gateway is back, and this
+   * session reconnects after a short jitter instead of the rest of its grown backoff. True when
+   * woken so.
+   */
+  private async sleepUnlessHealed(delayMs: number): Promise<boolean> {
+    const { recovery } = this.o;
+    if (recovery === undefined || delayMs <= WAKE_JITTER_MS) {
+      await sleep(delayMs, this.stopper.signal);
+      return false;
+    }
+    const healed = recovery.next();
+    const until = Date.now() + delayMs;
+    const timer = new AbortController();
+    const onStop = () => timer.abort();
+    this.stopper.signal.addEventListener("abort", onStop, { once: true });
+    const woken = await Promise.race([sleep(delayMs, timer.signal).then(() => false), healed.promise.then(() => true)]);
+    healed.cancel();
+    timer.abort();
+    this.stopper.signal.removeEventListener("abort", onStop);
+    if (!woken || this.stopper.signal.aborted) return false;
+    const jitter = Math.floor((this.o.random ?? Math.random)() * WAKE_JITTER_MS);
+    this.log.info("a peer session was accepted; reconnecting early", { savedMs: Math.max(0, until - Date.now() - jitter) });
+    await sleep(Math.min(jitter, Math.max(0, until - Date.now())), this.stopper.signal);
+    return true;
   }
 
   /** Ends the current stream and stops reconnecting. */

@@ -20,6 +20,34 @@ afterEach(async () => {
 });
 
 describe("fleet", () => {
+  it("reconnects a session early, after a short jitter, once a peer session is accepted again, instead of waiting out its grown backoff", async () => {
+    // "a" is refused once (the gateway is not ready for it); its backoff is then ~20 s. "b" is
+    // held until that refusal, then accepted: the gateway is evidently back, so "a" must not
+    // sleep out its 20 s but reconnect within the wake jitter (≤ 1 s; 990 ms here).
+    let refused!: () => void;
+    const aRefused = new Promise<void>((r) => (refused = r));
+    let aHellos = 0;
+    gw = await FakeGateway.start({
+      heartbeatMs: 1_000,
+      holdHello: (hello) => (hello.sandboxId === "b" ? aRefused : undefined),
+      reject: (hello) => {
+        if (hello.sandboxId !== "a" || aHellos++ > 0) return undefined;
+        setTimeout(refused, 50);
+        return { reason: "sandbox is provisioning", code: 14 /* UNAVAILABLE */ };
+      },
+    });
+    sup = startSupervisor({ gateways: [gw.url], names: ["a", "b"], backoff: { baseMs: 20_000, capMs: 20_000 }, random: () => 0.99 });
+    const b = await gw.waitForSession((s) => s.sandboxId === "b");
+    const acceptedAt = Date.now();
+    const a = await gw.waitForSession((s) => s.sandboxId === "a", 10_000);
+    expect(Date.now() - acceptedAt).toBeLessThan(5_000);
+    expect(a.epoch).toBe(2n);
+    await a.bootstrapResult();
+    await b.bootstrapResult();
+    expect(gw.rejected.map((h) => h.sandboxId)).toEqual(["a"]);
+    expect(sup.logText()).toContain("a peer session was accepted; reconnecting early");
+  });
+
   it("runs 50 sandboxes in one process over one transport and one HTTP/2 connection, and every one bootstraps", async () => {
     gw = await FakeGateway.start({ heartbeatMs: 1_000 });
     const names = Array.from({ length: 50 }, (_, i) => `fleet-${String(i).padStart(4, "0")}`);

@@ -41,6 +41,8 @@ export interface FakeGatewayOptions {
   bootstrap?: (hello: SupervisorHello) => ConfigBootstrap | undefined;
   /** Reject a session: SessionRejected{reason}, then the stream ends with `code` (default FAILED_PRECONDITION). */
   reject?: (hello: SupervisorHello) => { reason: string; code?: Code } | undefined;
+  /** Awaited before a hello is answered (accepted or rejected): holds that session back. */
+  holdHello?: (hello: SupervisorHello) => Promise<void> | undefined;
 }
 
 const gm = (payload: GatewayMessage["payload"]): GatewayMessage => create(GatewayMessageSchema, { payload });
@@ -347,6 +349,7 @@ export class FakeGateway {
     const first = await it.next();
     if (first.done || first.value.payload.case !== "hello") throw new ConnectError("expected SupervisorHello", Code.InvalidArgument);
     const hello = first.value.payload.value;
+    await this.options.holdHello?.(hello);
     const rejection = this.options.reject?.(hello);
     if (rejection) {
       this.rejected.push(hello);

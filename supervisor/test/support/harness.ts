@@ -18,6 +18,9 @@ export interface StartOptions {
   faults?: Partial<Faults>;
   localPolicy?: SandboxPolicy;
   probeTimeoutMs?: number;
+  /** Reconnect backoff (default: 50 ms doubling to 500 ms) and its random source. */
+  backoff?: { baseMs: number; capMs: number };
+  random?: () => number;
 }
 
 export interface RunningSupervisor {
@@ -44,7 +47,8 @@ export function startSupervisor(o: StartOptions): RunningSupervisor {
     localPolicy: o.localPolicy,
     faults: { ...NO_FAULTS, ...o.faults },
     probeTimeoutMs: o.probeTimeoutMs ?? 300,
-    backoff: { baseMs: 50, capMs: 500 },
+    backoff: o.backoff ?? { baseMs: 50, capMs: 500 },
+    ...(o.random ? { random: o.random } : {}),
   });
   const ended = fleet.run();
   return {
