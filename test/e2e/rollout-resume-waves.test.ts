@@ -8,9 +8,9 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SandboxPhase, workspaceScope } from "openshell-config/raw";
+import { workspaceScope } from "openshell-config/raw";
 import { restoreRolloutState, rollout } from "openshell-config/rollout";
-import { fleetNames, policy, startE2EStack, until, type E2EStack, type RuleSpec } from "./stack.js";
+import { fleetNames, policy, startE2EStack, untilFleetReady, type E2EStack, type RuleSpec } from "./stack.js";
 
 const names = fleetNames("rr-", 160);
 const groupA = names.slice(0, 100);
@@ -61,10 +61,7 @@ beforeAll(async () => {
   for (const name of groupA) await stack.raw.createSandbox({ name, spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
   for (const name of groupB) await stack.raw.createSandbox({ name, spec: { policy: withApi(l4.has(name) ? "" : "rest") }, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "rr-", count: names.length } });
-  await until(async () => {
-    const res = await stack.raw.listSandboxes({ pageSize: 1000, workspaceScope: workspaceScope() });
-    return res.sandboxes.filter((sb) => sb.status?.phase === SandboxPhase.READY).length === names.length;
-  }, "every fleet sandbox to be READY", 90_000, 250);
+  await untilFleetReady(stack.raw, names.length);
 }, 150_000);
 
 afterAll(async () => {

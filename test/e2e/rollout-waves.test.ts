@@ -5,9 +5,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PolicyMergeOperationInput } from "openshell-config";
-import { SandboxPhase, workspaceScope } from "openshell-config/raw";
+import { workspaceScope } from "openshell-config/raw";
 import { rollout, undoRollout, type RolloutEvent } from "openshell-config/rollout";
-import { fleetNames, policy, startE2EStack, until, type E2EStack, type RuleSpec } from "./stack.js";
+import { fleetNames, policy, startE2EStack, untilFleetReady, type E2EStack, type RuleSpec } from "./stack.js";
 
 const names = fleetNames("rw-", 200);
 const groupA = names.slice(0, 150);
@@ -45,10 +45,7 @@ beforeAll(async () => {
   for (const name of groupB) await stack.raw.createSandbox({ name, labels: { fleet: "b" }, spec: { policy: withApi(l4.has(name) ? "" : "rest") }, workspaceScope: workspaceScope() });
   for (const name of groupS) await stack.raw.createSandbox({ name, labels: { fleet: "s" }, spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "rw-", count: names.length } });
-  await until(async () => {
-    const res = await stack.raw.listSandboxes({ pageSize: 1000, workspaceScope: workspaceScope() });
-    return res.sandboxes.filter((sb) => sb.status?.phase === SandboxPhase.READY).length === names.length;
-  }, "every fleet sandbox to be READY", 90_000, 250);
+  await untilFleetReady(stack.raw, names.length);
 }, 150_000);
 
 afterAll(async () => {

@@ -3,9 +3,9 @@
 // the sandbox's policy version says how many revisions a rollout created.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SandboxPhase, workspaceScope } from "openshell-config/raw";
+import { workspaceScope } from "openshell-config/raw";
 import { restoreRolloutState, rollout, type RolloutEvent, type RolloutState } from "openshell-config/rollout";
-import { fleetNames, policy, startE2EStack, until, type E2EStack, type RuleSpec } from "./stack.js";
+import { fleetNames, policy, startE2EStack, untilFleetReady, type E2EStack, type RuleSpec } from "./stack.js";
 
 const names = fleetNames("ro-", 260);
 const groupA = names.slice(0, 200);
@@ -35,10 +35,7 @@ beforeAll(async () => {
   await stack.raw.createSandbox({ name: stopped, labels: { fleet: "s" }, spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
   await stack.raw.stopSandbox({ name: stopped, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "ro-", count: names.length } });
-  await until(async () => {
-    const res = await stack.raw.listSandboxes({ pageSize: 1000, labelSelector: "env=prod", workspaceScope: workspaceScope() });
-    return res.sandboxes.filter((sb) => sb.status?.phase === SandboxPhase.READY).length === names.length;
-  }, "every fleet sandbox to be READY", 90_000, 250);
+  await untilFleetReady(stack.raw, names.length, "env=prod");
 }, 150_000);
 
 afterAll(async () => {

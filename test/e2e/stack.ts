@@ -53,6 +53,14 @@ export async function until<T>(probe: () => T | undefined | false | Promise<T | 
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** Waits until `count` sandboxes (those `labelSelector` matches, if given) are READY at the gateway. */
+export function untilFleetReady(raw: Client<typeof OpenShell>, count: number, labelSelector = ""): Promise<true> {
+  return until(async () => {
+    const res = await raw.listSandboxes({ pageSize: 1000, labelSelector, workspaceScope: workspaceScope() });
+    return res.sandboxes.filter((sb) => sb.status?.phase === SandboxPhase.READY).length === count || undefined;
+  }, "every fleet sandbox to be READY", 90_000, 250) as Promise<true>;
+}
+
 /** Parses a process's JSON lines (anything else, e.g. a stack trace, is skipped). */
 export function jsonLines(proc: StackProcess): LogLine[] {
   const out: LogLine[] = [];
