@@ -80,6 +80,21 @@ export function policyYaml(rules: Record<string, { host: string; protocol?: stri
 }
 
 /** Waits until each of `names` is READY (a supervisor applied its bootstrap); polls every 50 ms. */
+/** Waits until exactly `count` sandboxes match `labelSelector` and every one is READY (`list` pages ListSandboxes). */
+export async function waitFleetReady(
+  list: (labelSelector: string) => Promise<{ readonly sandboxes: readonly { readonly status?: { readonly phase: number } | undefined }[] }>,
+  labelSelector: string,
+  count: number,
+  logFile: string,
+): Promise<void> {
+  for (let i = 0; ; i++) {
+    const res = await list(labelSelector);
+    if (res.sandboxes.length === count && res.sandboxes.every((sb) => sb.status?.phase === SandboxPhase.READY)) return;
+    if (i > 600) throw new Error(`the fleet did not become READY; see ${logFile}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export async function waitReady(
   getPhase: (name: string) => Promise<number | undefined>,
   names: readonly string[],

@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, workspaceScope } from "openshell-config/raw";
+import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
-import { build, policyYaml, runBinary, type Run } from "./harness.js";
+import { build, policyYaml, runBinary, waitFleetReady, type Run } from "./harness.js";
 
 const fleet = fleetNames("wv-", 12);
 const base = { github: { host: "api.github.com" } };
@@ -63,12 +63,7 @@ beforeAll(async () => {
   const policy = { version: 1, filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] }, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] } } };
   for (const name of fleet) await raw.createSandbox({ name, labels: { fleet: "waves" }, spec: { policy }, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "wv-", count: fleet.length } });
-  for (let i = 0; ; i++) {
-    const res = await raw.listSandboxes({ labelSelector: "fleet=waves", pageSize: 1000, workspaceScope: workspaceScope() });
-    if (res.sandboxes.length === fleet.length && res.sandboxes.every((sb) => sb.status?.phase === SandboxPhase.READY)) break;
-    if (i > 600) throw new Error(`the fleet did not become READY; see ${stack.logFile}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFleetReady((labelSelector) => raw.listSandboxes({ labelSelector, pageSize: 1000, workspaceScope: workspaceScope() }), "fleet=waves", fleet.length, stack.logFile);
 }, 240_000);
 
 afterAll(async () => {

@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
-import { OpenShell, SandboxPhase, workspaceScope } from "openshell-config/raw";
+import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
-import { build, policyYaml, runBinary, type Run } from "./harness.js";
+import { build, policyYaml, runBinary, waitFleetReady, type Run } from "./harness.js";
 
 const fast = fleetNames("cr-", 30);
 const slow = fleetNames("cs-", 12);
@@ -54,12 +54,7 @@ beforeAll(async () => {
   for (const name of slow) await raw.createSandbox({ name, labels: { env: "prod", speed: "slow" }, spec: { policy }, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "cr-", count: fast.length } });
   stack.startSupervisor({ fleet: { prefix: "cs-", count: slow.length }, args: ["--apply-delay-ms", "600"] });
-  for (let i = 0; ; i++) {
-    const res = await raw.listSandboxes({ labelSelector: "env=prod", pageSize: 1000, workspaceScope: workspaceScope() });
-    if (res.sandboxes.every((sb) => sb.status?.phase === SandboxPhase.READY) && res.sandboxes.length === fast.length + slow.length) break;
-    if (i > 600) throw new Error(`the fleet did not become READY; see ${stack.logFile}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFleetReady((labelSelector) => raw.listSandboxes({ labelSelector, pageSize: 1000, workspaceScope: workspaceScope() }), "env=prod", fast.length + slow.length, stack.logFile);
 }, 240_000);
 
 afterAll(async () => {
