@@ -5,6 +5,7 @@
 
 import { createHash } from "node:crypto";
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { messageToJson } from "./protojson.js";
 import {
   ConfigApplyFailureSchema,
   ConfigApplyOutcome,
@@ -132,8 +133,8 @@ export interface SandboxContent {
 
 export function sandboxContent(s: SandboxConfigSnapshot): SandboxContent {
   const settings: Record<string, JsonValue> = {};
-  for (const [k, v] of Object.entries(s.settings)) settings[k] = toJson(EffectiveSettingSchema, v);
-  const policy = s.policy ? toJson(SandboxPolicySchema, s.policy) : null;
+  for (const [k, v] of Object.entries(s.settings)) settings[k] = messageToJson(EffectiveSettingSchema, v);
+  const policy = s.policy ? messageToJson(SandboxPolicySchema, s.policy) : null;
   const { policyHash, supervisorMiddlewareServices } = s;
   let key: string | undefined;
   return {
@@ -156,10 +157,10 @@ export function sandboxContentKey(s: SandboxConfigSnapshot): string {
 /** SHA-256 of a provider environment's installed content (values included, so it is secret-derived). */
 export function providerContentKey(s: ProviderEnvironmentSnapshot): string {
   const creds: Record<string, JsonValue> = {};
-  for (const [k, v] of Object.entries(s.dynamicCredentials)) creds[k] = toJson(ProviderProfileCredentialSchema, v);
+  for (const [k, v] of Object.entries(s.dynamicCredentials)) creds[k] = messageToJson(ProviderProfileCredentialSchema, v);
   return sha256(
     canonicalJsonValue({
-      values: s.values.map((v) => toJson(ProviderEnvironmentValueSchema, v)),
+      values: s.values.map((v) => messageToJson(ProviderEnvironmentValueSchema, v)),
       creds,
       files: s.files,
       epoch: s.providerAttachmentEpoch,

@@ -2,7 +2,7 @@
 // It turns received snapshots into decisions (apply.ts), carries them out on disk (runtime.ts)
 // and in memory, one at a time, and logs what happened without ever logging a value.
 
-import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { create, type JsonValue } from "@bufbuild/protobuf";
 import {
   ConfigApplyOutcome,
   ProviderProfileCredentialSchema,
@@ -33,6 +33,7 @@ import {
 import { sleep } from "./backoff.js";
 import type { Logger } from "./log.js";
 import { probeMiddlewareServices, type Unreachable } from "./probe.js";
+import { messageToJson } from "./protojson.js";
 import type { StateDir } from "./runtime.js";
 import { validatePolicy } from "./validate.js";
 
@@ -216,12 +217,12 @@ export class SimulatedSandbox {
         const staticCredentialBindings: Record<string, JsonValue> = {};
         for (const v of s.values) {
           values[v.name] = v.value;
-          if (v.staticCredentialBinding) staticCredentialBindings[v.name] = toJson(StaticCredentialBindingSchema, v.staticCredentialBinding);
+          if (v.staticCredentialBinding) staticCredentialBindings[v.name] = messageToJson(StaticCredentialBindingSchema, v.staticCredentialBinding);
         }
         // Dynamic credentials are descriptions (env vars, auth style, refresh, token grant):
         // they carry no secret value, so they are recorded as received.
         const dynamicCredentials: Record<string, JsonValue> = {};
-        for (const [k, c] of Object.entries(s.dynamicCredentials)) dynamicCredentials[k] = toJson(ProviderProfileCredentialSchema, c);
+        for (const [k, c] of Object.entries(s.dynamicCredentials)) dynamicCredentials[k] = messageToJson(ProviderProfileCredentialSchema, c);
         await this.writeProviderEnv({
           sandbox: this.name,
           providerEnvRevision: s.providerEnvRevision.toString(),
@@ -259,7 +260,7 @@ export class SimulatedSandbox {
     const s = "snapshot" in e ? e.snapshot : undefined;
     // A snapshot's policy and settings were put in proto JSON once, when it was received.
     const c = "content" in e ? e.content : undefined;
-    const policy = c?.policy ?? toJson(SandboxPolicySchema, s ? (s.policy ?? create(SandboxPolicySchema)) : (e as { policy: SandboxPolicy }).policy);
+    const policy = c?.policy ?? messageToJson(SandboxPolicySchema, s ? (s.policy ?? create(SandboxPolicySchema)) : (e as { policy: SandboxPolicy }).policy);
     const settings: Record<string, JsonValue> = c ? c.settings : {};
     const revision = "revision" in e ? sandboxRevisionJson(e.revision) : null;
     const policyHash = s?.policyHash ?? "";
