@@ -156,6 +156,31 @@ export function sandboxValues(s: SandboxRecord, c: Columns<unknown, unknown, unk
   ];
 }
 
+/**
+ * `sb` after `p`, as its row would read back (maps and bytes copied; fields in the order of
+ * sandboxFromRow): what an engine answers instead of reading the row again when its transaction
+ * holds the row as it stands.
+ */
+export function patchedSandbox(sb: SandboxRecord, p: SandboxPatch): SandboxRecord {
+  return {
+    id: sb.id,
+    workspace: sb.workspace,
+    name: sb.name,
+    labels: p.labels !== undefined ? { ...p.labels } : sb.labels,
+    annotations: p.annotations !== undefined ? { ...p.annotations } : sb.annotations,
+    spec: p.spec !== undefined ? copyBytes(p.spec) : sb.spec,
+    phase: p.phase ?? sb.phase,
+    resourceVersion: sb.resourceVersion + 1n,
+    policyVersion: p.policyVersion ?? sb.policyVersion,
+    policyHash: p.policyHash ?? sb.policyHash,
+    settingsRevision: p.settingsRevision ?? sb.settingsRevision,
+    providerEnvRevision: p.providerEnvRevision ?? sb.providerEnvRevision,
+    providers: sb.providers,
+    createdAt: sb.createdAt,
+    deletionAt: p.deletionAt ?? sb.deletionAt,
+  };
+}
+
 /** (column, value) of every field `p` sets (undefined = keep). */
 export function sandboxPatchColumns(p: SandboxPatch, c: Columns<unknown, unknown, unknown>): [string, unknown][] {
   const out: [string, unknown][] = [];
@@ -249,6 +274,28 @@ export function operationValues(o: OperationRecord, c: Columns<unknown, unknown,
     c.time(o.nextAttemptAt),
     o.rowVersion,
   ];
+}
+
+/** `o` after `p` (updated at `updatedAt`, row version bumped), as its row would read back; see patchedSandbox. */
+export function patchedOperation(o: OperationRecord, p: OperationPatch, updatedAt: Date): OperationRecord {
+  return {
+    id: o.id,
+    sandboxId: o.sandboxId,
+    workspace: o.workspace,
+    dimension: o.dimension,
+    component: o.component,
+    desiredRevision: o.desiredRevision,
+    target: p.target === undefined ? o.target : p.target === null ? undefined : copyBytes(p.target),
+    state: p.state ?? o.state,
+    outcome: p.outcome ?? o.outcome,
+    sanitizedError: p.sanitizedError ?? o.sanitizedError,
+    createdAt: o.createdAt,
+    updatedAt,
+    completedAt: p.completedAt ?? o.completedAt,
+    attemptCount: p.attemptCount ?? o.attemptCount,
+    nextAttemptAt: p.nextAttemptAt ?? o.nextAttemptAt,
+    rowVersion: o.rowVersion + 1,
+  };
 }
 
 /** (column, value) of every field `p` sets; a null target clears it, undefined keeps it. */

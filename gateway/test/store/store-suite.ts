@@ -86,6 +86,63 @@ export function defineStoreSuite(name: string, open: () => Promise<StoreHarness>
         expect(empty.resourceVersion).toBe(s.resourceVersion + 3n);
       });
 
+      it("updates of a sandbox and an operation read earlier in the same transaction return the stored records, also when repeated", async () => {
+        const s = sandbox();
+        const op = operation(s.id, { rowVersion: 3, target: bytes(1) });
+        await write(store, async (tx) => {
+          await tx.insertSandbox(s);
+          await tx.insertOperation(op);
+        });
+        const patch = { phase: 4, annotations: { a: "b" }, labels: { l: "1" }, spec: bytes(7), settingsRevision: MAX_INT64, deletionAt: at(77), policyVersion: 4, policyHash: "h4", providerEnvRevision: 2n };
+        const opPatch = { state: SUPERSEDED, outcome: 3, sanitizedError: "newer", completedAt: at(600), attemptCount: 2, nextAttemptAt: at(700), target: bytes(9, 9) };
+        const out = await write(store, async (tx) => {
+          const read = await tx.sandboxByName(s.workspace, s.name);
+          const first = await tx.updateSandbox(read!.id, patch);
+          const second = await tx.updateSandbox(s.id, { phase: 5 });
+          const [pending] = await tx.pendingOperations(s.id);
+          const stale = await tx.updateOperation(op.id, 2, { state: APPLIED });
+          const o1 = await tx.updateOperation(pending!.id, pending!.rowVersion, opPatch);
+          const o2 = await tx.updateOperation(op.id, 4, { target: null });
+          const lost = await tx.updateOperation(op.id, 4, { state: APPLIED });
+          return { read, first, second, stale, o1, o2, lost, reread: await tx.sandboxById(s.id), reop: await tx.operation(op.id) };
+        });
+        expect(out.read).toEqual(s);
+        expect(out.first).toEqual({ ...s, ...patch, resourceVersion: s.resourceVersion + 1n });
+        expect(out.second).toEqual({ ...out.first, phase: 5, resourceVersion: s.resourceVersion + 2n });
+        expect(out.reread).toEqual(out.second);
+        expect(await store.sandboxById(s.id)).toEqual(out.second);
+        expect(out.stale).toBeUndefined();
+        expect(out.o1).toEqual({ ...op, ...opPatch, rowVersion: 4, updatedAt: out.o1?.updatedAt });
+        expect(out.o2).toEqual({ ...out.o1, target: undefined, rowVersion: 5, updatedAt: out.o2?.updatedAt });
+        expect(out.lost).toBeUndefined();
+        expect(out.reop).toEqual(out.o2);
+        expect(await store.operation(op.id)).toEqual(out.o2);
+      });
+
+      it("a rolled-back transaction's updates of rows it read leave the next transaction reading and updating the stored rows", async () => {
+        const s = sandbox();
+        const op = operation(s.id);
+        await write(store, async (tx) => {
+          await tx.insertSandbox(s);
+          await tx.insertOperation(op);
+        });
+        await expect(
+          write(store, async (tx) => {
+            await tx.sandboxById(s.id);
+            await tx.updateSandbox(s.id, { phase: 4 });
+            const [p] = await tx.pendingOperations(s.id);
+            await tx.updateOperation(p!.id, p!.rowVersion, { state: APPLIED });
+            throw new Error("boom");
+          }),
+        ).rejects.toThrow("boom");
+        const after = await write(store, async (tx) => ({
+          sb: await tx.updateSandbox(s.id, { policyHash: "h" }),
+          op: await tx.updateOperation(op.id, op.rowVersion, { attemptCount: 1 }),
+        }));
+        expect(after.sb).toEqual({ ...s, policyHash: "h", resourceVersion: s.resourceVersion + 1n });
+        expect(after.op).toEqual({ ...op, attemptCount: 1, rowVersion: op.rowVersion + 1, updatedAt: after.op?.updatedAt });
+      });
+
       it("updateSandbox of an unknown id throws", async () => {
         await expect(write(store, (tx) => tx.updateSandbox("missing", { phase: 1 }))).rejects.toThrow();
       });

@@ -55,6 +55,7 @@ import {
   policyRevisionFromRow,
   policyRevisionValues,
   providerFromRow,
+  patchedSandbox,
   sandboxFromRow,
   sandboxPatchSets,
   sandboxValues,
@@ -111,23 +112,6 @@ function sandboxUpdate(id: string, patch: SandboxPatch, returning: boolean): [st
   const sets = ["resource_version = resource_version + 1", ...sandboxPatchSets(patch, values)];
   values.push(id);
   return [`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = $${values.length}${returning ? " RETURNING *" : ""}`, values];
-}
-
-/** `sb` after `patch`, as the row would read back (maps and bytes copied). */
-function patchedSandbox(sb: SandboxRecord, patch: SandboxPatch): SandboxRecord {
-  return {
-    ...sb,
-    ...(patch.phase !== undefined ? { phase: patch.phase } : {}),
-    ...(patch.annotations !== undefined ? { annotations: { ...patch.annotations } } : {}),
-    ...(patch.labels !== undefined ? { labels: { ...patch.labels } } : {}),
-    ...(patch.spec !== undefined ? { spec: copyBytes(patch.spec) } : {}),
-    ...(patch.policyVersion !== undefined ? { policyVersion: patch.policyVersion } : {}),
-    ...(patch.policyHash !== undefined ? { policyHash: patch.policyHash } : {}),
-    ...(patch.settingsRevision !== undefined ? { settingsRevision: patch.settingsRevision } : {}),
-    ...(patch.providerEnvRevision !== undefined ? { providerEnvRevision: patch.providerEnvRevision } : {}),
-    ...(patch.deletionAt !== undefined ? { deletionAt: patch.deletionAt } : {}),
-    resourceVersion: sb.resourceVersion + 1n,
-  };
 }
 
 const list = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", ");

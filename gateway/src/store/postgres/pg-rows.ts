@@ -44,6 +44,7 @@ function assignments(columnsAndValues: [string, unknown][], values: unknown[]): 
 
 export const sandboxFromRow = (r: SandboxRow): SandboxRecord => rows.sandboxFromRow(r, columns);
 export const sandboxValues = (s: SandboxRecord): unknown[] => rows.sandboxValues(s, columns);
+export const patchedSandbox = rows.patchedSandbox;
 export const sandboxPatchSets = (p: SandboxPatch, values: unknown[]): string[] => assignments(rows.sandboxPatchColumns(p, columns), values);
 export const policyRevisionFromRow = (r: PolicyRevisionRow): PolicyRevisionRecord => rows.policyRevisionFromRow(r, columns);
 export const policyRevisionValues = (p: PolicyRevisionRecord): unknown[] => rows.policyRevisionValues(p, columns);

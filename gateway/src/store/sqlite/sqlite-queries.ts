@@ -37,6 +37,8 @@ import {
   operationFromRow,
   operationParams,
   operationPatchSql,
+  patchedOperation,
+  patchedSandbox,
   policyRevisionFromRow,
   policyRevisionParams,
   providerFromRow,
@@ -60,7 +62,39 @@ export type SandboxQuery = Parameters<Store["listSandboxes"]>[0];
 export class SqliteQueries {
   private readonly cache = new Map<string, BetterSqlite3.Statement>();
 
+  /**
+   * While a transaction's fn runs (beginTx to endTx): the sandbox and operation rows it has read
+   * or written, as they stand. Its transaction is the only writer of the database meanwhile
+   * (BEGIN IMMEDIATE holds the write lock; one transaction runs at a time on the connection), so
+   * an update of a held row needs no RETURNING: the new record follows from the patch.
+   */
+  private holding = false;
+  private readonly heldSandboxes = new Map<string, SandboxRecord>();
+  private readonly heldOperations = new Map<string, OperationRecord>();
+
   constructor(private readonly db: BetterSqlite3.Database) {}
+
+  /** A transaction's fn starts: rows read from here on are held (see `holding`). */
+  beginTx(): void {
+    this.holding = true;
+  }
+
+  /** The transaction's fn ended (committed into the batch or rolled back): nothing is held. */
+  endTx(): void {
+    this.holding = false;
+    this.heldSandboxes.clear();
+    this.heldOperations.clear();
+  }
+
+  private holdSandbox(sb: SandboxRecord): SandboxRecord {
+    if (this.holding) this.heldSandboxes.set(sb.id, sb);
+    return sb;
+  }
+
+  private holdOperation(o: OperationRecord): OperationRecord {
+    if (this.holding) this.heldOperations.set(o.id, o);
+    return o;
+  }
 
   private stmt(sql: string): BetterSqlite3.Statement {
     let s = this.cache.get(sql);
@@ -91,12 +125,12 @@ export class SqliteQueries {
   /** `_idempotencyKey`: a hint for engines with round trips; SQLite reads the key when asked. */
   sandboxByName(workspace: string, name: string, _idempotencyKey?: string): SandboxRecord | undefined {
     const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE workspace = ? AND name = ?", workspace, name);
-    return r && sandboxFromRow(r);
+    return r && this.holdSandbox(sandboxFromRow(r));
   }
 
   sandboxById(id: string): SandboxRecord | undefined {
     const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE id = ?", id);
-    return r && sandboxFromRow(r);
+    return r && this.holdSandbox(sandboxFromRow(r));
   }
 
   insertSandbox(s: SandboxRecord): void {
@@ -106,14 +140,24 @@ export class SqliteQueries {
   updateSandbox(id: string, patch: SandboxPatch): SandboxRecord {
     const { sets, values } = sandboxPatchSql(patch);
     sets.push("resource_version = resource_version + 1");
+    const held = this.holding ? this.heldSandboxes.get(id) : undefined;
+    if (held) {
+      if (this.stmt(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ?`).run(...values, id).changes !== 1) {
+        throw new Error(`updateSandbox: no sandbox with id ${id}`);
+      }
+      const next = patchedSandbox(held, patch);
+      this.heldSandboxes.set(id, next);
+      return next;
+    }
     const r = this.one<SandboxRow>(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ? RETURNING *`, ...values, id);
     if (!r) throw new Error(`updateSandbox: no sandbox with id ${id}`);
-    return sandboxFromRow(r);
+    return this.holdSandbox(sandboxFromRow(r));
   }
 
   /** Removes the sandbox and its sandbox-scoped rows; operations stay as the record of what became of each change. */
   deleteSandbox(id: string): void {
     if (id === "") return; // "" is the global scope, never a sandbox
+    this.heldSandboxes.delete(id);
     this.stmt("DELETE FROM sandboxes WHERE id = ?").run(id);
     this.stmt("DELETE FROM policy_revisions WHERE sandbox_id = ?").run(id);
     this.stmt("DELETE FROM settings WHERE sandbox_id = ?").run(id);
@@ -253,7 +297,7 @@ export class SqliteQueries {
 
   operation(id: string): OperationRecord | undefined {
     const r = this.one<OperationRow>("SELECT * FROM operations WHERE id = ?", id);
-    return r && operationFromRow(r);
+    return r && this.holdOperation(operationFromRow(r));
   }
 
   insertOperation(o: OperationRecord): void {
@@ -263,14 +307,27 @@ export class SqliteQueries {
   updateOperation(id: string, expectedRowVersion: number, patch: OperationPatch): OperationRecord | undefined {
     const { sets, values } = operationPatchSql(patch);
     sets.push("updated_at = ?", "row_version = row_version + 1");
+    const now = Date.now();
+    const held = this.holding ? this.heldOperations.get(id) : undefined;
+    if (held && held.rowVersion === expectedRowVersion) {
+      // The compare-and-set cannot fail on a held row at the expected version; `changes` checks it.
+      const { changes } = this.stmt(`UPDATE operations SET ${sets.join(", ")} WHERE id = ? AND row_version = ?`).run(...values, now, id, expectedRowVersion);
+      if (changes !== 1) {
+        this.heldOperations.delete(id);
+        return undefined;
+      }
+      const next = patchedOperation(held, patch, new Date(now));
+      this.heldOperations.set(id, next);
+      return next;
+    }
     const r = this.one<OperationRow>(
       `UPDATE operations SET ${sets.join(", ")} WHERE id = ? AND row_version = ? RETURNING *`,
       ...values,
-      Date.now(),
+      now,
       id,
       expectedRowVersion,
     );
-    return r && operationFromRow(r);
+    return r && this.holdOperation(operationFromRow(r));
   }
 
   pendingOperations(sandboxId: string, dimension?: Dimension): OperationRecord[] {
@@ -284,7 +341,7 @@ export class SqliteQueries {
             sandboxId,
             dimension,
           );
-    return rows.map(operationFromRow);
+    return this.holding ? rows.map((r) => this.holdOperation(operationFromRow(r))) : rows.map(operationFromRow);
   }
 
   operationsOfSandbox(sandboxId: string, limit: number): OperationRecord[] {

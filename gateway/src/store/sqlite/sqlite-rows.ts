@@ -49,6 +49,8 @@ export const idempotencyFromRow = (r: IdempotencyRow): IdempotencyRecord => rows
 export const idempotencyParams = (i: IdempotencyRecord): unknown[] => rows.idempotencyValues(i, columns);
 export const operationFromRow = (r: OperationRow): OperationRecord => rows.operationFromRow(r, columns);
 export const operationParams = (o: OperationRecord): unknown[] => rows.operationValues(o, columns);
+export const patchedSandbox = rows.patchedSandbox;
+export const patchedOperation = rows.patchedOperation;
 export const operationPatchSql = (p: OperationPatch) => assignments(rows.operationPatchColumns(p, columns));
 export const providerFromRow = (r: ProviderRow): ProviderRecord => rows.providerFromRow(r, columns);
 export const enforcementFromRow = (r: EnforcementRow): EnforcementRecord => rows.enforcementFromRow(r, columns);

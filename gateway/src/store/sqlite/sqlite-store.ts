@@ -199,13 +199,16 @@ class SqliteStore implements Store {
       if (!this.db.inTransaction) guarded(() => this.begin.run());
       guarded(() => this.savepoint.run());
       const ctx: TxContext = { active: true };
+      this.q.beginTx();
       try {
         const result = await this.context.run(ctx, () => job.fn(sqliteTx(this.db, this.q, ctx)));
         ctx.active = false;
+        this.q.endTx();
         guarded(() => this.releaseSavepoint.run());
         done.push({ job, result });
       } catch (err) {
         ctx.active = false;
+        this.q.endTx();
         if (this.db.inTransaction) {
           // Undo this job's writes only; the batch goes on.
           try {
