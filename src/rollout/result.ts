@@ -126,9 +126,19 @@ export interface RollbackSummary {
   /** Sandboxes returned to what they had before (their rollback applied, or was inactive). */
   readonly rolledBack: number;
   /** Sandboxes not touched, and why (`changed-by-others`, `no-earlier-revision`). */
-  readonly leftAlone: readonly { readonly sandbox: string; readonly reason: "changed-by-others" | "no-earlier-revision" }[];
+  readonly leftAlone: readonly {
+    /** The sandbox name. */
+    readonly sandbox: string;
+    /** Someone else changed its desired state since, or it had no earlier revision to return to. */
+    readonly reason: "changed-by-others" | "no-earlier-revision";
+  }[];
   /** Sandboxes whose rollback errored or did not apply, with a sentence. */
-  readonly failed: readonly { readonly sandbox: string; readonly reason: string }[];
+  readonly failed: readonly {
+    /** The sandbox name. */
+    readonly sandbox: string;
+    /** Why its rollback failed, as a sentence. */
+    readonly reason: string;
+  }[];
   /** Sandboxes whose rollback is still pending. */
   readonly pending: readonly string[];
 }
@@ -182,7 +192,12 @@ export interface RolloutResult {
   /** One entry per wave (one wave when none were given). */
   readonly waves: readonly WaveResult[];
   /** The gate that failed, if one did. */
-  readonly gateFailure?: { readonly wave: number; readonly reason: string };
+  readonly gateFailure?: {
+    /** The index of the wave whose gate failed (0: the first). */
+    readonly wave: number;
+    /** The verdict as a sentence, e.g. "wave 1 (canary): 1 of 1 failed, limit 1". */
+    readonly reason: string;
+  };
   /** What the rollback did, when one ran. */
   readonly rollback?: RollbackSummary;
   /** Why the run ended `aborted` when `onState` threw or rejected (nothing more was committed after it). */

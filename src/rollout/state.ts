@@ -72,7 +72,12 @@ export interface RolloutState {
   /** While paused for a duration: when the next wave may start (ISO time). Paused without it: waiting for approval. */
   readonly pausedUntil?: string;
   /** The gate that failed, if one did. */
-  readonly gateFailure?: { readonly wave: number; readonly reason: string };
+  readonly gateFailure?: {
+    /** The index of the wave whose gate failed (0: the first). */
+    readonly wave: number;
+    /** The verdict as a sentence. */
+    readonly reason: string;
+  };
   /** Whether a failed gate rolls back what the rollout changed. */
   readonly rollback: "never" | "on-halt";
   /** What each sandbox had before its wave's first commit, by sandbox name. */
