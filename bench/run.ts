@@ -17,7 +17,7 @@ import { parseArgs } from "node:util";
 import { floorLatency, floorRecovery, floorScale, floorSmoke, floorUpdates } from "./floor/scenarios.js";
 import { FloorStack } from "./floor/stack.js";
 import { measureFsync } from "./lib/fsync.js";
-import { issue15Targets, ratioRows, times } from "./lib/ratios.js";
+import { issue15Targets, PROBE_PROVIDER_FLOOR_STEP, ratioRows, times } from "./lib/ratios.js";
 import { renderMarkdown, type Results } from "./lib/report.js";
 import { machineBusyPercent, ROOT, sampleMachine } from "./lib/proc.js";
 import { Stack } from "./lib/stack.js";
@@ -183,6 +183,13 @@ async function main(): Promise<void> {
       if (withFloor && !results.floor.probe) {
         await step("probe/floor", async () => {
           results.floor.probe = await floorUpdates(ctx, "probe/floor", { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmup: true });
+        });
+      }
+      // The protocol delivers two messages per policy change (sandbox config + provider
+      // environment, whose fingerprint includes the policy hash): the same floor with both.
+      if (withFloor && backend === "sqlite" && !results.floor.probeProviderToo) {
+        await step(PROBE_PROVIDER_FLOOR_STEP, async () => {
+          results.floor.probeProviderToo = await floorUpdates(ctx, PROBE_PROVIDER_FLOOR_STEP, { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmup: true, providerToo: true });
         });
       }
     }

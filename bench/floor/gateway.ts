@@ -4,7 +4,11 @@
 // back, and whose UpdateConfig pushes one ConfigUpdate carrying the request's policy as a
 // SandboxConfigSnapshot on that sandbox's stream and answers when the ConfigUpdateResult comes
 // back. No storage, validation, logging, metrics or auth; the only state is the open sessions.
-//   node --import tsx bench/floor/gateway.ts [--port N] [--expect-ready N]
+// --provider-too: each UpdateConfig also pushes a ProviderEnvironmentSnapshot update (the one our
+// gateway sends for a sandbox without providers: the sandbox's provider_env_revision, no values,
+// the new policy hash; upstream's provider fingerprint includes the policy hash, so every policy
+// change delivers one) and answers when both results are back: the protocol's two messages.
+//   node --import tsx bench/floor/gateway.ts [--port N] [--expect-ready N] [--provider-too]
 // Prints {"type":"listening","port":N} on stdout once bound, {"type":"all-ready","at":ms}
 // (Date.now()) the moment --expect-ready sessions have answered their bootstrap, and its counters
 // ({"type":"stats",…}) for each "stats" line on stdin.
@@ -25,6 +29,8 @@ import {
   ListSandboxesResponseSchema,
   OpenShell,
   PolicySource,
+  ProviderEnvironmentSnapshotSchema,
+  ProviderReadinessReason,
   SandboxConfigSnapshotSchema,
   SandboxPhase,
   SandboxSchema,
@@ -38,8 +44,9 @@ import {
 import { policyFor } from "../lib/policies.js";
 import { AsyncQueue } from "./queue.js";
 
-const { values } = parseArgs({ options: { port: { type: "string" }, "expect-ready": { type: "string" } } });
+const { values } = parseArgs({ options: { port: { type: "string" }, "expect-ready": { type: "string" }, "provider-too": { type: "boolean" } } });
 const expectReady = values["expect-ready"] === undefined ? 0 : Number(values["expect-ready"]);
+const providerToo = values["provider-too"] === true;
 
 // The same as gateway/src/server.ts: no compression below 1 MiB, 10,000 streams per connection.
 const COMPRESS_MIN_BYTES = 1024 * 1024;
@@ -53,6 +60,8 @@ interface Session {
   readonly out: AsyncQueue<GatewayMessage>;
   ready: boolean;
   sequence: bigint;
+  /** --provider-too: the provider component's own sequence (component_sequence is per component). */
+  providerSequence: bigint;
   version: number;
   readonly waiters: Map<string, { resolve: (r: ConfigUpdateResult) => void; reject: (e: unknown) => void }>;
 }
@@ -74,6 +83,18 @@ function snapshot(policy: SandboxPolicy | undefined, version: number, policyHash
     providerEnvRevision: 1n,
     workspace: "default",
     policyValidationFailureMode: "retain_last_valid",
+  });
+}
+
+/** --provider-too: what gateway/src/delivery/provider-snapshot.ts builds for a sandbox without providers. */
+function providerSnapshot(policyHash: string) {
+  return create(ProviderEnvironmentSnapshotSchema, {
+    providerEnvRevision: 1n,
+    values: [],
+    dynamicCredentials: {},
+    providerAttachmentEpoch: "",
+    policyHash,
+    readinessReason: ProviderReadinessReason.UNSPECIFIED,
   });
 }
 
@@ -108,7 +129,7 @@ function routes(router: ConnectRouter): void {
       const first = await it.next();
       if (first.done || first.value.payload.case !== "hello") throw new ConnectError("expected a hello", Code.InvalidArgument);
       const hello = first.value.payload.value;
-      const s: Session = { id: `s${++sessionCount}`, sandbox: hello.sandboxId, out: new AsyncQueue(), ready: false, sequence: 0n, version: 1, waiters: new Map() };
+      const s: Session = { id: `s${++sessionCount}`, sandbox: hello.sandboxId, out: new AsyncQueue(), ready: false, sequence: 0n, providerSequence: 0n, version: 1, waiters: new Map() };
       sessions.set(s.sandbox, s);
       yield create(GatewayMessageSchema, {
         payload: {
@@ -156,13 +177,28 @@ function routes(router: ConnectRouter): void {
       const snap = snapshot(req.policy, version, req.idempotencyKey);
       const result = new Promise<ConfigUpdateResult>((resolve, reject) => s.waiters.set(updateId, { resolve, reject }));
       s.out.push(create(GatewayMessageSchema, { payload: { case: "configUpdate", value: { updateId, componentSequence: sequence, component: { case: "sandboxConfig", value: snap } } } }));
+      let providerResult: Promise<ConfigUpdateResult> | undefined;
+      if (providerToo) {
+        const providerSequence = ++s.providerSequence;
+        const providerUpdateId = `${s.id}-p${providerSequence}`;
+        providerResult = new Promise<ConfigUpdateResult>((resolve, reject) => s.waiters.set(providerUpdateId, { resolve, reject }));
+        s.out.push(
+          create(GatewayMessageSchema, {
+            payload: { case: "configUpdate", value: { updateId: providerUpdateId, componentSequence: providerSequence, component: { case: "providerEnvironment", value: providerSnapshot(req.idempotencyKey) } } },
+          }),
+        );
+      }
       const operation = { operationId: updateId, sandboxId: s.sandbox, component: ConfigComponent.SANDBOX_CONFIG, createdTime, updatedTime: createdTime };
       if (req.waitMode !== ConfigUpdateWaitMode.WAIT_FOR_COMPLETION) {
         void result.catch(() => {});
+        void providerResult?.catch(() => {});
         return create(UpdateConfigResponseSchema, { version, policyHash: req.idempotencyKey, operation: { ...operation, state: ConfigUpdateOperationState.PENDING } });
       }
       const r = await result;
-      const applied = r.result?.outcome === ConfigApplyOutcome.APPLIED;
+      // --provider-too: the provider result must be back too, APPLIED for the provider component.
+      const p = providerResult ? await providerResult : undefined;
+      const providerApplied = !p || (p.result?.outcome === ConfigApplyOutcome.APPLIED && p.result.component === ConfigComponent.PROVIDER_ENVIRONMENT);
+      const applied = r.result?.outcome === ConfigApplyOutcome.APPLIED && providerApplied;
       const done = timestampNow();
       return create(UpdateConfigResponseSchema, {
         version,

@@ -73,8 +73,8 @@ function checkUpdates(what: string, rs: readonly UpdatesResult[], ops: number): 
 }
 
 /** Runs `fn` on a started floor stack; stops it, checks its counters, keeps its logs on failure. */
-async function withFloor<T>(what: string, sessions: number, fn: (s: FloorStack) => Promise<T>): Promise<T> {
-  const stack = await FloorStack.start({ expectReady: sessions });
+async function withFloor<T>(what: string, sessions: number, fn: (s: FloorStack) => Promise<T>, o: { providerToo?: boolean } = {}): Promise<T> {
+  const stack = await FloorStack.start({ expectReady: sessions, ...(o.providerToo ? { providerToo: true } : {}) });
   let result: T;
   try {
     result = await fn(stack);
@@ -88,19 +88,21 @@ async function withFloor<T>(what: string, sessions: number, fn: (s: FloorStack) 
 
 /**
  * Waited policy updates: `sandboxes` on `supervisors` processes, `clients` processes × `loops`,
- * `ops` in all; `warmup`: first one untimed update per sandbox from a separate client.
+ * `ops` in all; `warmup`: first one untimed update per sandbox from a separate client;
+ * `providerToo`: each update also delivers a provider-environment update (two messages and two
+ * results per policy change, as the protocol has it; the gateway's --provider-too).
  */
 export async function floorUpdates(
   ctx: Context,
   what: string,
-  o: { sandboxes: number; supervisors: number; clients: number; loopsPerClient: number; ops: number; warmup: boolean },
+  o: { sandboxes: number; supervisors: number; clients: number; loopsPerClient: number; ops: number; warmup: boolean; providerToo?: boolean },
 ): Promise<FloorUpdatesResult> {
   const groups = groupsFor("f", o.sandboxes, Math.ceil(o.sandboxes / o.supervisors));
   const names = groups.flatMap(groupNames);
   return withFloor(what, o.sandboxes, async (stack) => {
     await stack.bootstrap(groups, 300_000);
     if (o.warmup) checkUpdates(`${what} warm-up`, [await stack.run({ kind: "updates", sandboxes: names, loops: o.loopsPerClient, ops: names.length, tag: "warm", timeoutMs: 60_000 })], names.length);
-    ctx.say(`${what}: ${o.ops} waited updates over ${o.sandboxes} sandboxes, ${o.clients} clients × ${o.loopsPerClient} loops (floor)`);
+    ctx.say(`${what}: ${o.ops} waited updates over ${o.sandboxes} sandboxes, ${o.clients} clients × ${o.loopsPerClient} loops (floor${o.providerToo ? ", with the provider message" : ""})`);
     const tasks = Array.from({ length: o.clients }, (_, c) => ({
       kind: "updates" as const,
       sandboxes: names.filter((_, i) => i % o.clients === c),
@@ -141,7 +143,7 @@ export async function floorUpdates(
       gatewayPeakRssMb: mb(after.peakRssBytes),
       machineBusyPercent: round(machineBusyPercent(m0, m1)),
     };
-  });
+  }, o.providerToo ? { providerToo: true } : {});
 }
 
 /** Sequential waited updates of one sandbox (the latency scenario's shape). */
@@ -202,6 +204,12 @@ export async function floorRecovery(ctx: Context, sessions: number): Promise<Flo
       cpuMsPerSession: { gateway: round(stack.gatewaySample().cpuMs / sessions, 3), supervisors: round(stack.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0) / sessions, 3) },
     };
   });
+}
+
+/** The --provider-too variant's self-check: 64 sessions, 600 waited updates each delivering both messages; throws on anything lost, wrong or unmatched. */
+export async function floorSmokeProviderToo(ctx: Context): Promise<{ updates: number; perSec: number }> {
+  const r = await floorUpdates(ctx, "floor/smoke+provider", { sandboxes: 64, supervisors: 1, clients: 1, loopsPerClient: 16, ops: 600, warmup: true, providerToo: true });
+  return { updates: r.operations, perSec: r.completedPerSec };
 }
 
 /** The floor stack's self-check: 64 sessions, 600 waited updates, 20 sequential; throws on anything lost or wrong. */

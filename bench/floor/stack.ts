@@ -32,12 +32,16 @@ export class FloorStack {
 
   private constructor(private readonly expectReady: number) {}
 
-  /** Starts a floor gateway; `expectReady`: it prints an all-ready line once that many sessions are bootstrapped. */
-  static async start(o: { expectReady?: number } = {}): Promise<FloorStack> {
+  /**
+   * Starts a floor gateway; `expectReady`: it prints an all-ready line once that many sessions are
+   * bootstrapped; `providerToo`: each waited update also delivers a provider-environment update
+   * (the gateway's --provider-too).
+   */
+  static async start(o: { expectReady?: number; providerToo?: boolean } = {}): Promise<FloorStack> {
     const s = new FloorStack(o.expectReady ?? 0);
     FloorStack.live.add(s);
     try {
-      const args = s.expectReady > 0 ? ["--expect-ready", String(s.expectReady)] : [];
+      const args = [...(s.expectReady > 0 ? ["--expect-ready", String(s.expectReady)] : []), ...(o.providerToo ? ["--provider-too"] : [])];
       const g = new Child({ name: "floor-gateway", script: "bench/floor/gateway.ts", args, log: s.log, captureStdout: true });
       s.children.push(g);
       s.gateway = g;

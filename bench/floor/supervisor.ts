@@ -2,7 +2,8 @@
 // connection (the transport settings of supervisor/src/fleet.ts), each answering its bootstrap
 // and every ConfigUpdate at once with the messages the reference supervisor sends (result with
 // requested = applied revision, admission, runtime ready), and doing nothing else: no state
-// directory, no validation, no logging, no heartbeats, no reconnects.
+// directory, no validation, no logging, no heartbeats, no reconnects. A provider-environment update
+// (the floor gateway's --provider-too) is answered at once with the reference supervisor's provider result.
 //   node --import tsx bench/floor/supervisor.ts --gateway URL --sandboxes N [--sandbox-prefix P]
 // A stream that ends while the process is not stopping is an error: the process exits 1.
 
@@ -89,6 +90,20 @@ async function session(sandboxId: string): Promise<void> {
             componentSequence: p.value.componentSequence,
             result: { component: ConfigComponent.SANDBOX_CONFIG, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED },
             admission: admission(snap),
+          },
+        }),
+      );
+    } else if (p.case === "configUpdate" && p.value.component.case === "providerEnvironment") {
+      // Sent only by the floor gateway's --provider-too: the reference supervisor's provider result
+      // (requested = applied provider_env_revision, APPLIED; no admission, which is the sandbox config's).
+      const rev = { component: { case: "providerEnvironment" as const, value: p.value.component.value.providerEnvRevision } };
+      out.push(
+        msg({
+          case: "configUpdateResult",
+          value: {
+            updateId: p.value.updateId,
+            componentSequence: p.value.componentSequence,
+            result: { component: ConfigComponent.PROVIDER_ENVIRONMENT, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED },
           },
         }),
       );

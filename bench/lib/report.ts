@@ -9,7 +9,7 @@ import type { RecoveryResult } from "../scenarios/recovery.js";
 import type { ScaleResult } from "../scenarios/scale.js";
 import type { SizeResult } from "../scenarios/size.js";
 import type { ProfileEntry } from "./profile.js";
-import { issue15Targets, ratioRows, times } from "./ratios.js";
+import { issue15Targets, PROVIDER_FLOOR_NOTE, ratioRows, times } from "./ratios.js";
 import type { Summary } from "./stats.js";
 
 export interface Results {
@@ -41,6 +41,8 @@ export interface Results {
     smoke?: { updates: number; perSec: number };
     latency?: FloorLatencyResult;
     probe?: FloorUpdatesResult;
+    /** The probe floor (SQLite runs) with the provider message too: two ConfigUpdates and results per waited update (bench/floor --provider-too). */
+    probeProviderToo?: FloorUpdatesResult;
     fleet?: FloorUpdatesResult;
     scale: FloorScaleResult[];
     recovery: FloorRecoveryResult[];
@@ -158,6 +160,7 @@ export function renderMarkdown(r: Results): string {
       "",
       table(["measure", "ours ÷ floor", "ours", "floor", "machine busy"], ratios.map((x) => [x.measure, `**${times(x.ratio)}**`, x.ours, x.floor, x.busy ?? ""])),
       "",
+      ...(r.floor.probeProviderToo ? [PROVIDER_FLOOR_NOTE, ""] : []),
       "## Targets of the performance issue (ratios to the floor; reported, never enforced)",
       "",
       table(["measure", "now", "target", ""], issue15Targets(r).map((t) => [t.measure, t.now, t.target, t.verdict])),
@@ -198,6 +201,7 @@ export function renderMarkdown(r: Results): string {
   }
   if (r.probe.length > 0 || r.floor.probe) {
     const fp = r.floor.probe;
+    const fpp = r.floor.probeProviderToo;
     parts.push(
       "## Probe shape: 32 waited policy updates in flight on 64 sandboxes (one supervisor process, one client process)",
       "",
@@ -206,6 +210,7 @@ export function renderMarkdown(r: Results): string {
         [
           ...r.probe.map((p) => [p.backend, n(p.operations), n(p.completedPerSec), ...pct(p.latencyMs), p.cpuMsPerOp.gateway, p.cpuMsPerOp.supervisors, p.cpuMsPerOp.clients, p.store.calls, p.store.transactions, p.store.commits, p.pgQueriesPerOp ?? "–", `${Math.round(p.machineBusyPercent)}%`]),
           ...(fp ? [["floor", n(fp.operations), n(fp.completedPerSec), ...pct(fp.latencyMs), fp.cpuMsPerOp.gateway, fp.cpuMsPerOp.supervisors, fp.cpuMsPerOp.clients, "–", "–", "–", "–", `${Math.round(fp.machineBusyPercent)}%`]] : []),
+          ...(fpp ? [["floor with the provider message", n(fpp.operations), n(fpp.completedPerSec), ...pct(fpp.latencyMs), fpp.cpuMsPerOp.gateway, fpp.cpuMsPerOp.supervisors, fpp.cpuMsPerOp.clients, "–", "–", "–", "–", `${Math.round(fpp.machineBusyPercent)}%`]] : []),
         ],
       ),
       "",
