@@ -14,7 +14,8 @@
 // - Nothing is filled from a read inside a transaction (it may see writes that never commit):
 //   only from reads outside one, which see committed, durable state.
 
-import type { ConfigSnapshotRevision, SandboxConfigSnapshot, SandboxPolicy } from "openshell-config/raw";
+import { fromBinary } from "@bufbuild/protobuf";
+import { SandboxPolicySchema, type ConfigSnapshotRevision, type SandboxConfigSnapshot, type SandboxPolicy } from "openshell-config/raw";
 import { scanRequest } from "../rpc/nul-text.js";
 import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, Store } from "../store/store.js";
 import { revisionFromParts, snapshotFromParts, type Reader } from "../model/snapshot.js";
@@ -80,6 +81,29 @@ const SHARED_TARGET_TRUST_MS = 1_000;
 /** Sandboxes whose snapshot is kept (least recently used ones go first). */
 const MAX_ENTRIES = 1024;
 
+/** Distinct policies kept decoded by content hash (fleets mostly share a few). */
+const MAX_POLICIES = 64;
+/** Policies larger than this (encoded) are not kept by hash. */
+const MAX_SHARED_POLICY_BYTES = 64 * 1024;
+
+/**
+ * What a sandbox's own revision is, when its policy is known by hash: the snapshot needs only
+ * the hash (on the sandbox row) and the decoded policy, not the stored row.
+ */
+function revisionOfRow(sb: SandboxRecord): PolicyRevisionRecord {
+  return {
+    sandboxId: sb.id,
+    version: sb.policyVersion,
+    policy: new Uint8Array(0),
+    hash: sb.policyHash,
+    status: 0,
+    loadError: "",
+    createdAt: new Date(0),
+    loadedAt: undefined,
+    provenance: {},
+  };
+}
+
 type GlobalReader = Pick<Store, "listPolicyRevisions" | "globalSettingsRevision" | "policyRevision" | "settings">;
 
 async function readGlobalVersions(reader: Pick<Store, "listPolicyRevisions" | "globalSettingsRevision">) {
@@ -103,6 +127,19 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
   const entries = new Map<string, Entry>();
   /** Policy revisions committed here and not yet built into a snapshot, by sandbox id. */
   const seeds = new Map<string, { readonly record: PolicyRevisionRecord; readonly policy: SandboxPolicy }>();
+  /**
+   * Decoded sandbox policies by content hash (sha256 of the canonical JSON, as every revision
+   * row and sandbox row carries it), shared by every snapshot of that content: a burst of
+   * bootstraps of a fleet on one policy reads and decodes it once, not once per sandbox. Snapshots
+   * never modify their policy. Filled only from committed revisions (reads outside transactions,
+   * or this gateway's durable commits).
+   */
+  const byHash = new Map<string, SandboxPolicy>();
+  function shareByHash(hash: string, policy: SandboxPolicy): void {
+    if (hash === "" || byHash.has(hash)) return;
+    byHash.set(hash, policy);
+    if (byHash.size > MAX_POLICIES) byHash.delete(byHash.keys().next().value!);
+  }
   let globals: Globals | undefined;
   /** When `globals` was last confirmed by a read (replicas only). */
   let confirmedAt = 0;
@@ -148,13 +185,21 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       const global = g.policyVersion > 0 ? g.policy : undefined;
       let own: PolicyRevisionRecord | undefined;
       let decoded: SandboxPolicy | undefined;
+      let seeded = false;
       if (global === undefined && sb.policyVersion > 0) {
         const seed = seeds.get(sb.id);
         if (seed && seed.record.version === sb.policyVersion && seed.record.hash === sb.policyHash) {
           own = seed.record;
           decoded = seed.policy;
+          seeded = true;
+        } else if ((decoded = byHash.get(sb.policyHash)) !== undefined) {
+          own = revisionOfRow(sb);
         } else {
           own = await store.policyRevision(sb.id, sb.policyVersion);
+          if (own && own.hash === sb.policyHash && own.policy.length <= MAX_SHARED_POLICY_BYTES) {
+            decoded = fromBinary(SandboxPolicySchema, own.policy);
+            shareByHash(own.hash, decoded);
+          }
         }
       }
       const snap = snapshotFromParts(sb, { global, own, sandboxSettings, globalSettings: g.settings }, g.policyVersion, decoded);
@@ -171,7 +216,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       // Kept only if nothing was invalidated while it was read.
       if (keep && gen === generation) {
         remember(sb.id, { ...built, key, globals: g, settingsRevision: sb.settingsRevision, sandboxSettings, snap: new WeakRef(snap) });
-        if (decoded) seeds.delete(sb.id);
+        if (seeded) seeds.delete(sb.id);
       }
       return built;
     },
@@ -193,6 +238,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       seeds.delete(record.sandboxId);
       seeds.set(record.sandboxId, { record, policy });
       if (seeds.size > MAX_ENTRIES) seeds.delete(seeds.keys().next().value!);
+      if (record.policy.length <= MAX_SHARED_POLICY_BYTES) shareByHash(record.hash, policy);
     },
     invalidateGlobal() {
       generation++;

@@ -104,4 +104,32 @@ describe("desired-state cache", () => {
     expect(after.settingsRevision).toBe(sb.settingsRevision + 1n);
     await store.close();
   });
+
+  it("reads and decodes a policy shared by many sandboxes once (by its hash), and a different one on its own", async () => {
+    const store = openSqliteStore(":memory:");
+    const same = Array.from({ length: 3 }, () => sandbox({ policyVersion: 1, policyHash: "sha256:shared", settingsRevision: 0n, providers: [] }));
+    const other = sandbox({ policyVersion: 2, policyHash: "sha256:other", settingsRevision: 0n, providers: [] });
+    await store.transaction(async (tx) => {
+      for (const sb of same) {
+        await tx.insertSandbox(sb);
+        await tx.insertPolicyRevision(policyRevision(sb.id, 1, { policy: policyBytes("shared.example.com"), hash: "sha256:shared" }));
+      }
+      await tx.insertSandbox(other);
+      await tx.insertPolicyRevision(policyRevision(other.id, 1, { policy: policyBytes("shared.example.com"), hash: "sha256:shared" }));
+      await tx.insertPolicyRevision(policyRevision(other.id, 2, { policy: policyBytes("other.example.com"), hash: "sha256:other" }));
+    });
+    let reads = 0;
+    const counting: Store = Object.create(store, {
+      policyRevision: { value: (id: string, version: number) => (reads++, store.policyRevision(id, version)) },
+    });
+    const cache = createDesiredCache(counting, { shared: false });
+    for (const sb of [...same, other]) {
+      const fromStore = await buildSnapshot(store, sb, 0);
+      // Bootstraps keep no snapshot: only the shared policy is kept.
+      const built = await cache.snapshot(sb, false);
+      expect(equals(SandboxConfigSnapshotSchema, built.snap, fromStore)).toBe(true);
+    }
+    expect(reads).toBe(2);
+    await store.close();
+  });
 });
