@@ -14,6 +14,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   ConfigApplyOutcome,
   ConfigComponent,
+  ConfigSnapshotRevisionSchema,
   ConfigurationAdmissionState,
   OpenShell,
   SupervisorMessageSchema,
@@ -55,6 +56,11 @@ function admission(s: SandboxConfigSnapshot) {
   };
 }
 
+/** An APPLIED result of `component` at revision `rev` (requested = applied, as the reference supervisor answers). */
+function applied(component: ConfigComponent, rev: MessageInitShape<typeof ConfigSnapshotRevisionSchema>) {
+  return { component, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED };
+}
+
 async function session(sandboxId: string): Promise<void> {
   const out = new AsyncQueue<SupervisorMessage>();
   out.push(msg({ case: "hello", value: { sandboxId, instanceId, connectionEpoch: 1n, supportsConfigSnapshots: true, supportsConfigApply: true } }));
@@ -65,48 +71,25 @@ async function session(sandboxId: string): Promise<void> {
       const snap = b?.sandboxConfig;
       if (!snap) throw new Error(`${sandboxId}: session accepted without a sandbox config bootstrap`);
       const rev = revision(snap);
-      const provider = { case: "providerEnvironment" as const, value: b.providerEnvironment?.providerEnvRevision ?? 0n };
+      const provider = { component: { case: "providerEnvironment" as const, value: b.providerEnvironment?.providerEnvRevision ?? 0n } };
       out.push(
         msg({
           case: "configBootstrapResult",
-          value: {
-            results: [
-              { component: ConfigComponent.SANDBOX_CONFIG, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED },
-              { component: ConfigComponent.PROVIDER_ENVIRONMENT, requestedRevision: { component: provider }, appliedRevision: { component: provider }, outcome: ConfigApplyOutcome.APPLIED },
-            ],
-            admission: admission(snap),
-          },
+          value: { results: [applied(ConfigComponent.SANDBOX_CONFIG, rev), applied(ConfigComponent.PROVIDER_ENVIRONMENT, provider)], admission: admission(snap) },
         }),
       );
       out.push(msg({ case: "runtimeReady", value: {} }));
-    } else if (p.case === "configUpdate" && p.value.component.case === "sandboxConfig") {
-      const snap = p.value.component.value;
-      const rev = revision(snap);
-      out.push(
-        msg({
-          case: "configUpdateResult",
-          value: {
-            updateId: p.value.updateId,
-            componentSequence: p.value.componentSequence,
-            result: { component: ConfigComponent.SANDBOX_CONFIG, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED },
-            admission: admission(snap),
-          },
-        }),
-      );
-    } else if (p.case === "configUpdate" && p.value.component.case === "providerEnvironment") {
-      // Sent only by the floor gateway's --provider-too: the reference supervisor's provider result
-      // (requested = applied provider_env_revision, APPLIED; no admission, which is the sandbox config's).
-      const rev = { component: { case: "providerEnvironment" as const, value: p.value.component.value.providerEnvRevision } };
-      out.push(
-        msg({
-          case: "configUpdateResult",
-          value: {
-            updateId: p.value.updateId,
-            componentSequence: p.value.componentSequence,
-            result: { component: ConfigComponent.PROVIDER_ENVIRONMENT, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED },
-          },
-        }),
-      );
+    } else if (p.case === "configUpdate") {
+      const { updateId, componentSequence, component } = p.value;
+      if (component.case === "sandboxConfig") {
+        const snap = component.value;
+        out.push(msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.SANDBOX_CONFIG, revision(snap)), admission: admission(snap) } }));
+      } else if (component.case === "providerEnvironment") {
+        // Sent only by the floor gateway's --provider-too: the reference supervisor's provider result
+        // (requested = applied provider_env_revision, APPLIED; no admission, which is the sandbox config's).
+        const rev = { component: { case: "providerEnvironment" as const, value: component.value.providerEnvRevision } };
+        out.push(msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.PROVIDER_ENVIRONMENT, rev) } }));
+      }
     } else if (p.case === "sessionRejected") {
       throw new Error(`${sandboxId}: session rejected: ${p.value.reason}`);
     }
