@@ -12,7 +12,9 @@ import { buildRequest } from "../update.js";
 import type { PolicyChange, SettingChange } from "../change.js";
 import { restoreHandle } from "../refs.js";
 import type { OperationHandle } from "../handle.js";
-import { resolveGate, type Gate, type PlannedWave } from "./waves.js";
+import { checkCount, resolveGate, type Gate, type PlannedWave } from "./waves.js";
+
+export { checkCount };
 
 /** Marks a JSON object as a rollout state of this SDK (and its format version). */
 export const ROLLOUT_KIND = "openshell-config/rollout@2";
@@ -264,16 +266,9 @@ export function restoreRolloutState(json: string | unknown): RolloutState {
   return { ...(s as unknown as RolloutState), refs, waves, undoRefs };
 }
 
+
 /** True when `value` looks like a rollout state (its `kind`, this format or `@1`); `restoreRolloutState` checks the rest. */
 export function isRolloutState(value: unknown): value is RolloutState {
   const kind = typeof value === "object" && value !== null ? (value as { kind?: unknown }).kind : undefined;
   return kind === ROLLOUT_KIND || kind === ROLLOUT_KIND_V1;
-}
-
-/** Throws InvalidArgumentError unless `n` is an integer ≥ `min`. */
-export function checkCount(n: unknown, field: string, min: number): number {
-  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < min) {
-    throw new InvalidArgumentError(`${field} must be an integer of at least ${min}`, { field });
-  }
-  return n;
 }

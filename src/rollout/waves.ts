@@ -77,7 +77,8 @@ export function shuffleFor(id: string, names: readonly string[]): string[] {
   return keyed.map((k) => k[1]);
 }
 
-function count(n: unknown, field: string, min: number): number {
+/** Throws InvalidArgumentError unless `n` is an integer ≥ `min` (every count of a rollout's options and state). */
+export function checkCount(n: unknown, field: string, min: number): number {
   if (typeof n !== "number" || !Number.isSafeInteger(n) || n < min) {
     throw new InvalidArgumentError(`${field} must be an integer of at least ${min}`, { field });
   }
@@ -96,8 +97,8 @@ export function resolveGate(input: GateInput | undefined, base: Gate, field: str
     throw new InvalidArgumentError(`${field}.pause must be a non-negative number of ms or "approval"`, { field: `${field}.pause` });
   }
   return {
-    maxFailures: maxFailures === undefined ? base.maxFailures : count(maxFailures, `${field}.maxFailures`, 1),
-    maxTotalFailures: maxTotalFailures === undefined ? base.maxTotalFailures : count(maxTotalFailures, `${field}.maxTotalFailures`, 1),
+    maxFailures: maxFailures === undefined ? base.maxFailures : checkCount(maxFailures, `${field}.maxFailures`, 1),
+    maxTotalFailures: maxTotalFailures === undefined ? base.maxTotalFailures : checkCount(maxTotalFailures, `${field}.maxTotalFailures`, 1),
     failOnDegraded: failOnDegraded ?? base.failOnDegraded,
     pause: pause === undefined ? base.pause : pause,
   };
@@ -111,7 +112,7 @@ function sizeOf(size: unknown, field: string): { readonly pct: boolean; readonly
     if (!(pct > 0 && pct <= 100)) throw new InvalidArgumentError(`${field} must be a percentage above 0% and at most 100%`, { field });
     return { pct: true, n: pct };
   }
-  return { pct: false, n: count(size, field, 1) };
+  return { pct: false, n: checkCount(size, field, 1) };
 }
 
 /** A size as a count of `total` targets: a percentage rounds up, and is at least 1. */
