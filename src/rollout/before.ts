@@ -9,26 +9,13 @@ import { toJson } from "@bufbuild/protobuf";
 import type { SandboxStatus } from "../gen/openshell/v1/sandboxes_pb.js";
 import { fromPolicyEnforcement } from "../enforcement.js";
 import { listSandboxStatuses } from "./select.js";
+import { mapLimit } from "./map-limit.js";
 import type { ConfigClient } from "../client.js";
 import type { SandboxConfig } from "../sandbox-config.js";
 import { SettingValueSchema } from "../gen/openshell/sandbox/v1/sandbox_pb.js";
 import { toSettingValue } from "../convert/setting-value.js";
 import { toSdkError } from "../errors.js";
 import type { RolloutChange, SandboxBefore } from "./state.js";
-
-/** Runs `fn` over `items` with at most `limit` at once; results in input order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 /** The setting key a settings change rolls out; undefined for a policy change. */
 export function settingKeyOf(change: RolloutChange): string | undefined {

@@ -15,6 +15,7 @@ import { failsGate, limitReached } from "./gate.js";
 import type { RolloutEvent } from "./events.js";
 import type { Plan } from "./plan.js";
 import type { Gate } from "./waves.js";
+import { mapLimit } from "./map-limit.js";
 
 /** Counters shared by every wave of one run. */
 export interface Tally {
@@ -52,7 +53,6 @@ export async function runWave(
   w: WaveContext,
 ): Promise<{ results: SandboxRolloutResult[]; halted: boolean }> {
   const results: SandboxRolloutResult[] = new Array(sandboxes.length);
-  let next = 0;
   let waveFailures = 0;
   let halted = false;
   const wave = w.index;
@@ -109,10 +109,7 @@ export async function runWave(
     }
   };
 
-  const worker = async () => {
-    while (next < sandboxes.length) await one(next++);
-  };
-  await Promise.all(Array.from({ length: Math.min(p.concurrency, sandboxes.length) }, worker));
+  await mapLimit(sandboxes, p.concurrency, (_, i) => one(i));
   return { results, halted };
 }
 
