@@ -10,6 +10,9 @@ import { Stack, groupNames } from "./lib/stack.js";
 import { createAll, bootstrapAll } from "./scenarios/common.js";
 import { sampleProc } from "./lib/proc.js";
 import { policyFor } from "./lib/policies.js";
+import { runBuiltPrograms } from "./lib/build.js";
+
+await runBuiltPrograms();
 
 const backend = (process.argv[2] ?? "sqlite") as "sqlite" | "postgres";
 const N = Number(process.argv[3] ?? 2000);

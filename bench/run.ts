@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { floorLatency, floorRecovery, floorScale, floorSmoke, floorUpdates } from "./floor/scenarios.js";
 import { FloorStack } from "./floor/stack.js";
+import { runBuiltPrograms } from "./lib/build.js";
 import { measureFsync } from "./lib/fsync.js";
 import { issue15Targets, PROBE_PROVIDER_FLOOR_STEP, ratioRows, times } from "./lib/ratios.js";
 import { renderMarkdown, type Results } from "./lib/report.js";
@@ -73,6 +74,8 @@ const resultsDir = join(ROOT, "bench/results");
 const started = performance.now();
 const say = (msg: string) => console.log(`[${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s] ${msg}`);
 const ctx: Context = { full, say };
+// Ours and the floor alike run as built programs (bench/lib/build.ts), unless OSC_BENCH_FROM_SOURCE=1.
+const programs = await runBuiltPrograms();
 
 function gitCommit(): string {
   try {
@@ -95,7 +98,7 @@ const results: Results = {
     os: `${type()} ${release()}`,
     commit: gitCommit(),
     notes: [
-      "Every process runs on this machine over loopback: the gateway (one Node process, started from source with tsx), supervisor processes hosting many sandboxes each, and SDK client processes (gRPC over HTTP/2 cleartext). They share the cores listed above.",
+      `Every process runs on this machine over loopback: the gateway (one Node process), supervisor processes hosting many sandboxes each, and SDK client processes (gRPC over HTTP/2 cleartext). They share the cores listed above. ${programs === "built" ? "Ours and the floor's programs alike run built by one esbuild configuration (bench/lib/build.ts) with plain node, as the shipped gateway and supervisor run (tsup, dist/cli.js)." : "Ours and the floor's programs alike run from source under tsx (OSC_BENCH_FROM_SOURCE=1)."}`,
       "SQLite: a file on local disk (WAL; every acknowledged write is on disk first: concurrent transactions share one COMMIT and one fsync). PostgreSQL 15 on 127.0.0.1, a fresh database per run. Supervisor state directories are on tmpfs (/dev/shm) when available.",
       "Latencies are wall-clock times of SDK calls measured in the client process; percentiles are nearest-rank.",
     ],

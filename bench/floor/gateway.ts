@@ -26,6 +26,7 @@ import {
   ConfigUpdateOperationState,
   ConfigUpdateWaitMode,
   GatewayMessageSchema,
+  PolicyEnforcementState,
   ListSandboxesResponseSchema,
   OpenShell,
   PolicySource,
@@ -63,6 +64,10 @@ interface Session {
   /** --provider-too: the provider component's own sequence (component_sequence is per component). */
   providerSequence: bigint;
   version: number;
+  /** The policy in force, for ListSandboxes (the bootstrap's, then each update's). */
+  policy: SandboxPolicy;
+  policyHash: string;
+  readonly createdTime: ReturnType<typeof timestampNow>;
   readonly waiters: Map<string, { resolve: (r: ConfigUpdateResult) => void; reject: (e: unknown) => void }>;
 }
 
@@ -129,7 +134,7 @@ function routes(router: ConnectRouter): void {
       const first = await it.next();
       if (first.done || first.value.payload.case !== "hello") throw new ConnectError("expected a hello", Code.InvalidArgument);
       const hello = first.value.payload.value;
-      const s: Session = { id: `s${++sessionCount}`, sandbox: hello.sandboxId, out: new AsyncQueue(), ready: false, sequence: 0n, providerSequence: 0n, version: 1, waiters: new Map() };
+      const s: Session = { id: `s${++sessionCount}`, sandbox: hello.sandboxId, out: new AsyncQueue(), ready: false, sequence: 0n, providerSequence: 0n, version: 1, policy: initialPolicy, policyHash: "initial", createdTime: timestampNow(), waiters: new Map() };
       sessions.set(s.sandbox, s);
       yield create(GatewayMessageSchema, {
         payload: {
@@ -175,6 +180,10 @@ function routes(router: ConnectRouter): void {
       // The request's idempotency key stands in for the policy hash: it comes back in the
       // admission, so the client can tell that the answer is about its own update.
       const snap = snapshot(req.policy, version, req.idempotencyKey);
+      if (req.policy) {
+        s.policy = req.policy;
+        s.policyHash = req.idempotencyKey;
+      }
       const result = new Promise<ConfigUpdateResult>((resolve, reject) => s.waiters.set(updateId, { resolve, reject }));
       s.out.push(create(GatewayMessageSchema, { payload: { case: "configUpdate", value: { updateId, componentSequence: sequence, component: { case: "sandboxConfig", value: snap } } } }));
       let providerResult: Promise<ConfigUpdateResult> | undefined;
@@ -214,14 +223,31 @@ function routes(router: ConnectRouter): void {
       });
     },
 
-    /** For the READY watcher (the same paging as against the real gateway): name and phase only. */
+    /**
+     * For the READY watcher (the same paging as against the real gateway), each sandbox as the
+     * real gateway lists it: metadata, the spec with its policy, and a status with what it
+     * enforces, so the floor serializes messages of the same shape and size.
+     */
     listSandboxes(req) {
       const all = [...sessions.values()];
       const from = req.pageToken === "" ? 0 : Number(req.pageToken);
       const size = req.pageSize > 0 ? req.pageSize : 100;
       const page = all.slice(from, from + size);
       return create(ListSandboxesResponseSchema, {
-        sandboxes: page.map((s) => create(SandboxSchema, { metadata: { name: s.sandbox, id: s.sandbox }, status: { phase: s.ready ? SandboxPhase.READY : SandboxPhase.PROVISIONING } })),
+        sandboxes: page.map((s) =>
+          create(SandboxSchema, {
+            metadata: { id: s.id, name: s.sandbox, workspace: "default", resourceVersion: BigInt(s.version), createdTime: s.createdTime },
+            spec: { policy: s.policy },
+            status: {
+              phase: s.ready ? SandboxPhase.READY : SandboxPhase.PROVISIONING,
+              currentPolicyVersion: s.ready ? s.version : 0,
+              desiredPolicyVersion: s.version,
+              policyEnforcement: s.ready
+                ? { state: PolicyEnforcementState.ENFORCING, policyVersion: s.version, policyHash: s.policyHash, policySource: PolicySource.SANDBOX, configRevision: BigInt(s.version), reportedPolicyVersion: s.version, outcome: ConfigApplyOutcome.APPLIED }
+                : undefined,
+            },
+          }),
+        ),
         nextPageToken: from + size < all.length ? String(from + size) : "",
       });
     },

@@ -22,6 +22,14 @@ export function freePort(): Promise<number> {
   });
 }
 
+// Built programs (bench/lib/build.ts) by source path; a script without one runs from source under tsx.
+const built = new Map<string, string>();
+
+/** From now on, children of these scripts run their built file with plain node. */
+export function useBuiltPrograms(programs: ReadonlyMap<string, string>): void {
+  for (const [src, file] of programs) built.set(src, file);
+}
+
 // Every child dies with this process, whatever happens to it.
 const live = new Set<ChildProcess>();
 process.once("exit", () => {
@@ -34,7 +42,7 @@ export interface ChildOptions {
   /** Script path relative to the repository root. */
   readonly script: string;
   readonly args: readonly string[];
-  /** Extra node options before `--import tsx`, e.g. `--cpu-prof`. */
+  /** Extra node options before the script (and `--import tsx` when it runs from source), e.g. `--cpu-prof`. */
   readonly nodeArgs?: readonly string[];
   /** Where stderr (and stdout, unless captured) is appended. */
   readonly log: WriteStream;
@@ -60,7 +68,9 @@ export class Child {
     this.name = o.name;
     // OSC_BENCH_PROF_ALL=DIR profiles every process of the run (gateway, supervisors, clients).
     const profAll = process.env.OSC_BENCH_PROF_ALL ? ["--cpu-prof", "--cpu-prof-dir", process.env.OSC_BENCH_PROF_ALL] : [];
-    this.process = spawn(process.execPath, [...(o.nodeArgs ?? profAll), "--import", "tsx", join(ROOT, o.script), ...o.args], {
+    const file = built.get(o.script);
+    const entry = file ? [file] : ["--import", "tsx", join(ROOT, o.script)];
+    this.process = spawn(process.execPath, [...(o.nodeArgs ?? profAll), ...entry, ...o.args], {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],
       ...(o.env ? { env: { ...process.env, ...o.env } } : {}),
