@@ -1,5 +1,5 @@
 // Scratch: N waited updates against the probe shape; SIGUSR2 to the gateway at the start and the end
-// (with NODE_OPTIONS="--import /path/to/a preload" that samples allocations on that signal).
+// (with NODE_OPTIONS="--import ./bench/scratch/heap-sample-preload.mjs", which samples allocations and writes them on that signal).
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { Stack, groupNames } from "../lib/stack.js";

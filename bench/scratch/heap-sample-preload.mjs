@@ -1,0 +1,22 @@
+// Scratch preload for bench/scratch/heap-sample.ts and prof-bootstrap.ts (HS=1): in the gateway
+// process only (the built gateway.mjs), samples allocations, those already collected included,
+// and on each SIGUSR2 writes the samples since the previous signal to /tmp/heapsample-<pid>.json
+// (a sampling heap profile, the format of HeapProfiler.stopSampling) and starts again.
+//   NODE_OPTIONS="--import ./bench/scratch/heap-sample-preload.mjs" node --import tsx bench/scratch/heap-sample.ts 3000
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector";
+
+if (process.argv[1]?.endsWith("gateway.mjs")) {
+  const session = new Session();
+  session.connect();
+  // Collected objects too: the point is what the garbage collector has to deal with.
+  const params = { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true };
+  session.post("HeapProfiler.enable");
+  session.post("HeapProfiler.startSampling", params);
+  process.on("SIGUSR2", () => {
+    session.post("HeapProfiler.stopSampling", (err, r) => {
+      if (!err) writeFileSync(`/tmp/heapsample-${process.pid}.json`, JSON.stringify(r.profile));
+      session.post("HeapProfiler.startSampling", params);
+    });
+  });
+}
