@@ -45,8 +45,6 @@ export async function buildPrograms(dir: string): Promise<Map<string, string>> {
     sourcemap: "linked",
     plugins: [externalPackages],
     logLevel: "warning",
-    // Bundled CommonJS helpers (if any) get a require of their own.
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
   });
   for (const [src, file] of Object.entries(PROGRAMS)) out.set(src, join(dir, file));
   return out;
