@@ -67,6 +67,11 @@ export class SimulatedSandbox {
   private active: ActiveSandboxConfig | undefined;
   private provider: ActiveProviderEnvironment | undefined;
   private env = new Map<string, string>();
+  /**
+   * What provider-env.json holds now, as compact JSON without its time stamp; undefined when not
+   * known (nothing written yet by this process, or the last write failed). In memory only.
+   */
+  private installedEnv: string | undefined;
   private enforcingNow: Enforcing = "nothing";
   private lock: Promise<unknown> = Promise.resolve();
 
@@ -223,22 +228,30 @@ export class SimulatedSandbox {
         // they carry no secret value, so they are recorded as received.
         const dynamicCredentials: Record<string, JsonValue> = {};
         for (const [k, c] of Object.entries(s.dynamicCredentials)) dynamicCredentials[k] = messageToJson(ProviderProfileCredentialSchema, c);
-        await this.writeProviderEnv({
+        const installed = {
           sandbox: this.name,
           providerEnvRevision: s.providerEnvRevision.toString(),
           providerAttachmentEpoch: s.providerAttachmentEpoch,
-          policyHash: s.policyHash,
           values,
           staticCredentialBindings,
           files: { ...s.files },
           dynamicCredentials,
-          writtenAt: new Date().toISOString(),
-        });
+        };
+        // A policy change sends a provider snapshot that differs only in its policy hash (or in
+        // nothing the environment holds): the environment in force is already this one, so the
+        // file is not replaced. The policy hash is the policy's, recorded in effective.json.
+        const text = JSON.stringify(installed);
+        if (text === this.installedEnv) return;
+        this.installedEnv = undefined;
+        const { sandbox, providerEnvRevision, providerAttachmentEpoch, files } = installed;
+        await this.writeProviderEnv({ sandbox, providerEnvRevision, providerAttachmentEpoch, values, staticCredentialBindings, files, dynamicCredentials, writtenAt: new Date().toISOString() });
+        this.installedEnv = text;
         this.env = new Map(Object.entries(values));
         return;
       }
       case "deny_all":
         this.env = new Map();
+        this.installedEnv = undefined;
         await this.writeProviderEnv({ sandbox: this.name, providerEnvRevision: null, values: {}, staticCredentialBindings: {}, files: {}, dynamicCredentials: {}, writtenAt: new Date().toISOString() });
         return;
       case "keep":

@@ -241,6 +241,33 @@ describe("supervisor session", () => {
     expect(logs).not.toContain("token-dev");
   });
 
+
+  it("answers a provider snapshot that differs only in its policy hash as APPLIED without replacing provider-env.json, and replaces it when a value changes", async () => {
+    const { sup, session } = await setup({
+      bootstrap: () => create(ConfigBootstrapSchema, { sandboxConfig: sandboxSnapshot({ providerEnvRevision: 7n }), providerEnvironment: providerSnapshot(7n, { API_KEY: "k-1" }) }),
+    });
+    await session.bootstrapResult();
+    const file = sup.stateDir.providerEnvPath("dev");
+    const first = readJson(file) as { writtenAt: string };
+    const inode = statSync(file).ino;
+    // What a policy change sends: the same environment under a new policy hash.
+    const rehashed = providerSnapshot(7n, { API_KEY: "k-1" });
+    rehashed.policyHash = "sha256-of-the-next-policy";
+    const u1 = session.sendProviderEnvironment(rehashed);
+    const r1 = (await session.updateResult(u1.updateId)).result;
+    expect(r1?.outcome).toBe(ConfigApplyOutcome.APPLIED);
+    expect(r1?.appliedRevision?.component).toEqual({ case: "providerEnvironment", value: 7n });
+    expect(statSync(file).ino).toBe(inode);
+    expect(readJson(file)).toEqual(first);
+    // A changed value under the same revision is installed: the file is replaced.
+    const changed = providerSnapshot(7n, { API_KEY: "k-2" });
+    changed.policyHash = rehashed.policyHash;
+    const u2 = session.sendProviderEnvironment(changed);
+    expect((await session.updateResult(u2.updateId)).result?.outcome).toBe(ConfigApplyOutcome.APPLIED);
+    expect(statSync(file).ino).not.toBe(inode);
+    expect(readJson(file)).toMatchObject({ providerEnvRevision: "7", values: { API_KEY: "k-2" } });
+    expect(Object.fromEntries(sup.fleet.sandboxes[0]!.environment)).toEqual({ API_KEY: "k-2" });
+  });
   it("a static credential binding and a dynamic credential survive delivery; their secret is installed only in provider-env.json and never logged", async () => {
     const [first, rotated, withheld] = ["sk-bound-first-1a2b3c", "sk-bound-rotated-4d5e6f", "sk-bound-not-ready-7a8b9c"];
     const { gw, sup, session } = await setup({
