@@ -41,11 +41,13 @@ export function enforcementOfResult(
   keptHash: string,
 ): PolicyEnforcement | undefined {
   const reported = snapshot.policySource === PolicySource.GLOBAL ? snapshot.globalPolicyVersion : snapshot.version;
-  const base = { reportedPolicyVersion: reported, outcome: result.outcome, reason: sanitizeError(reason) };
+  const reportedReason = sanitizeError(reason);
   const running = (rev: ConfigSnapshotRevision | undefined, hash: string) => {
     const r = rev?.component.case === "sandboxConfig" ? rev.component.value : undefined;
     return create(PolicyEnforcementSchema, {
-      ...base,
+      reportedPolicyVersion: reported,
+      outcome: result.outcome,
+      reason: reportedReason,
       state: Enforcement.ENFORCING,
       policyVersion: r?.policyVersion ?? 0,
       policyHash: hash,
@@ -63,9 +65,9 @@ export function enforcementOfResult(
     case Outcome.FAILED_RETAINED_LAST_KNOWN_GOOD:
       return running(result.appliedRevision, keptHash);
     case Outcome.FAILED_CLOSED:
-      return create(PolicyEnforcementSchema, { ...base, state: Enforcement.FAILED_CLOSED });
+      return create(PolicyEnforcementSchema, { reportedPolicyVersion: reported, outcome: result.outcome, reason: reportedReason, state: Enforcement.FAILED_CLOSED });
     case Outcome.RETAINED_LOCAL_OVERRIDE:
-      return create(PolicyEnforcementSchema, { ...base, state: Enforcement.LOCAL_OVERRIDE });
+      return create(PolicyEnforcementSchema, { reportedPolicyVersion: reported, outcome: result.outcome, reason: reportedReason, state: Enforcement.LOCAL_OVERRIDE });
     default:
       return undefined;
   }

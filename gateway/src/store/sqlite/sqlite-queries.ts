@@ -55,7 +55,13 @@ import {
   type SettingRow,
 } from "./sqlite-rows.js";
 
-const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(", ");
+/** `?, ?, …` for an n-column insert; built once per width (inserts run on every update). */
+const placeholderLists = new Map<number, string>();
+const placeholders = (n: number) => {
+  let s = placeholderLists.get(n);
+  if (s === undefined) placeholderLists.set(n, (s = Array.from({ length: n }, () => "?").join(", ")));
+  return s;
+};
 
 export type SandboxQuery = Parameters<Store["listSandboxes"]>[0];
 
@@ -174,7 +180,13 @@ export class SqliteQueries {
       where.push("workspace = ?");
       params.push(q.workspace);
     }
-    if (after) {
+    if (after && after.workspace === q.workspace) {
+      // Within one workspace the page starts after a name: a range on the (workspace, name)
+      // index. SQLite does not take the row-value comparison below as a range bound next to
+      // `workspace = ?`, so every page would scan the workspace from its first name.
+      where.push("name > ?");
+      params.push(after.name);
+    } else if (after) {
       where.push("(workspace, name) > (?, ?)");
       params.push(after.workspace, after.name);
     }
