@@ -1,7 +1,6 @@
 // The gateway's network front: one cleartext port serving gRPC, gRPC-Web and Connect over HTTP/2
 // (prior knowledge) and HTTP/1.1, plus /healthz, /metrics and CORS, with graceful shutdown.
 
-import { setMaxListeners } from "node:events";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
@@ -12,6 +11,7 @@ import { Connections } from "./http/connections.js";
 import { createCors } from "./http/cors.js";
 import { createEndpoints } from "./http/endpoints.js";
 import { sniffProtocol } from "./http/protocol-sniffer.js";
+import { createShutdownSignal } from "./http/shutdown-signal.js";
 import type { Logger } from "./observability/logger.js";
 
 export interface ServerOptions {
@@ -57,9 +57,8 @@ const ABORT_SETTLE_MS = 250;
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { logger } = options;
   const host = options.host ?? "127.0.0.1";
-  const shutdownSignal = new AbortController();
-  // Every in-flight call listens on this signal; thousands at once are expected, not a leak.
-  setMaxListeners(0, shutdownSignal.signal);
+  // Every in-flight call listens on this signal (see shutdown-signal.ts for why it is not an AbortController's).
+  const shutdownSignal = createShutdownSignal();
   const connections = new Connections();
   let draining = false;
 
