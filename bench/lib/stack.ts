@@ -112,6 +112,8 @@ export class Stack {
     const nodeArgs = [
       ...(this.o.cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", this.o.cpuProfDir] : []),
       ...(this.o.countPgQueries ? ["--import", join(ROOT, "bench/lib/pg-count.mjs")] : []),
+      // OSC_BENCH_GATEWAY_NODE_ARGS="--flag …": Node options for the gateway alone (experiments: GC tracing, heap sizes).
+      ...(process.env.OSC_BENCH_GATEWAY_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []),
     ];
     const args = ["serve", "--db", this.dbUrl, "--port", String(this.port), "--auth-file", join(this.dir, "auth.json"), "--log-level", "warn", ...(this.o.gatewayArgs ?? [])];
     const g = new Child({

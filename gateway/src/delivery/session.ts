@@ -106,6 +106,13 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   const outbound = createAsyncQueue<GatewayMessage>();
   const slots = { sandbox: emptySlot(), provider: emptySlot() };
   let bootstrapped = false;
+  /**
+   * Something asked for a delivery before the bootstrap was acknowledged (deliveries wait for it):
+   * one pass must follow it. Without such a request the bootstrap carried everything committed
+   * since the session was registered, so no pass is needed (with thousands of sessions opening
+   * at once, that pass was a third of each one's reads).
+   */
+  let missed = false;
   let bootstrap: { sandbox: InFlight; provider: InFlight } | undefined;
   let running: Promise<void> = Promise.resolve();
   let again = false;
@@ -231,6 +238,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   // Deliveries run one at a time; a notify during a run schedules exactly one more.
   function notify(committed?: CommittedView): void {
     if (outbound.closed) return;
+    if (!bootstrapped) missed = true;
     if (committed === undefined) {
       fresh = true;
       view = undefined;
@@ -344,7 +352,8 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
           const sandboxResult = validateResult(byComponent(bootstrap.sandbox.revision), bootstrap.sandbox.revision);
           if (!p.value.admission) throw new ConnectError("sandbox configuration admission result is required", Code.InvalidArgument);
           await recordSandboxResult(deps, sandbox.id, bootstrap.sandbox.snapshot as SandboxConfigSnapshot, bootstrap.sandbox.revision, sandboxResult, p.value.admission);
-          remember(slots.sandbox, bootstrap.sandbox.fingerprint, sandboxResult.outcome, isStillPending(sandboxResult));
+          const stillPending = isStillPending(sandboxResult);
+          remember(slots.sandbox, bootstrap.sandbox.fingerprint, sandboxResult.outcome, stillPending);
           const providerResult = byComponent(bootstrap.provider.revision);
           if (providerResult) {
             validateResult(providerResult, bootstrap.provider.revision);
@@ -357,7 +366,9 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
           bootstrap = undefined;
           bootstrapped = true;
           log.info({ outcome: Outcome[sandboxResult.outcome] }, "supervisor bootstrapped");
-          notify();
+          // Deliver again only when something may not have gone out: a change asked for meanwhile,
+          // a sandbox result that leaves its operations pending, or a provider snapshot left unanswered.
+          if (missed || stillPending || !providerResult) notify();
           return;
         }
         case "configUpdateResult": {

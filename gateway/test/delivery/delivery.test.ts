@@ -32,6 +32,33 @@ describe("pushing desired state to a supervisor", () => {
     await expect.poll(async () => (await gw.raw("admin").getSandbox({ name: "dev", workspaceScope: workspaceScope() })).sandbox?.status?.phase).toBe(SandboxPhase.READY);
   });
 
+  it("a change committed while the supervisor applies its bootstrap is pushed right after the bootstrap is acknowledged", async () => {
+    let committed: Promise<unknown> | undefined;
+    sup = connectSupervisorDouble(gw, {
+      beforeBootstrapResult: async () => {
+        // Committed (not waited for) after the bootstrap was built, before its result.
+        committed = gw.sdk().updatePolicy({ sandbox: "dev", policy: policy({ pypi: "pypi.org" }) });
+        await committed;
+      },
+    });
+    await sup.ready;
+    await committed;
+    // Well before the reconciler's next pass (its first retry of an undelivered operation is later).
+    await expect.poll(() => sup!.updates.some((u) => u.component.case === "sandboxConfig" && u.component.value.version === 2), { timeout: 1_500 }).toBe(true);
+    await expect
+      .poll(async () => (await gw.raw("admin").getSandbox({ name: "dev", workspaceScope: workspaceScope() })).sandbox?.status?.currentPolicyVersion, { timeout: 1_500 })
+      .toBe(2);
+  });
+
+  it("a bootstrap that carried everything is followed by no update", async () => {
+    sup = connectSupervisorDouble(gw);
+    await sup.ready;
+    await expect.poll(async () => (await gw.raw("admin").getSandbox({ name: "dev", workspaceScope: workspaceScope() })).sandbox?.status?.phase).toBe(SandboxPhase.READY);
+    // Long enough for a delivery pass after the bootstrap to have sent something.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sup.updates).toEqual([]);
+  });
+
   it("a waited update is pushed, applied and reported as applied", async () => {
     sup = connectSupervisorDouble(gw);
     await sup.ready;

@@ -58,7 +58,12 @@ export interface SupervisorDouble {
 
 export function connectSupervisorDouble(
   gw: TestGateway,
-  options: { hello?: Partial<{ supportsConfigSnapshots: boolean; supportsConfigApply: boolean; sandboxId: string }>; decide?: Decide } = {},
+  options: {
+    hello?: Partial<{ supportsConfigSnapshots: boolean; supportsConfigApply: boolean; sandboxId: string }>;
+    decide?: Decide;
+    /** Runs after the bootstrap arrived and before its result is sent (a change during the bootstrap). */
+    beforeBootstrapResult?: () => Promise<void>;
+  } = {},
 ): SupervisorDouble {
   const out = createAsyncQueue<SupervisorMessage>();
   const decide: Decide = options.decide ?? (() => ({ outcome: Outcome.APPLIED }));
@@ -103,6 +108,7 @@ export function connectSupervisorDouble(
             continue;
           }
           const provider = p.value.bootstrap!.providerEnvironment!;
+          await options.beforeBootstrapResult?.();
           out.push(
             create(SupervisorMessageSchema, {
               payload: {
