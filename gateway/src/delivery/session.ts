@@ -113,6 +113,8 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
    * at once, that pass was a third of each one's reads).
    */
   let missed = false;
+  /** Cleared once the bootstrap is answered, so that thousands of sessions do not each keep one armed. */
+  let bootstrapTimer: ReturnType<typeof setTimeout> | undefined;
   let bootstrap: { sandbox: InFlight; provider: InFlight } | undefined;
   let running: Promise<void> = Promise.resolve();
   let again = false;
@@ -137,6 +139,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   function close(error?: unknown): void {
     if (outbound.closed) return;
     for (const t of timers) clearTimeout(t);
+    clearTimeout(bootstrapTimer);
     for (const s of [slots.sandbox, slots.provider]) if (s.inflight?.timer) clearTimeout(s.inflight.timer);
     outbound.close(error);
     log.info({ reason: error instanceof Error ? error.message : "closed" }, "supervisor session ended");
@@ -325,10 +328,10 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
         await failOversized(revision, size);
         throw new ConnectError(`the configuration bootstrap exceeds ${options.maxMessageBytes} bytes`, Code.ResourceExhausted);
       }
+      bootstrapTimer = setTimeout(() => {
+        if (!bootstrapped) close(new ConnectError("supervisor configuration bootstrap timed out", Code.DeadlineExceeded));
+      }, options.bootstrapTimeoutMs);
       timers.push(
-        setTimeout(() => {
-          if (!bootstrapped) close(new ConnectError("supervisor configuration bootstrap timed out", Code.DeadlineExceeded));
-        }, options.bootstrapTimeoutMs),
         setInterval(() => {
           if (Date.now() - lastSeen > options.heartbeatMs * 3) {
             close(new ConnectError("supervisor stopped sending heartbeats", Code.DeadlineExceeded));
@@ -365,6 +368,8 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
           // each one's decoded policy alive would be most of the session's memory.
           bootstrap = undefined;
           bootstrapped = true;
+          clearTimeout(bootstrapTimer);
+          bootstrapTimer = undefined;
           log.info({ outcome: Outcome[sandboxResult.outcome] }, "supervisor bootstrapped");
           // Deliver again only when something may not have gone out: a change asked for meanwhile,
           // a sandbox result that leaves its operations pending, or a provider snapshot left unanswered.
