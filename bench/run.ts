@@ -20,7 +20,7 @@ import { runBuiltPrograms } from "./lib/build.js";
 import { measureFsync } from "./lib/fsync.js";
 import { issue15Targets, PROBE_PROVIDER_FLOOR_STEP, ratioRows, times } from "./lib/ratios.js";
 import { renderMarkdown, type Results } from "./lib/report.js";
-import { machineBusyPercent, ROOT, sampleMachine } from "./lib/proc.js";
+import { machineBusyPercent, ROOT, sampleMachine, settleMachine } from "./lib/proc.js";
 import { Stack } from "./lib/stack.js";
 import type { Context } from "./scenarios/common.js";
 import { fleetScenario } from "./scenarios/fleet.js";
@@ -137,6 +137,8 @@ function write(): void {
 }
 
 async function step(name: string, fn: () => Promise<void> | void): Promise<void> {
+  // Every step, ours and the floor's alike, starts on a quiet machine (or after 20 s of trying).
+  const settled = await settleMachine();
   const loadAvg1 = loadavg()[0]!;
   const m0 = sampleMachine();
   try {
@@ -146,7 +148,7 @@ async function step(name: string, fn: () => Promise<void> | void): Promise<void>
     results.failures.push(msg);
     say(`FAILED ${msg}`);
   }
-  results.meta.load.push({ step: name, loadAvg1, machineBusyPercent: machineBusyPercent(m0, sampleMachine()) });
+  results.meta.load.push({ step: name, loadAvg1, machineBusyPercent: machineBusyPercent(m0, sampleMachine()), settledMs: settled.waitedMs, busyBeforePercent: settled.busyPercent });
   write();
   sayRatios();
 }

@@ -229,6 +229,26 @@ export function machineBusyPercent(a: MachineSample, b: MachineSample): number {
   return ((b.busy - a.busy) / Math.max(1, b.total - a.total)) * 100;
 }
 
+/**
+ * Waits until the machine is quiet (under `busyPercent` of all cores over a `windowMs` window)
+ * or `maxMs` has passed, so that one step does not start in the wake of the last (PostgreSQL's
+ * checkpoint after the fleet, a previous stack's exit). Returns how long it waited and how busy
+ * the last window was.
+ */
+export async function settleMachine(o: { busyPercent?: number; windowMs?: number; maxMs?: number } = {}): Promise<{ waitedMs: number; busyPercent: number }> {
+  const limit = o.busyPercent ?? 10;
+  const windowMs = o.windowMs ?? 500;
+  const maxMs = o.maxMs ?? 20_000;
+  const t0 = performance.now();
+  for (;;) {
+    const a = sampleMachine();
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const busy = machineBusyPercent(a, sampleMachine());
+    const waitedMs = performance.now() - t0;
+    if (busy < limit || waitedMs >= maxMs) return { waitedMs: Math.round(waitedMs), busyPercent: Math.round(busy) };
+  }
+}
+
 /** CPU ms of the machine (all cores) between two samples. */
 export function machineBusyMs(a: MachineSample, b: MachineSample): number {
   return ((b.busy - a.busy) * 1000) / CLK_TCK;

@@ -24,8 +24,11 @@ export interface Results {
     commit: string;
     durationS?: number;
     notes: string[];
-    /** Per step: 1-minute load average when it began, and how busy the whole machine was during it. */
-    load: { step: string; loadAvg1: number; machineBusyPercent: number }[];
+    /**
+     * Per step: 1-minute load average when it began, and how busy the whole machine was during
+     * it; how long it waited for a quiet machine first and how busy the last half second was.
+     */
+    load: { step: string; loadAvg1: number; machineBusyPercent: number; settledMs?: number; busyBeforePercent?: number }[];
   };
   latency: LatencyResult[];
   polling?: PollingResult;
@@ -147,7 +150,8 @@ export function renderMarkdown(r: Results): string {
     `${m.date} · ${m.cores} cores (${m.cpu}) · ${m.memoryGb} GB · Node ${m.node} · ${m.os} · commit ${m.commit}${m.durationS === undefined ? "" : ` · run took ${m.durationS} s`}`,
     "",
     ...m.notes.map((x) => `- ${x}`),
-    `- Machine load per step (1-min load average at its start; whole-machine CPU busy during it): ${m.load.map((l) => `${l.step} ${l.loadAvg1.toFixed(1)} / ${Math.round(l.machineBusyPercent)}%`).join(", ")}.`,
+    "- Each step, ours and the floor's alike, first waits (at most 20 s) until the whole machine is under 10% busy for half a second.",
+    `- Machine load per step (1-min load average at its start; whole-machine CPU busy during it; the wait for a quiet machine before it, when over 1 s): ${m.load.map((l) => `${l.step} ${l.loadAvg1.toFixed(1)} / ${Math.round(l.machineBusyPercent)}%${l.settledMs !== undefined && l.settledMs > 1000 ? ` (waited ${(l.settledMs / 1000).toFixed(1)} s${l.busyBeforePercent !== undefined && l.busyBeforePercent >= 10 ? `, still ${l.busyBeforePercent}% busy` : ""})` : ""}`).join(", ")}.`,
     "",
   ];
   if (r.failures.length > 0) parts.push("## FAILURES", "", ...r.failures.map((f) => `- ${f}`), "");
