@@ -20,6 +20,7 @@ import {
 } from "openshell-config/raw";
 import type { CommittedView, GatewayDeps } from "../rpc/deps.js";
 import type { SandboxRecord } from "../store/store.js";
+import { lazyChild } from "../observability/logger.js";
 import { buildSnapshot } from "../model/snapshot.js";
 import { globalPolicyVersion } from "../rpc/sandbox-config.js";
 import { buildProviderSnapshot } from "./provider-snapshot.js";
@@ -134,7 +135,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   let lastSeen = Date.now();
   const timers: ReturnType<typeof setTimeout>[] = [];
 
-  const log = deps.logger.child({ sandboxId: sandbox.id, session: id });
+  const log = lazyChild(deps.logger, { sandboxId: sandbox.id, session: id });
 
   function close(error?: unknown): void {
     if (outbound.closed) return;

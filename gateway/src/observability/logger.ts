@@ -52,3 +52,29 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     options.destination ?? pino.destination(1),
   );
 }
+
+type LineFn = (obj: object, msg: string) => void;
+
+/** The levels a lazily bound logger writes at (what supervisor sessions use). */
+export interface BoundLogger {
+  readonly error: LineFn;
+  readonly warn: LineFn;
+  readonly info: LineFn;
+  readonly debug: LineFn;
+}
+
+/**
+ * `logger.child(bindings)`, made on the first line `logger`'s level lets through. A child's
+ * bindings go through redaction when it is made, which costs more than most sessions' lines:
+ * with thousands of sessions opening at once at level warn, none of them writes a line.
+ */
+export function lazyChild(logger: Logger, bindings: Record<string, unknown>): BoundLogger {
+  let child: Logger | undefined;
+  const at =
+    (level: "error" | "warn" | "info" | "debug"): LineFn =>
+    (obj, msg) => {
+      if (!logger.isLevelEnabled(level)) return;
+      (child ??= logger.child(bindings))[level](obj, msg);
+    };
+  return { error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") };
+}

@@ -12,6 +12,7 @@ import { createSession, type SessionOptions } from "../delivery/session.js";
 import type { SessionRegistry } from "../delivery/registry.js";
 import { principalOf } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
+import { lazyChild } from "../observability/logger.js";
 import { supervisorSandbox, supervisorScope } from "./supervisor-identity.js";
 
 export async function* connectSupervisor(
@@ -47,8 +48,8 @@ export async function* connectSupervisor(
     registry.remove(session);
     throw ConnectError.from(err, Code.Unavailable);
   }
-  const log = deps.logger.child({ sandbox: sb.name, session: session.id, instance: hello.instanceId, epoch: String(hello.connectionEpoch) });
-  log.info("supervisor connected");
+  const log = lazyChild(deps.logger, { sandbox: sb.name, session: session.id, instance: hello.instanceId, epoch: String(hello.connectionEpoch) });
+  log.info({}, "supervisor connected");
   const onAbort = () => session.close();
   ctx.signal.addEventListener("abort", onAbort, { once: true });
   // The claim above awaited the database: the caller may have gone meanwhile.
@@ -74,6 +75,6 @@ export async function* connectSupervisor(
     // Do not wait for the supervisor's side: it may keep its request stream open after we end.
     void input.return?.()?.catch(() => undefined);
     void reader;
-    log.info("supervisor stream closed");
+    log.info({}, "supervisor stream closed");
   }
 }

@@ -2,7 +2,7 @@
 
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/observability/logger.js";
+import { createLogger, lazyChild } from "../../src/observability/logger.js";
 
 function capture() {
   const lines: string[] = [];
@@ -40,5 +40,26 @@ describe("logger", () => {
     log.warn({ sandbox: "dev" }, "shown");
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: "warn", msg: "shown", sandbox: "dev", name: "openshell-gateway" });
+  });
+
+  it("makes a lazy child only when a line passes the level, and writes its bindings on every line", () => {
+    const { lines, destination } = capture();
+    const log = createLogger({ destination, level: "warn" });
+    let made = 0;
+    const child = log.child.bind(log);
+    log.child = ((...args: Parameters<typeof log.child>) => (made++, child(...args))) as typeof log.child;
+    const session = lazyChild(log, { sandbox: "dev", session: "s-1", token: "tok-HHHH-8888" });
+    session.info({ outcome: "APPLIED" }, "bootstrapped");
+    session.debug({}, "hidden");
+    expect(made).toBe(0);
+    expect(lines).toHaveLength(0);
+    session.warn({ updateId: "u-1" }, "not acknowledged");
+    session.error({ bytes: 5 }, "too large");
+    expect(made).toBe(1);
+    expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toMatchObject([
+      { level: "warn", msg: "not acknowledged", sandbox: "dev", session: "s-1", updateId: "u-1", token: "[redacted]" },
+      { level: "error", msg: "too large", sandbox: "dev", session: "s-1", bytes: 5 },
+    ]);
+    expect(lines.join("")).not.toContain("tok-HHHH-8888");
   });
 });
