@@ -8,11 +8,16 @@
 // gateway sends for a sandbox without providers: the sandbox's provider_env_revision, no values,
 // the new policy hash; upstream's provider fingerprint includes the policy hash, so every policy
 // change delivers one) and answers when both results are back: the protocol's two messages.
-//   node --import tsx bench/floor/gateway.ts [--port N] [--expect-ready N] [--provider-too]
+// --created P:N,...: the sandboxes the real run creates before its supervisors start (N named
+// P0000…, as bench/lib/names.ts): ListSandboxes lists every one of them, PROVISIONING until its
+// session answers the bootstrap, as the real gateway lists created sandboxes; without it, the
+// listing holds the connected sessions only.
+//   node --import tsx bench/floor/gateway.ts [--port N] [--expect-ready N] [--provider-too] [--created P:N,...]
 // Prints {"type":"listening","port":N} on stdout once bound, {"type":"all-ready","at":ms}
 // (Date.now()) the moment --expect-ready sessions have answered their bootstrap, and its counters
 // ({"type":"stats",…}) for each "stats" line on stdin.
 
+import { randomUUID } from "node:crypto";
 import * as http2 from "node:http2";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
@@ -42,10 +47,11 @@ import {
   type SandboxPolicy,
   type SupervisorMessage,
 } from "openshell-config/raw";
+import { sandboxNames } from "../lib/names.js";
 import { policyFor } from "../lib/policies.js";
 import { AsyncQueue } from "./queue.js";
 
-const { values } = parseArgs({ options: { port: { type: "string" }, "expect-ready": { type: "string" }, "provider-too": { type: "boolean" } } });
+const { values } = parseArgs({ options: { port: { type: "string" }, "expect-ready": { type: "string" }, "provider-too": { type: "boolean" }, created: { type: "string" } } });
 const expectReady = values["expect-ready"] === undefined ? 0 : Number(values["expect-ready"]);
 const providerToo = values["provider-too"] === true;
 
@@ -72,6 +78,16 @@ interface Session {
 }
 
 const sessions = new Map<string, Session>();
+/** --created: every created sandbox by name, in the real gateway's listing order (by name), with an id of the same length as its. */
+const created = new Map(
+  (values.created ?? "")
+    .split(",")
+    .filter((g) => g !== "")
+    .flatMap((g) => sandboxNames(g.slice(0, g.lastIndexOf(":")), Number(g.slice(g.lastIndexOf(":") + 1))))
+    .sort()
+    .map((name) => [name, { id: randomUUID(), createdTime: timestampNow() }] as const),
+);
+const createdNames = [...created.keys()];
 let sessionCount = 0;
 let readyCount = 0;
 let unmatched = 0;
@@ -229,25 +245,35 @@ function routes(router: ConnectRouter): void {
      * enforces, so the floor serializes messages of the same shape and size.
      */
     listSandboxes(req) {
-      const all = [...sessions.values()];
+      const all = created.size > 0 ? createdNames : [...sessions.keys()];
       const from = req.pageToken === "" ? 0 : Number(req.pageToken);
       const size = req.pageSize > 0 ? req.pageSize : 100;
       const page = all.slice(from, from + size);
       return create(ListSandboxesResponseSchema, {
-        sandboxes: page.map((s) =>
-          create(SandboxSchema, {
-            metadata: { id: s.id, name: s.sandbox, workspace: "default", resourceVersion: BigInt(s.version), createdTime: s.createdTime },
+        sandboxes: page.map((name) => {
+          const s = sessions.get(name);
+          const c = created.get(name);
+          if (!s) {
+            // Created, its supervisor not connected yet: what the real gateway lists before the bootstrap.
+            return create(SandboxSchema, {
+              metadata: { id: c?.id ?? name, name, workspace: "default", resourceVersion: 1n, createdTime: c?.createdTime },
+              spec: { policy: initialPolicy },
+              status: { phase: SandboxPhase.PROVISIONING, currentPolicyVersion: 0, desiredPolicyVersion: 1 },
+            });
+          }
+          return create(SandboxSchema, {
+            metadata: { id: c?.id ?? s.id, name: s.sandbox, workspace: "default", resourceVersion: BigInt(s.version), createdTime: c?.createdTime ?? s.createdTime },
             spec: { policy: s.policy },
             status: {
               phase: s.ready ? SandboxPhase.READY : SandboxPhase.PROVISIONING,
               currentPolicyVersion: s.ready ? s.version : 0,
               desiredPolicyVersion: s.version,
               policyEnforcement: s.ready
-                ? { state: PolicyEnforcementState.ENFORCING, policyVersion: s.version, policyHash: s.policyHash, policySource: PolicySource.SANDBOX, configRevision: BigInt(s.version), reportedPolicyVersion: s.version, outcome: ConfigApplyOutcome.APPLIED }
+                ? { state: PolicyEnforcementState.ENFORCING, policyVersion: s.version, policyHash: s.policyHash, policySource: PolicySource.SANDBOX, configRevision: BigInt(s.version), reportedPolicyVersion: s.version, outcome: ConfigApplyOutcome.APPLIED, observedTime: s.createdTime }
                 : undefined,
             },
-          }),
-        ),
+          });
+        }),
         nextPageToken: from + size < all.length ? String(from + size) : "",
       });
     },

@@ -73,8 +73,8 @@ function checkUpdates(what: string, rs: readonly UpdatesResult[], ops: number): 
 }
 
 /** Runs `fn` on a started floor stack; stops it, checks its counters, keeps its logs on failure. */
-async function withFloor<T>(what: string, sessions: number, fn: (s: FloorStack) => Promise<T>, o: { providerToo?: boolean } = {}): Promise<T> {
-  const stack = await FloorStack.start({ expectReady: sessions, ...(o.providerToo ? { providerToo: true } : {}) });
+async function withFloor<T>(what: string, sessions: number, fn: (s: FloorStack) => Promise<T>, o: { providerToo?: boolean; created?: readonly Group[] } = {}): Promise<T> {
+  const stack = await FloorStack.start({ expectReady: sessions, ...(o.providerToo ? { providerToo: true } : {}), ...(o.created ? { created: o.created } : {}) });
   let result: T;
   try {
     result = await fn(stack);
@@ -186,7 +186,9 @@ export async function floorScale(ctx: Context, sessions: number, o: { idleMs: nu
       rssAfterMb: mb(held.rssBytes),
       rssPerSessionKb: round((held.rssBytes - base.rssBytes) / 1024 / sessions),
     };
-  });
+    // The real run creates every sandbox before its supervisors start, and its watcher pages
+    // through all of them from the first poll: the floor lists the same sandboxes.
+  }, { created: groups });
 }
 
 /** The recovery scenario's floor: a gateway started, and `sessions` sessions re-opened on it as soon as it listens. */

@@ -35,13 +35,18 @@ export class FloorStack {
   /**
    * Starts a floor gateway; `expectReady`: it prints an all-ready line once that many sessions are
    * bootstrapped; `providerToo`: each waited update also delivers a provider-environment update
-   * (the gateway's --provider-too).
+   * (the gateway's --provider-too); `created`: the sandboxes the real run creates first, which
+   * ListSandboxes then lists whether or not their session is open (the gateway's --created).
    */
-  static async start(o: { expectReady?: number; providerToo?: boolean } = {}): Promise<FloorStack> {
+  static async start(o: { expectReady?: number; providerToo?: boolean; created?: readonly Group[] } = {}): Promise<FloorStack> {
     const s = new FloorStack(o.expectReady ?? 0);
     FloorStack.live.add(s);
     try {
-      const args = [...(s.expectReady > 0 ? ["--expect-ready", String(s.expectReady)] : []), ...(o.providerToo ? ["--provider-too"] : [])];
+      const args = [
+        ...(s.expectReady > 0 ? ["--expect-ready", String(s.expectReady)] : []),
+        ...(o.providerToo ? ["--provider-too"] : []),
+        ...(o.created && o.created.length > 0 ? ["--created", o.created.map((g) => `${g.prefix}:${g.count}`).join(",")] : []),
+      ];
       const g = new Child({ name: "floor-gateway", script: "bench/floor/gateway.ts", args, log: s.log, captureStdout: true });
       s.children.push(g);
       s.gateway = g;
