@@ -22,8 +22,11 @@ export interface LatencyTask { readonly kind: "latency"; readonly sandbox: strin
 export interface PollTask { readonly kind: "poll"; readonly sandbox: string; readonly n: number; readonly pollMs: number; readonly phaseMs: number }
 /** Concurrent waited updates over disjoint sandboxes: policy, settings, invalid, superseded pairs. */
 export interface FleetTask { readonly kind: "fleet"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number }
-/** Waited policy updates only, over disjoint sandboxes (the probe's shape; the floor client runs the same). */
-export interface WaitedTask { readonly kind: "waited"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number }
+/**
+ * Waited policy updates only, over disjoint sandboxes (the probe's shape; the floor client runs the
+ * same). `warmupOps`: that many more first, untimed, in this process before it says ready.
+ */
+export interface WaitedTask { readonly kind: "waited"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number; readonly warmupOps?: number }
 /** One commit-only policy update per sandbox. */
 export interface CommitTask { readonly kind: "commit"; readonly sandboxes: readonly string[]; readonly concurrency: number; readonly tag: string }
 /** Reads operations back and compares them with the expected states (`a|b` = either). */
@@ -297,6 +300,13 @@ serveWorker<Task & Common>(async (task) => {
   const client = createConfigClient({ transport: createNodeTransport({ baseUrl: task.url, protocol: "grpc" }), token: task.token });
   // Open the HTTP/2 connection before the clock starts.
   await client.raw(OpenShell).health({});
+  if (task.kind === "waited" && task.warmupOps) {
+    // Untimed, before "ready": the measured updates run on code already compiled and optimized,
+    // in this process and in the gateway and supervisor.
+    const w = await waited(client, { ...task, ops: task.warmupOps, tag: `${task.tag}-warm` });
+    const problems = [...w.lost, ...w.stuck, ...w.mismatches];
+    if (problems.length > 0) throw new Error(`warm-up: ${problems.slice(0, 3).join("; ")}`);
+  }
   const run: Record<Task["kind"], (c: ConfigClient, t: never) => Promise<unknown>> = { create: createSandboxes, latency, poll, fleet, waited, commit, check, ready };
   return (t) => run[t.kind](client, t as never);
 });

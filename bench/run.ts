@@ -25,7 +25,7 @@ import { Stack } from "./lib/stack.js";
 import type { Context } from "./scenarios/common.js";
 import { fleetScenario } from "./scenarios/fleet.js";
 import { latencyScenario } from "./scenarios/latency.js";
-import { PROBE_SHAPE, probeScenario } from "./scenarios/probe.js";
+import { PROBE_SHAPE, PROBE_WARMUP_OPS, probeScenario } from "./scenarios/probe.js";
 import { recoveryScenario } from "./scenarios/recovery.js";
 import { scaleScenario } from "./scenarios/scale.js";
 import { sizeScenario } from "./scenarios/size.js";
@@ -187,14 +187,14 @@ async function main(): Promise<void> {
       });
       if (withFloor && !results.floor.probe) {
         await step("probe/floor", async () => {
-          results.floor.probe = await floorUpdates(ctx, "probe/floor", { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmup: true });
+          results.floor.probe = await floorUpdates(ctx, "probe/floor", { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmupOps: PROBE_WARMUP_OPS });
         });
       }
       // The protocol delivers two messages per policy change (sandbox config + provider
       // environment, whose fingerprint includes the policy hash): the same floor with both.
       if (withFloor && backend === "sqlite" && !results.floor.probeProviderToo) {
         await step(PROBE_PROVIDER_FLOOR_STEP, async () => {
-          results.floor.probeProviderToo = await floorUpdates(ctx, PROBE_PROVIDER_FLOOR_STEP, { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmup: true, providerToo: true });
+          results.floor.probeProviderToo = await floorUpdates(ctx, PROBE_PROVIDER_FLOOR_STEP, { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmupOps: PROBE_WARMUP_OPS, providerToo: true });
         });
       }
     }
@@ -207,7 +207,7 @@ async function main(): Promise<void> {
       if (withFloor && !results.floor.fleet) {
         await step("fleet/floor", async () => {
           const { sandboxes, supervisors, clients, loopsPerClient, ops } = plan.fleet;
-          results.floor.fleet = await floorUpdates(ctx, "fleet/floor", { sandboxes, supervisors, clients, loopsPerClient, ops, warmup: false });
+          results.floor.fleet = await floorUpdates(ctx, "fleet/floor", { sandboxes, supervisors, clients, loopsPerClient, ops, warmupOps: 0 });
         });
       }
     }

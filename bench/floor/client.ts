@@ -21,8 +21,8 @@ import {
 import { policyFor } from "../lib/policies.js";
 import { serveWorker } from "../lib/worker-protocol.js";
 
-/** Waited policy updates over disjoint sandboxes: `loops` in flight, `ops` in all. */
-export interface UpdatesTask { readonly kind: "updates"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number }
+/** Waited policy updates over disjoint sandboxes: `loops` in flight, `ops` in all (`warmupOps` more first, untimed, before ready). */
+export interface UpdatesTask { readonly kind: "updates"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number; readonly warmupOps?: number }
 /** Sequential waited updates of one sandbox after `warmup` untimed ones. */
 export interface LatencyTask { readonly kind: "latency"; readonly sandbox: string; readonly n: number; readonly warmup: number }
 /** Pages ListSandboxes until `count` sandboxes are READY (as bench/client.ts does against the real gateway). */
@@ -132,6 +132,12 @@ serveWorker<FloorTask & { url: string; barrier?: boolean }>(async (task) => {
   const transport = createGrpcTransport({ baseUrl: task.url, acceptCompression: [], idleConnectionTimeoutMs: 300_000, pingIntervalMs: 30_000 });
   const rpc = createClient(OpenShell, transport);
   await rpc.health({});
+  if (task.kind === "updates" && task.warmupOps) {
+    // As bench/client.ts: untimed, before "ready".
+    const w = await updates(rpc, { ...task, ops: task.warmupOps, tag: `${task.tag}-warm` });
+    const problems = [...w.lost, ...w.mismatches];
+    if (problems.length > 0 || w.completed !== task.warmupOps) throw new Error(`warm-up: ${w.completed} of ${task.warmupOps}; ${problems.slice(0, 3).join("; ")}`);
+  }
   const run = { updates, latency, ready } as Record<FloorTask["kind"], (rpc: Rpc, t: never) => Promise<unknown>>;
   return (t) => run[t.kind](rpc, t as never);
 });

@@ -88,20 +88,20 @@ async function withFloor<T>(what: string, sessions: number, fn: (s: FloorStack) 
 
 /**
  * Waited policy updates: `sandboxes` on `supervisors` processes, `clients` processes × `loops`,
- * `ops` in all; `warmup`: first one untimed update per sandbox from a separate client;
+ * `ops` in all; `warmupOps`: that many untimed updates first, in the measured client processes
+ * (split among them), before they say ready;
  * `providerToo`: each update also delivers a provider-environment update (two messages and two
  * results per policy change, as the protocol has it; the gateway's --provider-too).
  */
 export async function floorUpdates(
   ctx: Context,
   what: string,
-  o: { sandboxes: number; supervisors: number; clients: number; loopsPerClient: number; ops: number; warmup: boolean; providerToo?: boolean },
+  o: { sandboxes: number; supervisors: number; clients: number; loopsPerClient: number; ops: number; warmupOps: number; providerToo?: boolean },
 ): Promise<FloorUpdatesResult> {
   const groups = groupsFor("f", o.sandboxes, Math.ceil(o.sandboxes / o.supervisors));
   const names = groups.flatMap(groupNames);
   return withFloor(what, o.sandboxes, async (stack) => {
     await stack.bootstrap(groups, 300_000);
-    if (o.warmup) checkUpdates(`${what} warm-up`, [await stack.run({ kind: "updates", sandboxes: names, loops: o.loopsPerClient, ops: names.length, tag: "warm", timeoutMs: 60_000 })], names.length);
     ctx.say(`${what}: ${o.ops} waited updates over ${o.sandboxes} sandboxes, ${o.clients} clients × ${o.loopsPerClient} loops (floor${o.providerToo ? ", with the provider message" : ""})`);
     const tasks = Array.from({ length: o.clients }, (_, c) => ({
       kind: "updates" as const,
@@ -110,6 +110,7 @@ export async function floorUpdates(
       ops: Math.floor(o.ops / o.clients) + (c < o.ops % o.clients ? 1 : 0),
       tag: `run-c${c}`,
       timeoutMs: 120_000,
+      ...(o.warmupOps > 0 ? { warmupOps: Math.ceil(o.warmupOps / o.clients) } : {}),
     }));
     const supCpu = () => stack.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
     let before: ProcSample = stack.gatewaySample();
@@ -210,13 +211,13 @@ export async function floorRecovery(ctx: Context, sessions: number): Promise<Flo
 
 /** The --provider-too variant's self-check: 64 sessions, 600 waited updates each delivering both messages; throws on anything lost, wrong or unmatched. */
 export async function floorSmokeProviderToo(ctx: Context): Promise<{ updates: number; perSec: number }> {
-  const r = await floorUpdates(ctx, "floor/smoke+provider", { sandboxes: 64, supervisors: 1, clients: 1, loopsPerClient: 16, ops: 600, warmup: true, providerToo: true });
+  const r = await floorUpdates(ctx, "floor/smoke+provider", { sandboxes: 64, supervisors: 1, clients: 1, loopsPerClient: 16, ops: 600, warmupOps: 64, providerToo: true });
   return { updates: r.operations, perSec: r.completedPerSec };
 }
 
 /** The floor stack's self-check: 64 sessions, 600 waited updates, 20 sequential; throws on anything lost or wrong. */
 export async function floorSmoke(ctx: Context): Promise<{ updates: number; perSec: number }> {
-  const r = await floorUpdates(ctx, "floor/smoke", { sandboxes: 64, supervisors: 1, clients: 1, loopsPerClient: 16, ops: 600, warmup: true });
+  const r = await floorUpdates(ctx, "floor/smoke", { sandboxes: 64, supervisors: 1, clients: 1, loopsPerClient: 16, ops: 600, warmupOps: 64 });
   await floorLatency({ ...ctx, say: () => {} }, { n: 20, warmup: 2 });
   return { updates: r.operations, perSec: r.completedPerSec };
 }
