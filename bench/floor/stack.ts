@@ -103,7 +103,7 @@ export class FloorStack {
   }
 
   /** Runs `tasks` in parallel worker processes, all released at once after every one is ready. */
-  runTogether<T extends FloorTask>(tasks: readonly T[], onGo?: () => void): Promise<{ results: FloorResult<T>[]; goAt: number }> {
+  runTogether<T extends FloorTask>(tasks: readonly T[], onGo?: () => void | Promise<void>): Promise<{ results: FloorResult<T>[]; goAt: number }> {
     return releaseTogether(tasks.map((t) => this.worker({ ...t, barrier: true })), onGo);
   }
 

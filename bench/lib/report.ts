@@ -218,7 +218,7 @@ export function renderMarkdown(r: Results): string {
         ],
       ),
       "",
-      "One untimed warm-up update per sandbox first. CPU = utime + stime from /proc over the timed part (the client's own process.cpuUsage). Store calls count the calls on the store (a transaction counts once; the calls inside it are not timed separately): " +
+      "1,000 untimed updates first, in the measured client process (the floor's probe alike); every counter is read after them. CPU = utime + stime from /proc over the timed part (the client's own process.cpuUsage). Store calls count the calls on the store (a transaction counts once; the calls inside it are not timed separately): " +
         r.probe.map((p) => `${p.backend} ${Object.entries(p.store.byCall).map(([k, v]) => `${k} ${v}`).join(", ")}`).join("; ") +
         ". PostgreSQL queries are counted in the gateway's pg client (bench/lib/pg-count.mjs).",
       "",

@@ -189,7 +189,7 @@ export class Stack {
   }
 
   /** Runs `tasks` in parallel worker processes, all released at once after every one is ready. */
-  runTogether<T extends Task>(tasks: readonly T[], onGo?: () => void): Promise<{ results: WorkerResult<T>[]; goAt: number }> {
+  runTogether<T extends Task>(tasks: readonly T[], onGo?: () => void | Promise<void>): Promise<{ results: WorkerResult<T>[]; goAt: number }> {
     return releaseTogether(tasks.map((t) => this.worker({ ...t, barrier: true })), onGo);
   }
 

@@ -35,9 +35,10 @@ export function startWorker<R>(child: Child, kind: string, input: object): Worke
 }
 
 /** Releases `workers` (started with `barrier`) at once, after every one is ready (or one ended). */
-export async function releaseTogether<R>(workers: readonly Worker<R>[], onGo?: () => void): Promise<{ results: R[]; goAt: number }> {
+export async function releaseTogether<R>(workers: readonly Worker<R>[], onGo?: () => void | Promise<void>): Promise<{ results: R[]; goAt: number }> {
   await Promise.race([Promise.all(workers.map((w) => w.ready)), Promise.all(workers.map((w) => w.result))]);
-  onGo?.();
+  // Counters read here (before "go", after every worker's set-up and warm-up) cover the run alone.
+  await onGo?.();
   const goAt = Date.now();
   for (const w of workers) w.child.send("go");
   return { results: await Promise.all(workers.map((w) => w.result)), goAt };

@@ -45,12 +45,15 @@ export async function probeScenario(ctx: Context, backend: Backend, ops: number)
     const task = { kind: "waited" as const, sandboxes: names, loops: PROBE_SHAPE.inFlight, timeoutMs: 60_000 };
     ctx.say(`probe/${backend}: ${ops} waited updates, ${PROBE_SHAPE.inFlight} in flight on ${PROBE_SHAPE.sandboxes} sandboxes`);
     const supCpu = () => boot.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
-    const metrics0 = await stack.metrics();
-    const pg0 = backend === "postgres" ? await stack.pgQueries() : 0;
+    let metrics0 = await stack.metrics();
+    let pg0 = 0;
     let before: ProcSample = stack.gatewaySample();
     let sup0 = 0;
     let m0 = sampleMachine();
-    const { results, goAt } = await stack.runTogether([{ ...task, ops, tag: "run", warmupOps: PROBE_WARMUP_OPS }], () => {
+    // Every counter is read once the client has warmed up: the warm-up's store calls and queries are not the run's.
+    const { results, goAt } = await stack.runTogether([{ ...task, ops, tag: "run", warmupOps: PROBE_WARMUP_OPS }], async () => {
+      metrics0 = await stack.metrics();
+      if (backend === "postgres") pg0 = await stack.pgQueries();
       before = stack.gatewaySample();
       sup0 = supCpu();
       m0 = sampleMachine();
