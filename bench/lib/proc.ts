@@ -76,8 +76,10 @@ export class Child {
       ...(o.env ? { env: { ...process.env, ...o.env } } : {}),
     });
     live.add(this.process);
+    // "close", not "exit": "exit" can come before the last of its stdout has been read, and a
+    // line still in the pipe (a large result) would be missed by whoever awaits it.
     this.exited = new Promise((r) =>
-      this.process.once("exit", (code, signal) => {
+      this.process.once("close", (code, signal) => {
         live.delete(this.process);
         r({ code, signal });
       }),
