@@ -231,6 +231,9 @@ export function machineBusyPercent(a: MachineSample, b: MachineSample): number {
   return ((b.busy - a.busy) / Math.max(1, b.total - a.total)) * 100;
 }
 
+/** settleMachine's defaults (the report states them). */
+export const SETTLE = { busyPercent: 10, windowMs: 500, maxMs: 20_000 } as const;
+
 /**
  * Waits until the machine is quiet (under `busyPercent` of all cores over a `windowMs` window)
  * or `maxMs` has passed, so that one step does not start in the wake of the last (PostgreSQL's
@@ -238,9 +241,9 @@ export function machineBusyPercent(a: MachineSample, b: MachineSample): number {
  * the last window was.
  */
 export async function settleMachine(o: { busyPercent?: number; windowMs?: number; maxMs?: number } = {}): Promise<{ waitedMs: number; busyPercent: number }> {
-  const limit = o.busyPercent ?? 10;
-  const windowMs = o.windowMs ?? 500;
-  const maxMs = o.maxMs ?? 20_000;
+  const limit = o.busyPercent ?? SETTLE.busyPercent;
+  const windowMs = o.windowMs ?? SETTLE.windowMs;
+  const maxMs = o.maxMs ?? SETTLE.maxMs;
   const t0 = performance.now();
   for (;;) {
     const a = sampleMachine();

@@ -8,6 +8,8 @@ import type { LatencyResult, PollingResult } from "../scenarios/latency.js";
 import type { RecoveryResult } from "../scenarios/recovery.js";
 import type { ScaleResult } from "../scenarios/scale.js";
 import type { SizeResult } from "../scenarios/size.js";
+import { PROBE_WARMUP_OPS } from "../scenarios/probe.js";
+import { SETTLE } from "./proc.js";
 import type { ProfileEntry } from "./profile.js";
 import { issue15Targets, PROVIDER_FLOOR_NOTE, ratioRows, times } from "./ratios.js";
 import type { Summary } from "./stats.js";
@@ -150,8 +152,8 @@ export function renderMarkdown(r: Results): string {
     `${m.date} · ${m.cores} cores (${m.cpu}) · ${m.memoryGb} GB · Node ${m.node} · ${m.os} · commit ${m.commit}${m.durationS === undefined ? "" : ` · run took ${m.durationS} s`}`,
     "",
     ...m.notes.map((x) => `- ${x}`),
-    "- Each step, ours and the floor's alike, first waits (at most 20 s) until the whole machine is under 10% busy for half a second.",
-    `- Machine load per step (1-min load average at its start; whole-machine CPU busy during it; the wait for a quiet machine before it, when over 1 s): ${m.load.map((l) => `${l.step} ${l.loadAvg1.toFixed(1)} / ${Math.round(l.machineBusyPercent)}%${l.settledMs !== undefined && l.settledMs > 1000 ? ` (waited ${(l.settledMs / 1000).toFixed(1)} s${l.busyBeforePercent !== undefined && l.busyBeforePercent >= 10 ? `, still ${l.busyBeforePercent}% busy` : ""})` : ""}`).join(", ")}.`,
+    `- Each step, ours and the floor's alike, first waits (at most ${SETTLE.maxMs / 1000} s) until the whole machine is under ${SETTLE.busyPercent}% busy for ${SETTLE.windowMs} ms.`,
+    `- Machine load per step (1-min load average at its start; whole-machine CPU busy during it; the wait for a quiet machine before it, when over 1 s): ${m.load.map((l) => `${l.step} ${l.loadAvg1.toFixed(1)} / ${Math.round(l.machineBusyPercent)}%${l.settledMs !== undefined && l.settledMs > 1000 ? ` (waited ${(l.settledMs / 1000).toFixed(1)} s${l.busyBeforePercent !== undefined && l.busyBeforePercent >= SETTLE.busyPercent ? `, still ${l.busyBeforePercent}% busy` : ""})` : ""}`).join(", ")}.`,
     "",
   ];
   if (r.failures.length > 0) parts.push("## FAILURES", "", ...r.failures.map((f) => `- ${f}`), "");
@@ -218,7 +220,8 @@ export function renderMarkdown(r: Results): string {
         ],
       ),
       "",
-      "1,000 untimed updates first, in the measured client process (the floor's probe alike); every counter is read after them. CPU = utime + stime from /proc over the timed part (the client's own process.cpuUsage). Store calls count the calls on the store (a transaction counts once; the calls inside it are not timed separately): " +
+      `${PROBE_WARMUP_OPS.toLocaleString("en-US")} untimed updates first, in the measured client process (the floor's probe alike); every counter is read after them. ` +
+        "CPU = utime + stime from /proc over the timed part (the client's own process.cpuUsage). Store calls count the calls on the store (a transaction counts once; the calls inside it are not timed separately): " +
         r.probe.map((p) => `${p.backend} ${Object.entries(p.store.byCall).map(([k, v]) => `${k} ${v}`).join(", ")}`).join("; ") +
         ". PostgreSQL queries are counted in the gateway's pg client (bench/lib/pg-count.mjs).",
       "",

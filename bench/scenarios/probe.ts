@@ -45,7 +45,7 @@ export async function probeScenario(ctx: Context, backend: Backend, ops: number)
     const task = { kind: "waited" as const, sandboxes: names, loops: PROBE_SHAPE.inFlight, timeoutMs: 60_000 };
     ctx.say(`probe/${backend}: ${ops} waited updates, ${PROBE_SHAPE.inFlight} in flight on ${PROBE_SHAPE.sandboxes} sandboxes`);
     const supCpu = () => boot.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
-    let metrics0 = await stack.metrics();
+    let metrics0 = new Map<string, number>();
     let pg0 = 0;
     let before: ProcSample = stack.gatewaySample();
     let sup0 = 0;
