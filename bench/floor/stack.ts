@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Child, openLog, sampleProc, type ProcSample } from "../lib/proc.js";
 import { releaseTogether, startWorker, type Worker } from "../lib/worker-protocol.js";
 import type { Group } from "../lib/stack.js";
@@ -28,6 +29,7 @@ export class FloorStack {
   supervisors: Child[] = [];
   private readonly children: Child[] = [];
   private workers = 0;
+  private readonly workerChildren: Child[] = [];
   private keep = false;
 
   private constructor(private readonly expectReady: number) {}
@@ -94,6 +96,7 @@ export class FloorStack {
   worker<T extends FloorTask>(task: T): Worker<FloorResult<T>> {
     const child = new Child({ name: `floor-client#${++this.workers}`, script: "bench/floor/client.ts", args: [], log: this.log, captureStdout: true });
     this.children.push(child);
+    this.workerChildren.push(child);
     return startWorker<FloorResult<T>>(child, task.kind, { url: this.url, ...task });
   }
 
@@ -122,6 +125,9 @@ export class FloorStack {
       const l = await this.gateway.waitForLine((l) => l.includes('"stats"'), 10_000).catch(() => undefined);
       if (l) stats = JSON.parse(l) as FloorStats;
     }
+    // A worker exits by itself once it has answered; a signal while it writes its CPU profile
+    // (OSC_BENCH_PROF_ALL) would lose the profile, so it gets a moment first.
+    await Promise.all(this.workerChildren.map((c) => Promise.race([c.exited, sleep(3_000)])));
     await Promise.all(this.children.filter((c) => c !== this.gateway).map((c) => c.kill("SIGTERM")));
     if (this.gateway) await this.gateway.kill("SIGTERM");
     await new Promise<void>((r) => this.log.end(() => r()));

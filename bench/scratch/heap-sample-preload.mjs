@@ -1,12 +1,12 @@
 // Scratch preload for bench/scratch/heap-sample.ts and prof-bootstrap.ts (HS=1): in the gateway
-// process only (the built gateway.mjs), samples allocations, those already collected included,
+// process only (the built gateway.mjs; HS_TARGET=supervisor.mjs samples the supervisor instead), samples allocations, those already collected included,
 // and on each SIGUSR2 writes the samples since the previous signal to /tmp/heapsample-<pid>.json
 // (a sampling heap profile, the format of HeapProfiler.stopSampling) and starts again.
 //   NODE_OPTIONS="--import ./bench/scratch/heap-sample-preload.mjs" node --import tsx bench/scratch/heap-sample.ts 3000
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector";
 
-if (process.argv[1]?.endsWith("gateway.mjs")) {
+if (process.argv[1]?.endsWith(process.env.HS_TARGET ?? "/gateway.mjs")) {
   const session = new Session();
   session.connect();
   // Collected objects too: the point is what the garbage collector has to deal with.
