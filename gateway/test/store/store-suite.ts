@@ -10,6 +10,7 @@ import { APPLIED, MAX_INT64, PENDING, SUPERSEDED, at, bytes, idempotency, operat
 import { defineTransactionTests } from "./store-suite-tx.js";
 import { defineClusterTests } from "./store-suite-cluster.js";
 import { defineEnforcementTests } from "./store-suite-enforcement.js";
+import { defineSharedDatabaseTests } from "./store-suite-shared-db.js";
 
 export interface StoreHarness {
   readonly store: Store;
@@ -494,5 +495,6 @@ export function defineStoreSuite(name: string, open: () => Promise<StoreHarness>
     defineTransactionTests(() => harness);
     defineClusterTests(() => harness);
     defineEnforcementTests(() => harness);
+    defineSharedDatabaseTests(() => harness);
   });
 }

@@ -63,24 +63,44 @@ const placeholders = (n: number) => {
   return s;
 };
 
+/** Sandbox rows kept between transactions (about 1 kB each). */
+const MAX_CACHED_SANDBOXES = 1024;
+
+const nameKey = (workspace: string, name: string) => `${workspace}\u0000${name}`;
+
 export type SandboxQuery = Parameters<Store["listSandboxes"]>[0];
 
 export class SqliteQueries {
   private readonly cache = new Map<string, BetterSqlite3.Statement>();
 
   /**
-   * While a transaction's fn runs (beginTx to endTx): the sandbox and operation rows it has read
-   * or written, as they stand. Its transaction is the only writer of the database meanwhile
-   * (BEGIN IMMEDIATE holds the write lock; one transaction runs at a time on the connection), so
-   * an update of a held row needs no RETURNING: the new record follows from the patch.
+   * While a transaction's fn runs (beginTx to endTx): the operation rows it has read or written,
+   * as they stand. Its transaction is the only writer of the database meanwhile (BEGIN IMMEDIATE
+   * holds the write lock; one transaction runs at a time on the connection), so an update of a
+   * held row needs no RETURNING: the new record follows from the patch.
    */
   private holding = false;
-  private readonly heldSandboxes = new Map<string, SandboxRecord>();
   private readonly heldOperations = new Map<string, OperationRecord>();
 
-  constructor(private readonly db: BetterSqlite3.Database) {}
+  /**
+   * Sandbox rows as they stand in the database, kept between transactions too (every update
+   * reads its sandbox by name, and every result by id). They stay true because every write of
+   * the sandboxes table on this connection goes through this class, and a commit by any other
+   * connection (a second gateway on the file, an operator's tool) changes `PRAGMA data_version`,
+   * which is checked before a row is used and empties the cache. A transaction that rolls back
+   * empties it too (discardCachedRows). Bounded; the oldest entries go first.
+   */
+  private readonly sandboxes = new Map<string, SandboxRecord>();
+  /** `workspace NUL name` → id, for the rows in `sandboxes`. */
+  private readonly sandboxIds = new Map<string, string>();
+  private readonly dataVersionStmt: BetterSqlite3.Statement;
+  private dataVersion: unknown;
 
-  /** A transaction's fn starts: rows read from here on are held (see `holding`). */
+  constructor(private readonly db: BetterSqlite3.Database) {
+    this.dataVersionStmt = db.prepare("PRAGMA data_version").pluck();
+  }
+
+  /** A transaction's fn starts: operation rows read from here on are held (see `holding`). */
   beginTx(): void {
     this.holding = true;
   }
@@ -88,13 +108,41 @@ export class SqliteQueries {
   /** The transaction's fn ended (committed into the batch or rolled back): nothing is held. */
   endTx(): void {
     this.holding = false;
-    this.heldSandboxes.clear();
     this.heldOperations.clear();
   }
 
-  private holdSandbox(sb: SandboxRecord): SandboxRecord {
-    if (this.holding) this.heldSandboxes.set(sb.id, sb);
+  /** Some writes were rolled back (a failed job, a failed COMMIT): cached rows may not be in the database. */
+  discardCachedRows(): void {
+    this.sandboxes.clear();
+    this.sandboxIds.clear();
+  }
+
+  /** The cached sandbox rows, emptied first if another connection has committed since they were read. */
+  private cachedSandboxes(): Map<string, SandboxRecord> {
+    const v = this.dataVersionStmt.get();
+    if (v !== this.dataVersion) {
+      this.dataVersion = v;
+      this.discardCachedRows();
+    }
+    return this.sandboxes;
+  }
+
+  private cacheSandbox(sb: SandboxRecord): SandboxRecord {
+    const cache = this.cachedSandboxes();
+    if (!cache.has(sb.id) && cache.size >= MAX_CACHED_SANDBOXES) {
+      const oldest = cache.values().next().value as SandboxRecord;
+      this.forgetSandbox(oldest.id);
+    }
+    cache.set(sb.id, sb);
+    this.sandboxIds.set(nameKey(sb.workspace, sb.name), sb.id);
     return sb;
+  }
+
+  private forgetSandbox(id: string): void {
+    const sb = this.sandboxes.get(id);
+    if (sb === undefined) return;
+    this.sandboxes.delete(id);
+    this.sandboxIds.delete(nameKey(sb.workspace, sb.name));
   }
 
   private holdOperation(o: OperationRecord): OperationRecord {
@@ -130,13 +178,19 @@ export class SqliteQueries {
 
   /** `_idempotencyKey`: a hint for engines with round trips; SQLite reads the key when asked. */
   sandboxByName(workspace: string, name: string, _idempotencyKey?: string): SandboxRecord | undefined {
+    const cache = this.cachedSandboxes();
+    const id = this.sandboxIds.get(nameKey(workspace, name));
+    const cached = id === undefined ? undefined : cache.get(id);
+    if (cached) return cached;
     const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE workspace = ? AND name = ?", workspace, name);
-    return r && this.holdSandbox(sandboxFromRow(r));
+    return r && this.cacheSandbox(sandboxFromRow(r));
   }
 
   sandboxById(id: string): SandboxRecord | undefined {
+    const cached = this.cachedSandboxes().get(id);
+    if (cached) return cached;
     const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE id = ?", id);
-    return r && this.holdSandbox(sandboxFromRow(r));
+    return r && this.cacheSandbox(sandboxFromRow(r));
   }
 
   insertSandbox(s: SandboxRecord): void {
@@ -146,24 +200,25 @@ export class SqliteQueries {
   updateSandbox(id: string, patch: SandboxPatch): SandboxRecord {
     const { sets, values } = sandboxPatchSql(patch);
     sets.push("resource_version = resource_version + 1");
-    const held = this.holding ? this.heldSandboxes.get(id) : undefined;
-    if (held) {
+    // A cached row is the row as it stands, so the new record follows from the patch.
+    const cached = this.cachedSandboxes().get(id);
+    if (cached) {
       if (this.stmt(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ?`).run(...values, id).changes !== 1) {
         throw new Error(`updateSandbox: no sandbox with id ${id}`);
       }
-      const next = patchedSandbox(held, patch);
-      this.heldSandboxes.set(id, next);
+      const next = patchedSandbox(cached, patch);
+      this.sandboxes.set(id, next);
       return next;
     }
     const r = this.one<SandboxRow>(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ? RETURNING *`, ...values, id);
     if (!r) throw new Error(`updateSandbox: no sandbox with id ${id}`);
-    return this.holdSandbox(sandboxFromRow(r));
+    return this.cacheSandbox(sandboxFromRow(r));
   }
 
   /** Removes the sandbox and its sandbox-scoped rows; operations stay as the record of what became of each change. */
   deleteSandbox(id: string): void {
     if (id === "") return; // "" is the global scope, never a sandbox
-    this.heldSandboxes.delete(id);
+    this.forgetSandbox(id);
     this.stmt("DELETE FROM sandboxes WHERE id = ?").run(id);
     this.stmt("DELETE FROM policy_revisions WHERE sandbox_id = ?").run(id);
     this.stmt("DELETE FROM settings WHERE sandbox_id = ?").run(id);

@@ -209,6 +209,8 @@ class SqliteStore implements Store {
       } catch (err) {
         ctx.active = false;
         this.q.endTx();
+        // Its writes (and, if SQLite rolled everything back, the batch's) are undone.
+        this.q.discardCachedRows();
         if (this.db.inTransaction) {
           // Undo this job's writes only; the batch goes on.
           try {
@@ -270,6 +272,7 @@ class SqliteStore implements Store {
   }
 
   private rollbackQuietly(): void {
+    this.q.discardCachedRows();
     if (!this.db.inTransaction) return;
     try {
       this.rollback.run();
