@@ -3,8 +3,9 @@
 // merge operations applied to the latest policy. Errors are ConnectErrors naming the field.
 
 import { createHash } from "node:crypto";
-import { clone, create, equals, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { clone, create, equals } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { canonicalMessageJson } from "./canonical-json.js";
 import {
   SandboxPolicySchema,
   FilesystemPolicySchema,
@@ -31,34 +32,7 @@ export function policyHash(policy: SandboxPolicy, canonical?: string): string {
 
 /** The canonical proto-JSON text that `policyHash` hashes. */
 export function canonicalPolicyJson(policy: SandboxPolicy): string {
-  return canonicalJson(toJson(SandboxPolicySchema, policy, { alwaysEmitImplicit: false }));
-}
-
-/**
- * JSON text with object keys sorted at every level. `raw` maps objects of `value` to text
- * already canonical, written in their place.
- */
-export function canonicalJson(value: JsonValue, raw?: ReadonlyMap<object, string>): string {
-  if (Array.isArray(value)) {
-    let s = "[";
-    for (let i = 0; i < value.length; i++) {
-      if (i > 0) s += ",";
-      s += canonicalJson(value[i]!, raw);
-    }
-    return s + "]";
-  }
-  if (value !== null && typeof value === "object") {
-    const text = raw?.get(value);
-    if (text !== undefined) return text;
-    const keys = Object.keys(value).sort();
-    let s = "{";
-    for (let i = 0; i < keys.length; i++) {
-      if (i > 0) s += ",";
-      s += `${JSON.stringify(keys[i])}:${canonicalJson((value as Record<string, JsonValue>)[keys[i]!]!, raw)}`;
-    }
-    return s + "}";
-  }
-  return JSON.stringify(value);
+  return canonicalMessageJson(SandboxPolicySchema, policy);
 }
 
 function invalid(message: string): ConnectError {

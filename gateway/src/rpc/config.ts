@@ -3,7 +3,7 @@
 // idempotency keys safe.
 
 import { createHash, randomUUID } from "node:crypto";
-import { clone, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { clone } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import {
   ConfigUpdateWaitMode,
@@ -12,7 +12,8 @@ import {
   type UpdateConfigRequest,
   type UpdateConfigResponse,
 } from "openshell-config/raw";
-import { canonicalJson, canonicalPolicyJson } from "../model/policy.js";
+import { canonicalMessageJson } from "../model/canonical-json.js";
+import { canonicalPolicyJson } from "../model/policy.js";
 import { toOperation } from "../model/convert.js";
 import { commitSandboxUpdate } from "../operations/commit-update.js";
 import { commitGlobalUpdate } from "../operations/commit-global.js";
@@ -85,19 +86,12 @@ export function requestFingerprint(req: UpdateConfigRequest): string {
  * so that the commit need not write the policy as JSON a second time.
  */
 function fingerprintOf(req: UpdateConfigRequest): { fingerprint: string; policyJson: string | undefined } {
-  // A shallow copy is enough: toJson only reads it (a deep clone would copy the whole policy).
-  // The policy is written on its own: its JSON is the same nested as alone.
-  const c: UpdateConfigRequest = { ...req, waitMode: ConfigUpdateWaitMode.UNSPECIFIED, waitTimeout: undefined, requestId: "", policy: undefined };
-  const json = toJson(UpdateConfigRequestSchema, c) as JsonObject;
-  let raw: Map<object, string> | undefined;
-  let policyJson: string | undefined;
-  if (req.policy) {
-    policyJson = canonicalPolicyJson(req.policy);
-    const slot = {};
-    json.policy = slot;
-    raw = new Map([[slot, policyJson]]);
-  }
-  return { fingerprint: createHash("sha256").update(canonicalJson(json, raw)).digest("hex"), policyJson };
+  // A shallow copy is enough: the writer only reads it (a deep clone would copy the whole policy).
+  const c: UpdateConfigRequest = { ...req, waitMode: ConfigUpdateWaitMode.UNSPECIFIED, waitTimeout: undefined, requestId: "" };
+  // The policy is written once: its text is the same nested as alone.
+  const policyJson = req.policy ? canonicalPolicyJson(req.policy) : undefined;
+  const raw = req.policy && policyJson !== undefined ? new Map([[req.policy, policyJson]]) : undefined;
+  return { fingerprint: createHash("sha256").update(canonicalMessageJson(UpdateConfigRequestSchema, c, raw)).digest("hex"), policyJson };
 }
 
 function waitMs(req: UpdateConfigRequest, deps: GatewayDeps): number {
