@@ -1,13 +1,14 @@
 // Exact revisions of delivered snapshots: what a result must echo, what an operation targets,
 // and the fingerprints that let an unchanged snapshot go unsent.
 
-import { create, equals, toBinary } from "@bufbuild/protobuf";
+import { create, equals } from "@bufbuild/protobuf";
 import {
   ConfigSnapshotRevisionSchema,
   type ConfigSnapshotRevision,
   type ProviderEnvironmentSnapshot,
   type SandboxConfigSnapshot,
 } from "openshell-config/raw";
+import { encodeMessage } from "../model/binary-encoder.js";
 
 export function sandboxRevision(s: SandboxConfigSnapshot): ConfigSnapshotRevision {
   return create(ConfigSnapshotRevisionSchema, {
@@ -50,7 +51,7 @@ export function sameRevision(a: ConfigSnapshotRevision | undefined, b: ConfigSna
 }
 
 export function revisionBytes(r: ConfigSnapshotRevision): Uint8Array {
-  return toBinary(ConfigSnapshotRevisionSchema, r);
+  return encodeMessage(ConfigSnapshotRevisionSchema, r);
 }
 
 /** Fingerprint of what the supervisor would run: equal fingerprints need no resend. */

@@ -4,7 +4,7 @@
 // a fresh acknowledgement, re-sends after the ack timeout, and records results.
 
 import { randomUUID } from "node:crypto";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
@@ -37,6 +37,7 @@ import {
   sandboxFingerprint,
   sandboxRevision,
 } from "./revisions.js";
+import { encodeMessage } from "../model/binary-encoder.js";
 
 export interface SessionOptions {
   readonly ackTimeoutMs: number;
@@ -154,7 +155,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
    */
   function send(msg: GatewayMessage, payloadBound?: number): boolean {
     if (payloadBound === undefined || payloadBound + ENVELOPE_BOUND > options.maxMessageBytes) {
-      const size = toBinary(GatewayMessageSchema, msg).length;
+      const size = encodeMessage(GatewayMessageSchema, msg).length;
       if (size > options.maxMessageBytes) return false;
     }
     outbound.push(msg);
@@ -224,7 +225,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
         if (!send(msg, desired.sizeBound)) {
           clearTimeout(f.timer);
           slots.sandbox.inflight = undefined;
-          await failOversized(revision, toBinary(GatewayMessageSchema, msg).length);
+          await failOversized(revision, encodeMessage(GatewayMessageSchema, msg).length);
         }
       }
     }
@@ -324,7 +325,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
       // The snapshot's bound (when the cache measured one) plus the provider snapshot's spares
       // encoding the whole bootstrap only to measure it: the stream encodes it again to send it.
       const bound = desired.sizeBound === undefined ? undefined : desired.sizeBound + scanRequest(provider).sizeBound + ENVELOPE_BOUND;
-      const size = bound !== undefined && bound <= options.maxMessageBytes ? bound : toBinary(GatewayMessageSchema, msg).length;
+      const size = bound !== undefined && bound <= options.maxMessageBytes ? bound : encodeMessage(GatewayMessageSchema, msg).length;
       if (size > options.maxMessageBytes) {
         await failOversized(revision, size);
         throw new ConnectError(`the configuration bootstrap exceeds ${options.maxMessageBytes} bytes`, Code.ResourceExhausted);

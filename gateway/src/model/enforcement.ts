@@ -4,7 +4,7 @@
 // everything, or defer to a local policy. The record is the gateway's answer to "what does this
 // sandbox enforce now", on every surface and across restarts of either side.
 
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
   ConfigApplyOutcome as Outcome,
@@ -18,6 +18,7 @@ import {
 } from "openshell-config/raw";
 import type { EnforcementRecord } from "../store/store.js";
 import { sanitizeError } from "../operations/states.js";
+import { encodeMessage } from "./binary-encoder.js";
 
 /** The policy a FAILED_RETAINED_LAST_KNOWN_GOOD result keeps: its version and where it comes from. */
 export function keptPolicy(result: ConfigComponentApplyResult): { version: number; source: PolicySource } | undefined {
@@ -79,7 +80,7 @@ export function enforcedSandboxVersion(e: PolicyEnforcement): number {
 }
 
 export function toEnforcementRecord(sandboxId: string, e: PolicyEnforcement, observedAt: Date): EnforcementRecord {
-  return { sandboxId, state: e.state, policyVersion: enforcedSandboxVersion(e), detail: toBinary(PolicyEnforcementSchema, e), observedAt };
+  return { sandboxId, state: e.state, policyVersion: enforcedSandboxVersion(e), detail: encodeMessage(PolicyEnforcementSchema, e), observedAt };
 }
 
 export function fromEnforcementRecord(r: EnforcementRecord): PolicyEnforcement {

@@ -1,7 +1,7 @@
 // Global-scope UpdateConfig: a policy or setting that applies to every sandbox. It creates no
 // operation (upstream returns none for global updates); supervisors learn of it through delivery.
 
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   PolicyStatus,
@@ -13,6 +13,7 @@ import {
 } from "openshell-config/raw";
 import { policyHash, validatePolicy } from "../model/policy.js";
 import type { GatewayDeps } from "../rpc/deps.js";
+import { encodeMessage } from "../model/binary-encoder.js";
 
 const GLOBAL = "";
 
@@ -32,7 +33,7 @@ export async function commitGlobalUpdate(deps: Pick<GatewayDeps, "store">, req: 
         await tx.insertPolicyRevision({
           sandboxId: GLOBAL,
           version,
-          policy: toBinary(SandboxPolicySchema, req.policy),
+          policy: encodeMessage(SandboxPolicySchema, req.policy),
           hash,
           status: PolicyStatus.PENDING,
           loadError: "",
@@ -53,7 +54,7 @@ export async function commitGlobalUpdate(deps: Pick<GatewayDeps, "store">, req: 
         if (!req.settingValue || req.settingValue.value.case === undefined) {
           throw new ConnectError("setting_value is required unless delete_setting is set", Code.InvalidArgument);
         }
-        const value = toBinary(SettingValueSchema, req.settingValue);
+        const value = encodeMessage(SettingValueSchema, req.settingValue);
         const same = current && Buffer.compare(Buffer.from(current.value), Buffer.from(value)) === 0;
         if (!same) {
           await tx.putSetting({ sandboxId: GLOBAL, key: req.settingKey, value });

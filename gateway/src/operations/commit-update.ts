@@ -5,7 +5,7 @@
 // database.
 
 import { randomUUID } from "node:crypto";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   ConfigComponent,
@@ -29,6 +29,7 @@ import { revisionBytes } from "../delivery/revisions.js";
 import { resolveInTx } from "./transitions.js";
 import { FIRST_CHECK_MS } from "./reconciler.js";
 import type { DesiredCache } from "../delivery/desired-cache.js";
+import { encodeMessage } from "../model/binary-encoder.js";
 
 export interface CommitResult {
   readonly response: UpdateConfigResponse;
@@ -169,7 +170,7 @@ export async function commitSandboxUpdate(
         fingerprint,
         dimension,
         operationId: operation.id,
-        response: toBinary(UpdateConfigResponseSchema, response),
+        response: encodeMessage(UpdateConfigResponseSchema, response),
         createdAt: now,
       });
     }
@@ -217,7 +218,7 @@ async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigReq
   const record: PolicyRevisionRecord = {
     sandboxId: sb.id,
     version,
-    policy: toBinary(SandboxPolicySchema, next),
+    policy: encodeMessage(SandboxPolicySchema, next),
     hash,
     status: PolicyStatus.PENDING,
     loadError: "",
@@ -245,7 +246,7 @@ async function changeSetting(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRe
   if (!req.settingValue || req.settingValue.value.case === undefined) {
     throw new ConnectError("setting_value is required unless delete_setting is set", Code.InvalidArgument);
   }
-  const value = toBinary(SettingValueSchema, req.settingValue);
+  const value = encodeMessage(SettingValueSchema, req.settingValue);
   if (current && bytesEqual(current.value, value)) return { changed: false, deleted: false, patch: {} };
   await tx.putSetting({ sandboxId: sb.id, key, value });
   return { changed: true, deleted: false, patch: { settingsRevision: revision } };

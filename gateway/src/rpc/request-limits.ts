@@ -3,11 +3,11 @@
 // (both RESOURCE_EXHAUSTED), and text the store cannot hold (NUL, INVALID_ARGUMENT). A call
 // over a limit changes nothing.
 
-import { toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ConfigUpdateWaitMode, type UpdateConfigRequest } from "openshell-config/raw";
 import { principalKey } from "../auth/interceptor.js";
 import { findNulText, scanRequest } from "./nul-text.js";
+import { encodeMessage } from "../model/binary-encoder.js";
 
 export interface RequestLimits {
   /** Largest request message, in bytes of its binary encoding. */
@@ -121,7 +121,7 @@ export function createRequestLimitsInterceptor(limits: RequestLimits = DEFAULT_R
       // One walk finds NUL text and bounds the size; only a message the bound cannot clear is encoded to measure it.
       const scan = scanRequest(message);
       if (scan.sizeBound > limits.maxMessageBytes) {
-        const size = toBinary(req.method.input, message as never).byteLength;
+        const size = encodeMessage(req.method.input, message as never).byteLength;
         if (size > limits.maxMessageBytes) throw tooLarge(size, limits.maxMessageBytes);
       }
       const nul = scan.nul ? findNulText(message) : undefined;

@@ -12,11 +12,12 @@ import {
   type GetSandboxConfigRequest,
   type GetSandboxConfigResponse,
 } from "openshell-config/raw";
-import { toBinary } from "@bufbuild/protobuf";
+
 import { buildSnapshot } from "../model/snapshot.js";
 import { NO_AUTH_PRINCIPAL } from "../auth/principal.js";
 import { assertWorkspace, DEFAULT_WORKSPACE, principalOf, requireUser, singleWorkspace } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
+import { encodeMessage } from "../model/binary-encoder.js";
 
 /** The newest global policy version (0 = none). */
 export async function globalPolicyVersion(deps: Pick<GatewayDeps, "store">): Promise<number> {
@@ -48,7 +49,7 @@ export async function getSandboxConfig(deps: GatewayDeps, req: GetSandboxConfigR
   if (!sb) throw new ConnectError(`sandbox "${req.name}" not found`, Code.NotFound);
   const snapshot = await buildSnapshot(deps.store, sb, await globalPolicyVersion(deps));
   // Same field numbers, different message: convert through the wire format.
-  return fromBinary(GetSandboxConfigResponseSchema, toBinary(SandboxConfigSnapshotSchema, snapshot));
+  return fromBinary(GetSandboxConfigResponseSchema, encodeMessage(SandboxConfigSnapshotSchema, snapshot));
 }
 
 export async function getGatewayConfig(deps: GatewayDeps, ctx: HandlerContext): Promise<GetGatewayConfigResponse> {

@@ -2,7 +2,7 @@
 // sandbox's pending operations (INACTIVE, CANCELLED) in the same transaction as the phase change.
 
 import { randomBytes, randomUUID } from "node:crypto";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import {
   ConfigUpdateOperationState as State,
@@ -28,6 +28,7 @@ import { toSandbox } from "../model/convert.js";
 import { resolveInTx } from "../operations/transitions.js";
 import { assertWorkspace, requireUser, singleWorkspace } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
+import { encodeMessage } from "../model/binary-encoder.js";
 
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -79,7 +80,7 @@ export async function createSandbox(deps: GatewayDeps, req: CreateSandboxRequest
         name,
         labels: { ...req.labels },
         annotations: { ...req.annotations },
-        spec: toBinary(SandboxSpecSchema, spec),
+        spec: encodeMessage(SandboxSpecSchema, spec),
         phase: SandboxPhase.PROVISIONING,
         resourceVersion: 1n,
         policyVersion: 1,
@@ -94,7 +95,7 @@ export async function createSandbox(deps: GatewayDeps, req: CreateSandboxRequest
       await tx.insertPolicyRevision({
         sandboxId: record.id,
         version: 1,
-        policy: toBinary(SandboxPolicySchema, policy),
+        policy: encodeMessage(SandboxPolicySchema, policy),
         hash: record.policyHash,
         status: PolicyStatus.PENDING,
         loadError: "",
