@@ -15,8 +15,8 @@
 //   only from reads outside one, which see committed, durable state.
 
 import { fromBinary } from "@bufbuild/protobuf";
-import { SandboxPolicySchema, type ConfigSnapshotRevision, type SandboxConfigSnapshot, type SandboxPolicy } from "openshell-config/raw";
-import { scanRequest } from "../rpc/nul-text.js";
+import { SandboxConfigSnapshotSchema, SandboxPolicySchema, type ConfigSnapshotRevision, type SandboxConfigSnapshot, type SandboxPolicy } from "openshell-config/raw";
+import { scanMessage } from "../rpc/message-scan.js";
 import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, Store } from "../store/store.js";
 import { revisionFromParts, snapshotFromParts, type Reader } from "../model/snapshot.js";
 import { revisionBytes, sandboxFingerprint, sandboxRevision } from "./revisions.js";
@@ -211,7 +211,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
         fingerprint: sandboxFingerprint(snap),
         // A bound, not the size: encoding the snapshot here only to measure it would cost as
         // much as the encoding that sends it.
-        sizeBound: scanRequest(snap).sizeBound,
+        sizeBound: scanMessage(SandboxConfigSnapshotSchema, snap).sizeBound,
       };
       // Kept only if nothing was invalidated while it was read.
       if (keep && gen === generation) {

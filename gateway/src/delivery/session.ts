@@ -12,6 +12,7 @@ import {
   ConfigSnapshotRevisionSchema,
   ConfigUpdateOperationState as State,
   GatewayMessageSchema,
+  ProviderEnvironmentSnapshotSchema,
   type ConfigSnapshotRevision,
   type GatewayMessage,
   type ProviderEnvironmentSnapshot,
@@ -24,7 +25,7 @@ import { lazyChild } from "../observability/logger.js";
 import { buildSnapshot } from "../model/snapshot.js";
 import { globalPolicyVersion } from "../rpc/sandbox-config.js";
 import { buildProviderSnapshot } from "./provider-snapshot.js";
-import { scanRequest } from "../rpc/nul-text.js";
+import { scanMessage } from "../rpc/message-scan.js";
 import { createAsyncQueue, type AsyncQueue } from "./queue.js";
 import { isAcknowledging, isStillPending, recordSandboxResult, validateResult } from "./results.js";
 import { associate } from "./associate.js";
@@ -324,7 +325,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
       });
       // The snapshot's bound (when the cache measured one) plus the provider snapshot's spares
       // encoding the whole bootstrap only to measure it: the stream encodes it again to send it.
-      const bound = desired.sizeBound === undefined ? undefined : desired.sizeBound + scanRequest(provider).sizeBound + ENVELOPE_BOUND;
+      const bound = desired.sizeBound === undefined ? undefined : desired.sizeBound + scanMessage(ProviderEnvironmentSnapshotSchema, provider).sizeBound + ENVELOPE_BOUND;
       const size = bound !== undefined && bound <= options.maxMessageBytes ? bound : encodeMessage(GatewayMessageSchema, msg).length;
       if (size > options.maxMessageBytes) {
         await failOversized(revision, size);

@@ -6,7 +6,8 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ConfigUpdateWaitMode, type UpdateConfigRequest } from "openshell-config/raw";
 import { principalKey } from "../auth/interceptor.js";
-import { findNulText, scanRequest } from "./nul-text.js";
+import { findNulText } from "./nul-text.js";
+import { scanMessage } from "./message-scan.js";
 import { encodeMessage } from "../model/binary-encoder.js";
 
 export interface RequestLimits {
@@ -119,7 +120,7 @@ export function createRequestLimitsInterceptor(limits: RequestLimits = DEFAULT_R
   return (next) => async (req) => {
     const checkSize = (message: unknown) => {
       // One walk finds NUL text and bounds the size; only a message the bound cannot clear is encoded to measure it.
-      const scan = scanRequest(message);
+      const scan = scanMessage(req.method.input, message as object);
       if (scan.sizeBound > limits.maxMessageBytes) {
         const size = encodeMessage(req.method.input, message as never).byteLength;
         if (size > limits.maxMessageBytes) throw tooLarge(size, limits.maxMessageBytes);

@@ -14,7 +14,7 @@ export function rng(seed: number) {
   };
 }
 
-const TEXTS = ["", "a", "zz", "10", "2", "é", "💥", "a\"b", "\\", "ß", "Z", "_x", "line\nbreak"];
+const TEXTS = ["", "a", "zz", "10", "2", "é", "💥", "a\"b", "\\", "ß", "Z", "_x", "line\nbreak", "nul\u0000inside"];
 
 /** A message of `desc` with a random subset of its fields set (nested to `depth`), held as protobuf-es holds it. */
 export function randomMessage(desc: DescMessage, r: () => number, depth: number): Record<string, unknown> {
