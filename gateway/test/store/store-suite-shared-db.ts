@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from "vitest";
 import type { SandboxRecord, Store } from "../../src/store/store.js";
-import { sandbox } from "./store-fixtures.js";
+import { at, policyRevision, sandbox } from "./store-fixtures.js";
 import type { StoreHarness } from "./store-suite.js";
 
 async function insert(store: Store, ...records: SandboxRecord[]) {
@@ -43,6 +43,54 @@ export function defineSharedDatabaseTests(harness: () => StoreHarness): void {
       });
       expect(next).toEqual({ ...changed, policyVersion: 3, resourceVersion: changed.resourceVersion + 1n });
       expect(await h.store.sandboxById(a.id)).toEqual(next);
+    });
+
+    it("a policy revision another store added or whose status it set is read as it now stands, latest included", async (ctx) => {
+      const h = harness();
+      if (!h.reopen) ctx.skip();
+      const a = sandbox();
+      await insert(h.store, a);
+      await h.store.transaction((tx) => tx.insertPolicyRevision(policyRevision(a.id, 1)));
+      // Read (and so possibly cached) by the first store.
+      expect(await h.store.transaction((tx) => tx.latestPolicyRevision(a.id))).toEqual(policyRevision(a.id, 1));
+      expect(await h.store.policyRevision(a.id, 1)).toEqual(policyRevision(a.id, 1));
+      const other = await h.reopen!();
+      await other.transaction(async (tx) => {
+        await tx.setPolicyStatus(a.id, 1, 2, "", at(5_000));
+        await tx.insertPolicyRevision(policyRevision(a.id, 2));
+      });
+      await other.close();
+      expect(await h.store.policyRevision(a.id, 1)).toEqual(policyRevision(a.id, 1, { status: 2, loadedAt: at(5_000) }));
+      expect(await h.store.transaction((tx) => tx.latestPolicyRevision(a.id))).toEqual(policyRevision(a.id, 2));
+    });
+
+    it("a policy revision's own writes are read back as stored, and a rolled-back one is not there", async () => {
+      const { store } = harness();
+      const a = sandbox();
+      await insert(store, a);
+      const rev = policyRevision(a.id, 1);
+      await store.transaction(async (tx) => {
+        expect(await tx.latestPolicyRevision(a.id)).toBeUndefined();
+        await tx.insertPolicyRevision(rev);
+      });
+      // The caller's record changing afterwards changes nothing stored or read.
+      rev.policy[0] = 99;
+      (rev.provenance as Record<string, string>).late = "x";
+      expect(await store.policyRevision(a.id, 1)).toEqual(policyRevision(a.id, 1));
+      await store.transaction((tx) => tx.setPolicyStatus(a.id, 1, 3, "bad", undefined));
+      const failed = policyRevision(a.id, 1, { status: 3, loadError: "bad" });
+      expect(await store.transaction((tx) => tx.latestPolicyRevision(a.id))).toEqual(failed);
+      const boom = new Error("boom");
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.insertPolicyRevision(policyRevision(a.id, 2));
+          await tx.setPolicyStatus(a.id, 1, 2, "", at(9_000));
+          expect((await tx.latestPolicyRevision(a.id))?.version).toBe(2);
+          throw boom;
+        }),
+      ).rejects.toBe(boom);
+      expect(await store.transaction((tx) => tx.latestPolicyRevision(a.id))).toEqual(failed);
+      expect(await store.policyRevision(a.id, 2)).toBeUndefined();
     });
 
     it("after a transaction that updated a sandbox rolls back, reads and the next update start from the committed row", async () => {

@@ -54,6 +54,7 @@ import {
   type SandboxRow,
   type SettingRow,
 } from "./sqlite-rows.js";
+import { SqliteRowCache } from "./sqlite-row-cache.js";
 
 /** `?, ?, …` for an n-column insert; built once per width (inserts run on every update). */
 const placeholderLists = new Map<number, string>();
@@ -62,11 +63,6 @@ const placeholders = (n: number) => {
   if (s === undefined) placeholderLists.set(n, (s = Array.from({ length: n }, () => "?").join(", ")));
   return s;
 };
-
-/** Sandbox rows kept between transactions (about 1 kB each). */
-const MAX_CACHED_SANDBOXES = 1024;
-
-const nameKey = (workspace: string, name: string) => `${workspace}\u0000${name}`;
 
 export type SandboxQuery = Parameters<Store["listSandboxes"]>[0];
 
@@ -82,22 +78,11 @@ export class SqliteQueries {
   private holding = false;
   private readonly heldOperations = new Map<string, OperationRecord>();
 
-  /**
-   * Sandbox rows as they stand in the database, kept between transactions too (every update
-   * reads its sandbox by name, and every result by id). They stay true because every write of
-   * the sandboxes table on this connection goes through this class, and a commit by any other
-   * connection (a second gateway on the file, an operator's tool) changes `PRAGMA data_version`,
-   * which is checked before a row is used and empties the cache. A transaction that rolls back
-   * empties it too (discardCachedRows). Bounded; the oldest entries go first.
-   */
-  private readonly sandboxes = new Map<string, SandboxRecord>();
-  /** `workspace NUL name` → id, for the rows in `sandboxes`. */
-  private readonly sandboxIds = new Map<string, string>();
-  private readonly dataVersionStmt: BetterSqlite3.Statement;
-  private dataVersion: unknown;
+  /** Sandbox and policy revision rows kept between transactions (sqlite-row-cache.ts). */
+  private readonly rows: SqliteRowCache;
 
   constructor(private readonly db: BetterSqlite3.Database) {
-    this.dataVersionStmt = db.prepare("PRAGMA data_version").pluck();
+    this.rows = new SqliteRowCache(db);
   }
 
   /** A transaction's fn starts: operation rows read from here on are held (see `holding`). */
@@ -113,36 +98,7 @@ export class SqliteQueries {
 
   /** Some writes were rolled back (a failed job, a failed COMMIT): cached rows may not be in the database. */
   discardCachedRows(): void {
-    this.sandboxes.clear();
-    this.sandboxIds.clear();
-  }
-
-  /** The cached sandbox rows, emptied first if another connection has committed since they were read. */
-  private cachedSandboxes(): Map<string, SandboxRecord> {
-    const v = this.dataVersionStmt.get();
-    if (v !== this.dataVersion) {
-      this.dataVersion = v;
-      this.discardCachedRows();
-    }
-    return this.sandboxes;
-  }
-
-  private cacheSandbox(sb: SandboxRecord): SandboxRecord {
-    const cache = this.cachedSandboxes();
-    if (!cache.has(sb.id) && cache.size >= MAX_CACHED_SANDBOXES) {
-      const oldest = cache.values().next().value as SandboxRecord;
-      this.forgetSandbox(oldest.id);
-    }
-    cache.set(sb.id, sb);
-    this.sandboxIds.set(nameKey(sb.workspace, sb.name), sb.id);
-    return sb;
-  }
-
-  private forgetSandbox(id: string): void {
-    const sb = this.sandboxes.get(id);
-    if (sb === undefined) return;
-    this.sandboxes.delete(id);
-    this.sandboxIds.delete(nameKey(sb.workspace, sb.name));
+    this.rows.discard();
   }
 
   private holdOperation(o: OperationRecord): OperationRecord {
@@ -178,19 +134,19 @@ export class SqliteQueries {
 
   /** `_idempotencyKey`: a hint for engines with round trips; SQLite reads the key when asked. */
   sandboxByName(workspace: string, name: string, _idempotencyKey?: string): SandboxRecord | undefined {
-    const cache = this.cachedSandboxes();
-    const id = this.sandboxIds.get(nameKey(workspace, name));
-    const cached = id === undefined ? undefined : cache.get(id);
+    this.rows.check();
+    const cached = this.rows.sandboxByName(workspace, name);
     if (cached) return cached;
     const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE workspace = ? AND name = ?", workspace, name);
-    return r && this.cacheSandbox(sandboxFromRow(r));
+    return r && this.rows.putSandbox(sandboxFromRow(r));
   }
 
   sandboxById(id: string): SandboxRecord | undefined {
-    const cached = this.cachedSandboxes().get(id);
+    this.rows.check();
+    const cached = this.rows.sandboxById(id);
     if (cached) return cached;
     const r = this.one<SandboxRow>("SELECT * FROM sandboxes WHERE id = ?", id);
-    return r && this.cacheSandbox(sandboxFromRow(r));
+    return r && this.rows.putSandbox(sandboxFromRow(r));
   }
 
   insertSandbox(s: SandboxRecord): void {
@@ -201,24 +157,23 @@ export class SqliteQueries {
     const { sets, values } = sandboxPatchSql(patch);
     sets.push("resource_version = resource_version + 1");
     // A cached row is the row as it stands, so the new record follows from the patch.
-    const cached = this.cachedSandboxes().get(id);
+    this.rows.check();
+    const cached = this.rows.sandboxById(id);
     if (cached) {
       if (this.stmt(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ?`).run(...values, id).changes !== 1) {
         throw new Error(`updateSandbox: no sandbox with id ${id}`);
       }
-      const next = patchedSandbox(cached, patch);
-      this.sandboxes.set(id, next);
-      return next;
+      return this.rows.putSandbox(patchedSandbox(cached, patch));
     }
     const r = this.one<SandboxRow>(`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = ? RETURNING *`, ...values, id);
     if (!r) throw new Error(`updateSandbox: no sandbox with id ${id}`);
-    return this.cacheSandbox(sandboxFromRow(r));
+    return this.rows.putSandbox(sandboxFromRow(r));
   }
 
   /** Removes the sandbox and its sandbox-scoped rows; operations stay as the record of what became of each change. */
   deleteSandbox(id: string): void {
     if (id === "") return; // "" is the global scope, never a sandbox
-    this.forgetSandbox(id);
+    this.rows.deleteSandbox(id);
     this.stmt("DELETE FROM sandboxes WHERE id = ?").run(id);
     this.stmt("DELETE FROM policy_revisions WHERE sandbox_id = ?").run(id);
     this.stmt("DELETE FROM settings WHERE sandbox_id = ?").run(id);
@@ -283,27 +238,32 @@ export class SqliteQueries {
   // --- policy revisions ---
 
   policyRevision(sandboxId: string, version: number): PolicyRevisionRecord | undefined {
+    this.rows.check();
+    const cached = this.rows.revision(sandboxId, version);
+    if (cached) return cached;
     const r = this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = ? AND version = ?", sandboxId, version);
-    return r && policyRevisionFromRow(r);
+    return r && this.rows.putRevision(policyRevisionFromRow(r));
   }
 
   latestPolicyRevision(sandboxId: string): PolicyRevisionRecord | undefined {
+    this.rows.check();
+    const cached = this.rows.latestRevision(sandboxId);
+    if (cached) return cached;
     const r = this.one<PolicyRevisionRow>("SELECT * FROM policy_revisions WHERE sandbox_id = ? ORDER BY version DESC LIMIT 1", sandboxId);
-    return r && policyRevisionFromRow(r);
+    return r && this.rows.putRevision(policyRevisionFromRow(r), true);
   }
 
   insertPolicyRevision(p: PolicyRevisionRecord): void {
+    this.rows.check();
     this.insertOnce(`INSERT INTO policy_revisions VALUES (${placeholders(9)})`, policyRevisionParams(p), `policy revision ${p.version} of "${p.sandboxId}"`);
+    this.rows.insertedRevision(p);
   }
 
   setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined): void {
-    this.stmt("UPDATE policy_revisions SET status = ?, load_error = ?, loaded_at = ? WHERE sandbox_id = ? AND version = ?").run(
-      status,
-      loadError,
-      loadedAt === undefined ? null : ms(loadedAt),
-      sandboxId,
-      version,
-    );
+    this.rows.check();
+    const loadedAtMs = loadedAt === undefined ? undefined : ms(loadedAt);
+    this.stmt("UPDATE policy_revisions SET status = ?, load_error = ?, loaded_at = ? WHERE sandbox_id = ? AND version = ?").run(status, loadError, loadedAtMs ?? null, sandboxId, version);
+    this.rows.revisionStatus(sandboxId, version, status, loadError, loadedAtMs);
   }
 
   listPolicyRevisions(sandboxId: string, pageSize: number, pageToken: string): Page<PolicyRevisionRecord> {
