@@ -9,6 +9,7 @@
 // toBinary itself, so the result, or the error, is always toBinary's.
 
 import { ScalarType, toBinary, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { heldAsMessage, implicitZero, perMessageType } from "./per-message-type.js";
 
 /** A value the fast path does not write; toBinary encodes the whole message instead. */
 const FALLBACK = Symbol("fallback");
@@ -193,8 +194,6 @@ function scalarPut(t: ScalarType): { put: Put; wire: number } | undefined {
 
 type Encoder = (m: Record<string, unknown>) => void;
 
-const encoders = new Map<DescMessage, Encoder>();
-
 /** `toBinary(desc, message)`, through an encoder compiled for `desc`. */
 export function encodeMessage(desc: DescMessage, message: object): Uint8Array {
   pos = 0;
@@ -212,18 +211,7 @@ export function encodeMessage(desc: DescMessage, message: object): Uint8Array {
 }
 
 /** The compiled encoder of `desc`, or one that writes toBinary's bytes for a type it cannot compile. */
-function encoderOf(desc: DescMessage): Encoder {
-  let e = encoders.get(desc);
-  if (e === undefined) {
-    // A recursive type meets itself while compiling: through this indirection, once compiled.
-    let compiled: Encoder | undefined;
-    encoders.set(desc, (m) => compiled!(m));
-    compiled = compile(desc) ?? ((m) => raw(toBinary(desc, m as never)));
-    encoders.set(desc, compiled);
-    e = compiled;
-  }
-  return e;
-}
+const encoderOf = perMessageType<Encoder>((desc) => compile(desc) ?? ((m) => raw(toBinary(desc, m as never))));
 
 function raw(bytes: Uint8Array): void {
   ensure(bytes.length);
@@ -249,15 +237,9 @@ function compile(desc: DescMessage): Encoder | undefined {
   };
 }
 
-/**
- * Well-known types held as messages. Wrappers, Struct, Value and ListValue in a field are held in a
- * JSON-like form (a Struct as a plain object) that toBinary converts: a message with one is left to it.
- */
-const HELD_AS_MESSAGES = new Set(["google.protobuf.Duration", "google.protobuf.Timestamp", "google.protobuf.FieldMask", "google.protobuf.Any", "google.protobuf.Empty"]);
-
+/** A message field's encoder; none for a type held in a JSON-like form (its message is left to toBinary). */
 function messageEncoder(sub: DescMessage): Encoder | undefined {
-  if (sub.typeName.startsWith("google.protobuf.") && !HELD_AS_MESSAGES.has(sub.typeName)) return undefined;
-  return encoderOf(sub);
+  return heldAsMessage(sub) ? encoderOf(sub) : undefined;
 }
 
 /** Writes `tag`, then `sub`'s encoding with its length in front (usually one byte, shifted when not). */
@@ -281,15 +263,6 @@ function delimited(tag: number, sub: Encoder, v: Record<string, unknown>): void 
 }
 
 const tagOf = (no: number, wire: number) => ((no << 3) | wire) >>> 0;
-
-/** toBinary's zero value of an implicit-presence scalar: not written. */
-function isZero(t: ScalarType, v: unknown): boolean {
-  if (t === ScalarType.BOOL) return v === false;
-  if (t === ScalarType.STRING) return v === "";
-  if (t === ScalarType.BYTES) return v instanceof Uint8Array && v.byteLength === 0;
-  // Loose, as toBinary: 0, -0, 0n and "0" (a 64-bit integer held as a string) alike.
-  return v == 0;
-}
 
 function fieldEncoder(f: DescField): Encoder | undefined {
   if (f.presence === 3) return undefined; // legacy required: leave its checks to toBinary
@@ -329,16 +302,10 @@ function fieldEncoder(f: DescField): Encoder | undefined {
           if (v !== undefined && Object.prototype.hasOwnProperty.call(m, name)) put(v);
         };
       }
-      if (f.fieldKind === "enum") {
-        const zero = f.enum.values[0]!.number;
-        return (m) => {
-          const v = m[name];
-          if (v !== zero) put(v);
-        };
-      }
+      const isZero = implicitZero(f);
       return (m) => {
         const v = m[name];
-        if (!isZero(scalar, v)) put(v);
+        if (!isZero(v)) put(v);
       };
     }
     case "list":

@@ -8,30 +8,20 @@
 // generic path, so the text is the same for every message.
 
 import { ScalarType, toJson, type DescEnum, type DescField, type DescMessage, type JsonValue } from "@bufbuild/protobuf";
+import { heldAsMessage, implicitZero, perMessageType } from "./per-message-type.js";
 
 /** Objects of the message tree whose canonical text is already known, written in their place. */
 export type RawTexts = ReadonlyMap<object, string>;
 
 type Writer = (m: Record<string, unknown>, raw: RawTexts | undefined) => string;
 
-const writers = new Map<DescMessage, Writer>();
-
 /** `canonicalJson(toJson(desc, message))`; `raw` replaces the text of messages it holds. */
 export function canonicalMessageJson(desc: DescMessage, message: object, raw?: RawTexts): string {
   return writerOf(desc)(message as Record<string, unknown>, raw);
 }
 
-function writerOf(desc: DescMessage): Writer {
-  let w = writers.get(desc);
-  if (w === undefined) {
-    // Set before compiling, so a recursive message type refers to itself through the map.
-    const generic: Writer = (m) => canonicalJson(toJson(desc, m as never));
-    writers.set(desc, generic);
-    w = compile(desc) ?? generic;
-    writers.set(desc, w);
-  }
-  return w;
-}
+/** The compiled writer of `desc`, or the generic path for a type it cannot compile. */
+const writerOf = perMessageType<Writer>((desc) => compile(desc) ?? ((m) => canonicalJson(toJson(desc, m as never))));
 
 /**
  * JSON text with object keys sorted at every level (code-unit order, as `Array.prototype.sort`).
@@ -66,7 +56,6 @@ type Part = (m: Record<string, unknown>, raw: RawTexts | undefined) => string | 
 type Value = (v: unknown, raw: RawTexts | undefined) => string;
 
 const INT32 = new Set<ScalarType>([ScalarType.INT32, ScalarType.UINT32, ScalarType.SINT32, ScalarType.FIXED32, ScalarType.SFIXED32]);
-const WELL_KNOWN_MESSAGES = new Set(["google.protobuf.Duration", "google.protobuf.Timestamp", "google.protobuf.FieldMask", "google.protobuf.Any", "google.protobuf.Empty"]);
 const INT64 = new Set<ScalarType>([ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64]);
 
 function compile(desc: DescMessage): Writer | undefined {
@@ -118,20 +107,11 @@ function valueOf(kind: "scalar" | "enum" | "message", scalar: ScalarType | undef
       if (msg!.typeName.startsWith("google.protobuf.")) {
         // Held as messages, with JSON forms of their own (a duration as "1.5s"). Wrappers and
         // Struct, Value and ListValue are held in a JSON-like form instead: left to toJson.
-        if (!WELL_KNOWN_MESSAGES.has(msg!.typeName)) return undefined;
+        if (!heldAsMessage(msg!)) return undefined;
         return (v) => canonicalJson(toJson(msg!, v as never));
       }
       return (v, raw) => writerOf(msg!)(v as Record<string, unknown>, raw);
   }
-}
-
-/** Implicit presence: the zero value of a singular field, which toJson leaves out. */
-function zeroOf(f: DescField): unknown {
-  if (f.fieldKind === "enum") return 0;
-  if (f.fieldKind !== "scalar") return undefined;
-  if (f.scalar === ScalarType.STRING) return "";
-  if (f.scalar === ScalarType.BOOL) return false;
-  return INT64.has(f.scalar) ? 0n : 0;
 }
 
 function fieldPart(f: DescField): Part | undefined {
@@ -158,9 +138,8 @@ function fieldPart(f: DescField): Part | undefined {
           return v === undefined ? undefined : value(v, raw);
         };
       }
-      const zero = zeroOf(f);
-      // A 64-bit zero may be held as a number or a string (jstype), as well as 0n.
-      const isZero = INT64.has(f.fieldKind === "scalar" ? f.scalar : ScalarType.STRING) ? (v: unknown) => v === 0n || v === 0 || v === "0" : (v: unknown) => v === zero;
+      // Implicit presence: left out at its zero value.
+      const isZero = implicitZero(f);
       return (m, raw) => {
         const v = m[key];
         return v === undefined || isZero(v) ? undefined : value(v, raw);

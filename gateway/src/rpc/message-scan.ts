@@ -7,6 +7,7 @@
 // counts the others by a constant per type.
 
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { heldAsMessage, perMessageType } from "../model/per-message-type.js";
 
 /** More than a tag and a length take (5 bytes each at most). */
 const FIELD_OVERHEAD = 16;
@@ -23,8 +24,6 @@ interface State {
 type Scanner = (m: Record<string, unknown>, st: State, depth: number) => void;
 type ValueScan = (v: unknown, st: State, depth: number) => void;
 
-const scanners = new Map<DescMessage, Scanner>();
-
 /** NUL anywhere in the text of `message` (a `desc` message), and a bound on its encoded size. */
 export function scanMessage(desc: DescMessage, message: object): { readonly nul: boolean; readonly sizeBound: number } {
   const st: State = { nul: false, size: 0 };
@@ -32,18 +31,7 @@ export function scanMessage(desc: DescMessage, message: object): { readonly nul:
   return { nul: st.nul, sizeBound: st.size };
 }
 
-function scannerOf(desc: DescMessage): Scanner {
-  let s = scanners.get(desc);
-  if (s === undefined) {
-    // A recursive type meets itself while compiling: through this indirection, once compiled.
-    let compiled: Scanner | undefined;
-    scanners.set(desc, (m, st, d) => compiled!(m, st, d));
-    compiled = compile(desc);
-    scanners.set(desc, compiled);
-    s = compiled;
-  }
-  return s;
-}
+const scannerOf = perMessageType<Scanner>((desc) => compile(desc));
 
 function compile(desc: DescMessage): Scanner {
   // Scalars (numbers, bools, enums) take a bounded size whether set or not and hold no text.
@@ -81,7 +69,7 @@ function valueScan(kind: "scalar" | "enum" | "message", scalar: ScalarType | und
     const sub = msg!;
     // A wrapper, Struct, Value or ListValue is held in a JSON-like form (a Struct as a plain
     // object): scanned as JSON, whose text bounds its encoding.
-    if (sub.typeName.startsWith("google.protobuf.") && !HELD_AS_MESSAGES.has(sub.typeName)) {
+    if (!heldAsMessage(sub)) {
       return (v, st, depth) => {
         st.size += FIELD_OVERHEAD;
         jsonScan(v, st, depth + 1);
@@ -93,9 +81,6 @@ function valueScan(kind: "scalar" | "enum" | "message", scalar: ScalarType | und
   if (kind === "scalar" && scalar === ScalarType.BYTES) return (v, st) => void (st.size += FIELD_OVERHEAD + (v instanceof Uint8Array ? v.length : 0));
   return undefined;
 }
-
-/** Well-known types held as messages (as in binary-encoder.ts). */
-const HELD_AS_MESSAGES = new Set(["google.protobuf.Duration", "google.protobuf.Timestamp", "google.protobuf.FieldMask", "google.protobuf.Any", "google.protobuf.Empty"]);
 
 /**
  * A JSON-like value: its text checked for NUL (keys too, as the generic scan does), and three
