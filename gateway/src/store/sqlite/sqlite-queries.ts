@@ -88,12 +88,14 @@ export class SqliteQueries {
   /** A transaction's fn starts: operation rows read from here on are held (see `holding`). */
   beginTx(): void {
     this.holding = true;
+    this.rows.enterTransaction();
   }
 
   /** The transaction's fn ended (committed into the batch or rolled back): nothing is held. */
   endTx(): void {
     this.holding = false;
     this.heldOperations.clear();
+    this.rows.leaveTransaction();
   }
 
   /** Some writes were rolled back (a failed job, a failed COMMIT): cached rows may not be in the database. */

@@ -27,6 +27,8 @@ export class SqliteRowCache {
   private readonly latestVersions = new Map<string, number>();
   private readonly dataVersionStmt: BetterSqlite3.Statement;
   private dataVersion: unknown;
+  /** Inside a transaction (BEGIN IMMEDIATE holds the write lock): no other connection can commit, one check does. */
+  private inTransaction = false;
 
   constructor(db: BetterSqlite3.Database) {
     this.dataVersionStmt = db.prepare("PRAGMA data_version").pluck();
@@ -40,8 +42,20 @@ export class SqliteRowCache {
     this.latestVersions.clear();
   }
 
+  /** A transaction's fn starts (its BEGIN IMMEDIATE has run): checked once for all of its reads. */
+  enterTransaction(): void {
+    this.inTransaction = false;
+    this.check();
+    this.inTransaction = true;
+  }
+
+  leaveTransaction(): void {
+    this.inTransaction = false;
+  }
+
   /** Empties the cache if another connection has committed since its rows were read; call before each use. */
   check(): void {
+    if (this.inTransaction) return;
     const v = this.dataVersionStmt.get();
     if (v !== this.dataVersion) {
       this.dataVersion = v;
