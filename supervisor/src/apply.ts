@@ -241,10 +241,22 @@ export interface ActiveSandboxConfig {
   readonly contentKey: string;
 }
 
+/**
+ * Where an installed configuration reads its content key when a later snapshot is compared with
+ * it: an object that holds nothing else of the apply input. The input holds the configuration it
+ * replaces, which held its own input, and so on: kept by the configuration in force, every
+ * snapshot a sandbox ever applied would stay in memory.
+ */
+export interface ContentKeySource {
+  readonly contentKey: string;
+}
+
 export interface SandboxApplyInput {
   readonly snapshot: SandboxConfigSnapshot;
   /** `sandboxContentKey(snapshot)`. */
   readonly contentKey: string;
+  /** Read for the installed configuration's key instead of `contentKey` (default: `contentKey`, read now). */
+  readonly keySource?: ContentKeySource | undefined;
   /** Last known good gateway configuration; undefined when none is in force (fresh, or failed closed). */
   readonly active: ActiveSandboxConfig | undefined;
   /** A local policy file overrides the gateway. */
@@ -308,7 +320,7 @@ export function decideSandboxConfig(input: SandboxApplyInput): SandboxDecision {
   const failure = sandboxFailure(input);
   if (failure) return failed(input, requestedRev, requested, failure);
 
-  const installed: ActiveSandboxConfig = new LazyActive(requestedRev, input, undefined, undefined);
+  const installed: ActiveSandboxConfig = new LazyActive(requestedRev, keySourceOf(input), undefined, undefined);
   const unreachable = input.unreachableServices ?? [];
   if (unreachable.length > 0) {
     const list = unreachable.map((u) => `'${u.name}' (${u.reason})`).join(", ");
@@ -368,6 +380,8 @@ export interface ProviderApplyInput {
   readonly snapshot: ProviderEnvironmentSnapshot;
   /** `providerContentKey(snapshot)`. */
   readonly contentKey: string;
+  /** As SandboxApplyInput.keySource. */
+  readonly keySource?: ContentKeySource | undefined;
   readonly active: ActiveProviderEnvironment | undefined;
   /** `validateProviderEnvironment(snapshot)`. */
   readonly problems: readonly string[];
@@ -398,7 +412,7 @@ export function decideProviderEnvironment(input: ProviderApplyInput): ProviderDe
     }
     return providerDecision(ConfigApplyOutcome.FAILED_CLOSED, "deny_all", requested, undefined, failure, undefined);
   }
-  const nextActive = new LazyActive(snapshot.providerEnvRevision, input, snapshot.policyHash, snapshot.providerAttachmentEpoch);
+  const nextActive = new LazyActive(snapshot.providerEnvRevision, keySourceOf(input), snapshot.policyHash, snapshot.providerAttachmentEpoch);
   return providerDecision(ConfigApplyOutcome.APPLIED, "install", requested, requested, undefined, nextActive);
 }
 
@@ -426,21 +440,26 @@ function sameProviderContent(active: ActiveProviderEnvironment, input: ProviderA
   return active.contentKey === input.contentKey;
 }
 
+/** What an installed configuration keeps for its key: never the input itself (see ContentKeySource). */
+function keySourceOf(input: { readonly contentKey: string; readonly keySource?: ContentKeySource | undefined }): ContentKeySource {
+  return input.keySource ?? { contentKey: input.contentKey };
+}
+
 /**
- * The configuration a decision puts in force, with the content key of its input read only when a
- * later snapshot is compared with it (then kept, and the input let go).
+ * The configuration a decision puts in force, with its content key read only when a later
+ * snapshot is compared with it (then kept, and the source let go).
  */
 class LazyActive<R> {
-  private source: { readonly contentKey: string } | undefined;
+  private source: ContentKeySource | undefined;
   private key = "";
 
   constructor(
     readonly revision: R,
-    input: { readonly contentKey: string },
+    source: ContentKeySource,
     readonly policyHash: string | undefined,
     readonly providerAttachmentEpoch: string | undefined,
   ) {
-    this.source = input;
+    this.source = source;
   }
 
   get contentKey(): string {

@@ -1,0 +1,121 @@
+// Scratch: the reference supervisor's per-update work in one process, without a network: a real
+// connection (supervisor/src/connection.ts) on a fake client that decodes each gateway message
+// from its bytes and encodes each answer (as connect would), one sandbox, N policy updates, each
+// a sandbox-config and a provider-environment ConfigUpdate; beside it the floor supervisor's answer
+// logic on the same bytes. Prints CPU µs per policy update of each.
+//   node --import tsx bench/scratch/sup-apply.ts [N=20000] [ours|floor|both]
+import { mkdtempSync, rmSync } from "node:fs";
+import { create, fromBinary, fromJson, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { ConfigApplyOutcome, ConfigComponent, ConfigurationAdmissionState, GatewayMessageSchema, SupervisorMessageSchema, type GatewayMessage, type SupervisorMessage, type SandboxConfigSnapshot } from "openshell-config/raw";
+import { runConnection, NO_FAULTS } from "../../supervisor/src/connection.js";
+import { SimulatedSandbox } from "../../supervisor/src/sandbox.js";
+import { StateDir } from "../../supervisor/src/runtime.js";
+import { createLogger } from "../../supervisor/src/log.js";
+// As the bench runs the supervisor: --log-level warn.
+const silentLogger = createLogger({ level: "warn", sink: () => {} });
+
+const N = Number(process.argv[2] ?? 20000);
+const which = process.argv[3] ?? "both";
+// Each policy has its own hash, as each update of the probe has.
+const hashOf = (i: number) => i.toString(16).padStart(64, "0");
+function snapshotJson(i: number) {
+  return {
+    policy: { version: 1, filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] }, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] }, bench: { name: "bench", endpoints: [{ host: `x${i}.example.com`, ports: [443] }], binaries: [{ path: "/usr/bin/curl" }] } } },
+    version: i + 1, policyHash: hashOf(i), configRevision: String(1000 + i), policySource: "POLICY_SOURCE_SANDBOX", providerEnvRevision: "1", workspace: "default", policyValidationFailureMode: "retain_last_valid",
+  };
+}
+const bytes = (j: unknown) => toBinary(GatewayMessageSchema, fromJson(GatewayMessageSchema, j as never));
+const accepted = bytes({ sessionAccepted: { sessionId: "s", configApplyEnabled: true, bootstrap: { sandboxConfig: snapshotJson(0), providerEnvironment: { providerEnvRevision: "1", policyHash: hashOf(0) } } } });
+const updates: [Uint8Array, Uint8Array][] = [];
+for (let i = 1; i <= N; i++) {
+  updates.push([
+    bytes({ configUpdate: { updateId: `u-${i}-a`, componentSequence: String(2 * i), sandboxConfig: snapshotJson(i) } }),
+    bytes({ configUpdate: { updateId: `u-${i}-b`, componentSequence: String(2 * i + 1), providerEnvironment: { providerEnvRevision: "1", policyHash: hashOf(i) } } }),
+  ]);
+}
+
+async function ours(): Promise<number> {
+  const dir = mkdtempSync("/dev/shm/sup-apply-");
+  const stateDir = new StateDir(dir);
+  const sandbox = new SimulatedSandbox({ name: "s0000", stateDir, logger: silentLogger });
+  await sandbox.start();
+  let answered: (() => void) | undefined;
+  let answers = 0;
+  let encodedBytes = 0;
+  let t0 = 0;
+  let cpu0 = process.cpuUsage();
+  const done = new Promise<number>((resolve) => {
+    const client = {
+      connectSupervisor(out: AsyncIterable<SupervisorMessage>) {
+        // The answers, encoded as connect would.
+        void (async () => {
+          for await (const m of out) {
+            encodedBytes += toBinary(SupervisorMessageSchema, m).length;
+            if (m.payload.case === "configUpdateResult" && ++answers % 2 === 0) answered?.();
+          }
+        })();
+        return (async function* () {
+          yield fromBinary(GatewayMessageSchema, accepted);
+          await new Promise((r) => setTimeout(r, 50));
+          t0 = performance.now();
+          cpu0 = process.cpuUsage();
+          for (const [a, b] of updates) {
+            const both = new Promise<void>((r) => (answered = r));
+            yield fromBinary(GatewayMessageSchema, a);
+            yield fromBinary(GatewayMessageSchema, b);
+            await both;
+          }
+          const c = process.cpuUsage(cpu0);
+          resolve((c.user + c.system) / N);
+        })();
+      },
+    };
+    void runConnection({ client: client as never, url: "fake", sandboxId: "s0000", instanceId: "i", epoch: 1n, token: undefined, sandbox, logger: silentLogger, faults: NO_FAULTS, acceptTimeoutMs: 60_000, stopSignal: new AbortController().signal });
+  });
+  const us = await done;
+  void t0; void encodedBytes;
+  rmSync(dir, { recursive: true, force: true });
+  return us;
+}
+
+async function floor(): Promise<number> {
+  // The floor supervisor's answers (bench/floor/supervisor.ts), on the same bytes and the same queue shape.
+  const msg = (payload: MessageInitShape<typeof SupervisorMessageSchema>["payload"]) => create(SupervisorMessageSchema, { payload });
+  const revision = (s: SandboxConfigSnapshot) => ({ component: { case: "sandboxConfig" as const, value: { configRevision: s.configRevision, policyVersion: s.version, policySource: s.policySource, globalPolicyVersion: s.globalPolicyVersion, settingsRevision: s.settingsRevision } } });
+  const applied = (component: ConfigComponent, rev: never) => ({ component, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED });
+  const cpu0 = process.cpuUsage();
+  let n = 0;
+  for (const pair of updates) {
+    for (const b of pair) {
+      const m: GatewayMessage = fromBinary(GatewayMessageSchema, b);
+      await Promise.resolve();
+      const p = m.payload;
+      if (p.case !== "configUpdate") continue;
+      const { updateId, componentSequence, component } = p.value;
+      let out: SupervisorMessage | undefined;
+      if (component.case === "sandboxConfig") {
+        const s = component.value;
+        out = msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.SANDBOX_CONFIG, revision(s) as never), admission: { instanceId: "i", state: ConfigurationAdmissionState.ACCEPTED, policyVersion: s.version, policyHash: s.policyHash, configRevision: s.configRevision, providerEnvRevision: s.providerEnvRevision } } });
+      } else if (component.case === "providerEnvironment") {
+        const rev = { component: { case: "providerEnvironment" as const, value: component.value.providerEnvRevision } };
+        out = msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.PROVIDER_ENVIRONMENT, rev as never) } });
+      }
+      if (out) n += toBinary(SupervisorMessageSchema, out).length;
+      await Promise.resolve();
+    }
+  }
+  void n;
+  const c = process.cpuUsage(cpu0);
+  return (c.user + c.system) / N;
+}
+
+for (let round = 0; round < 3; round++) {
+  const line: string[] = [];
+  if (which !== "floor") line.push(`ours ${(await ours()).toFixed(1)} µs`);
+  if (which !== "ours") line.push(`floor ${(await floor()).toFixed(1)} µs`);
+  (globalThis as { gc?: () => void }).gc?.();
+  console.log(`round ${round}: ${line.join(", ")} per policy update (two messages answered); heap after a full GC ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`);
+}
+if ((globalThis as any).__dumpPromoted) await (globalThis as any).__dumpPromoted();
+if (process.env.SNAP) { const v8 = await import("node:v8"); console.log(v8.writeHeapSnapshot(process.env.SNAP)); }
+process.exit(0);
