@@ -1,12 +1,13 @@
 // Scratch: the reference supervisor's per-update work in one process, without a network: a real
 // connection (supervisor/src/connection.ts) on a fake client that decodes each gateway message
 // from its bytes and encodes each answer (as connect would), one sandbox, N policy updates, each
-// a sandbox-config and a provider-environment ConfigUpdate; beside it the floor supervisor's answer
-// logic on the same bytes. Prints CPU µs per policy update of each.
+// a sandbox-config and a provider-environment ConfigUpdate; beside it the floor supervisor's
+// session on the same fake client. Prints CPU µs per policy update of each.
 //   node --import tsx bench/scratch/sup-apply.ts [N=20000] [ours|floor|both]
 import { mkdtempSync, rmSync } from "node:fs";
 import { create, fromBinary, fromJson, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { ConfigApplyOutcome, ConfigComponent, ConfigurationAdmissionState, GatewayMessageSchema, SupervisorMessageSchema, type GatewayMessage, type SupervisorMessage, type SandboxConfigSnapshot } from "openshell-config/raw";
+import { ConfigApplyOutcome, ConfigComponent, ConfigSnapshotRevisionSchema, ConfigurationAdmissionState, GatewayMessageSchema, SupervisorMessageSchema, type SupervisorMessage, type SandboxConfigSnapshot } from "openshell-config/raw";
+import { AsyncQueue } from "../floor/queue.js";
 import { runConnection, NO_FAULTS } from "../../supervisor/src/connection.js";
 import { SimulatedSandbox } from "../../supervisor/src/sandbox.js";
 import { StateDir } from "../../supervisor/src/runtime.js";
@@ -34,79 +35,91 @@ for (let i = 1; i <= N; i++) {
   ]);
 }
 
+/**
+ * A client whose ConnectSupervisor stream plays the gateway: the session answer, then each
+ * update's two messages (decoded from their bytes) once both answers to the one before came
+ * back (encoded as connect would). Resolves with CPU µs per policy update.
+ */
+function fakeClient(resolve: (us: number) => void) {
+  let answered: (() => void) | undefined;
+  let answers = 0;
+  return {
+    connectSupervisor(out: AsyncIterable<SupervisorMessage>) {
+      void (async () => {
+        for await (const m of out) {
+          toBinary(SupervisorMessageSchema, m);
+          if (m.payload.case === "configUpdateResult" && ++answers % 2 === 0) answered?.();
+        }
+      })();
+      return (async function* () {
+        yield fromBinary(GatewayMessageSchema, accepted);
+        await new Promise((r) => setTimeout(r, 50));
+        const cpu0 = process.cpuUsage();
+        for (const [a, b] of updates) {
+          const both = new Promise<void>((r) => (answered = r));
+          yield fromBinary(GatewayMessageSchema, a);
+          yield fromBinary(GatewayMessageSchema, b);
+          await both;
+        }
+        const c = process.cpuUsage(cpu0);
+        resolve((c.user + c.system) / N);
+      })();
+    },
+  };
+}
+
 async function ours(): Promise<number> {
   const dir = mkdtempSync("/dev/shm/sup-apply-");
   const stateDir = new StateDir(dir);
+  // NOFILE=1: state files are not written (what the rest of the apply costs).
+  if (process.env.NOFILE) stateDir.writeJson = () => Promise.resolve();
   const sandbox = new SimulatedSandbox({ name: "s0000", stateDir, logger: silentLogger });
   await sandbox.start();
-  let answered: (() => void) | undefined;
-  let answers = 0;
-  let encodedBytes = 0;
-  let t0 = 0;
-  let cpu0 = process.cpuUsage();
-  const done = new Promise<number>((resolve) => {
-    const client = {
-      connectSupervisor(out: AsyncIterable<SupervisorMessage>) {
-        // The answers, encoded as connect would.
-        void (async () => {
-          for await (const m of out) {
-            encodedBytes += toBinary(SupervisorMessageSchema, m).length;
-            if (m.payload.case === "configUpdateResult" && ++answers % 2 === 0) answered?.();
-          }
-        })();
-        return (async function* () {
-          yield fromBinary(GatewayMessageSchema, accepted);
-          await new Promise((r) => setTimeout(r, 50));
-          t0 = performance.now();
-          cpu0 = process.cpuUsage();
-          for (const [a, b] of updates) {
-            const both = new Promise<void>((r) => (answered = r));
-            yield fromBinary(GatewayMessageSchema, a);
-            yield fromBinary(GatewayMessageSchema, b);
-            await both;
-          }
-          const c = process.cpuUsage(cpu0);
-          resolve((c.user + c.system) / N);
-        })();
-      },
-    };
-    void runConnection({ client: client as never, url: "fake", sandboxId: "s0000", instanceId: "i", epoch: 1n, token: undefined, sandbox, logger: silentLogger, faults: NO_FAULTS, acceptTimeoutMs: 60_000, stopSignal: new AbortController().signal });
+  // STUB=1: the sandbox answers every snapshot with the decision of the first (what the connection costs alone).
+  if (process.env.STUB) {
+    const first = { sandbox: undefined as unknown, provider: undefined as unknown };
+    const realS = sandbox.applySandboxConfig.bind(sandbox), realP = sandbox.applyProviderEnvironment.bind(sandbox);
+    // STUB=sandbox or STUB=provider stubs only that component.
+    if (process.env.STUB !== "provider") sandbox.applySandboxConfig = async (s, o) => (first.sandbox ??= await realS(s, o)) as never;
+    if (process.env.STUB !== "sandbox") sandbox.applyProviderEnvironment = async (s, o) => (first.provider ??= await realP(s, o)) as never;
+  }
+  const us = await new Promise<number>((resolve) => {
+    void runConnection({ client: fakeClient(resolve) as never, url: "fake", sandboxId: "s0000", instanceId: "i", epoch: 1n, token: undefined, sandbox, logger: silentLogger, faults: NO_FAULTS, acceptTimeoutMs: 60_000, stopSignal: new AbortController().signal });
   });
-  const us = await done;
-  void t0; void encodedBytes;
   rmSync(dir, { recursive: true, force: true });
   return us;
 }
 
+/** The floor supervisor's session (bench/floor/supervisor.ts) on the same fake client. */
 async function floor(): Promise<number> {
-  // The floor supervisor's answers (bench/floor/supervisor.ts), on the same bytes and the same queue shape.
   const msg = (payload: MessageInitShape<typeof SupervisorMessageSchema>["payload"]) => create(SupervisorMessageSchema, { payload });
   const revision = (s: SandboxConfigSnapshot) => ({ component: { case: "sandboxConfig" as const, value: { configRevision: s.configRevision, policyVersion: s.version, policySource: s.policySource, globalPolicyVersion: s.globalPolicyVersion, settingsRevision: s.settingsRevision } } });
-  const applied = (component: ConfigComponent, rev: never) => ({ component, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED });
-  const cpu0 = process.cpuUsage();
-  let n = 0;
-  for (const pair of updates) {
-    for (const b of pair) {
-      const m: GatewayMessage = fromBinary(GatewayMessageSchema, b);
-      await Promise.resolve();
-      const p = m.payload;
-      if (p.case !== "configUpdate") continue;
-      const { updateId, componentSequence, component } = p.value;
-      let out: SupervisorMessage | undefined;
-      if (component.case === "sandboxConfig") {
-        const s = component.value;
-        out = msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.SANDBOX_CONFIG, revision(s) as never), admission: { instanceId: "i", state: ConfigurationAdmissionState.ACCEPTED, policyVersion: s.version, policyHash: s.policyHash, configRevision: s.configRevision, providerEnvRevision: s.providerEnvRevision } } });
-      } else if (component.case === "providerEnvironment") {
-        const rev = { component: { case: "providerEnvironment" as const, value: component.value.providerEnvRevision } };
-        out = msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.PROVIDER_ENVIRONMENT, rev as never) } });
+  const admission = (s: SandboxConfigSnapshot) => ({ instanceId: "i", state: ConfigurationAdmissionState.ACCEPTED, policyVersion: s.version, policyHash: s.policyHash, configRevision: s.configRevision, providerEnvRevision: s.providerEnvRevision });
+  const applied = (component: ConfigComponent, rev: MessageInitShape<typeof ConfigSnapshotRevisionSchema>) => ({ component, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED });
+  return new Promise<number>((resolve) => {
+    const out = new AsyncQueue<SupervisorMessage>();
+    out.push(msg({ case: "hello", value: { sandboxId: "s0000", instanceId: "i", connectionEpoch: 1n, supportsConfigSnapshots: true, supportsConfigApply: true } }));
+    void (async () => {
+      for await (const m of fakeClient(resolve).connectSupervisor(out)) {
+        const p = m.payload;
+        if (p.case === "sessionAccepted") {
+          const snap = p.value.bootstrap!.sandboxConfig!;
+          const provider = { component: { case: "providerEnvironment" as const, value: p.value.bootstrap!.providerEnvironment?.providerEnvRevision ?? 0n } };
+          out.push(msg({ case: "configBootstrapResult", value: { results: [applied(ConfigComponent.SANDBOX_CONFIG, revision(snap)), applied(ConfigComponent.PROVIDER_ENVIRONMENT, provider)], admission: admission(snap) } }));
+          out.push(msg({ case: "runtimeReady", value: {} }));
+        } else if (p.case === "configUpdate") {
+          const { updateId, componentSequence, component } = p.value;
+          if (component.case === "sandboxConfig") {
+            const snap = component.value;
+            out.push(msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.SANDBOX_CONFIG, revision(snap)), admission: admission(snap) } }));
+          } else if (component.case === "providerEnvironment") {
+            const rev = { component: { case: "providerEnvironment" as const, value: component.value.providerEnvRevision } };
+            out.push(msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.PROVIDER_ENVIRONMENT, rev) } }));
+          }
+        }
       }
-      if (out) n += toBinary(SupervisorMessageSchema, out).length;
-      await Promise.resolve();
-    }
-  }
-  void n;
-  const c = process.cpuUsage(cpu0);
-  return (c.user + c.system) / N;
+    })();
+  });
 }
 
 for (let round = 0; round < 3; round++) {
@@ -114,7 +127,8 @@ for (let round = 0; round < 3; round++) {
   if (which !== "floor") line.push(`ours ${(await ours()).toFixed(1)} µs`);
   if (which !== "ours") line.push(`floor ${(await floor()).toFixed(1)} µs`);
   (globalThis as { gc?: () => void }).gc?.();
-  console.log(`round ${round}: ${line.join(", ")} per policy update (two messages answered); heap after a full GC ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`);
+  const heap = (globalThis as { gc?: unknown }).gc ? `; heap after a full GC ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB` : "";
+  console.log(`round ${round}: ${line.join(", ")} per policy update (two messages answered)${heap}`);
 }
 if ((globalThis as any).__dumpPromoted) await (globalThis as any).__dumpPromoted();
 if (process.env.SNAP) { const v8 = await import("node:v8"); console.log(v8.writeHeapSnapshot(process.env.SNAP)); }

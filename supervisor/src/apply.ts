@@ -123,7 +123,7 @@ export function revisionsEqual(a: ConfigSnapshotRevision | undefined, b: ConfigS
  * What the sandbox enforces from a snapshot, in proto JSON: built once, for effective.json and (only
  * when a duplicate check needs it) for its content key.
  */
-export interface SandboxContent {
+export interface SandboxContent extends ContentKeySource {
   /** The policy in proto JSON; null when the snapshot has none. */
   readonly policy: JsonValue | null;
   readonly settings: Record<string, JsonValue>;
@@ -135,18 +135,44 @@ export function sandboxContent(s: SandboxConfigSnapshot): SandboxContent {
   const settings: Record<string, JsonValue> = {};
   for (const [k, v] of Object.entries(s.settings)) settings[k] = messageToJson(EffectiveSettingSchema, v);
   const policy = s.policy ? messageToJson(SandboxPolicySchema, s.policy) : null;
-  const { policyHash, supervisorMiddlewareServices } = s;
-  let key: string | undefined;
-  return {
-    policy,
-    settings,
-    // Only a snapshot whose revision tuple equals the active one is compared by content (a
-    // duplicate, or a changed configuration under the same revision): most never need the key.
-    get key() {
-      key ??= sha256(canonicalJsonValue({ policy, policyHash, settings, services: supervisorMiddlewareServices.map((m) => toJson(SupervisorMiddlewareServiceSchema, m)) }));
-      return key;
-    },
-  };
+  return new LazySandboxContent(policy, settings, s.policyHash, s.supervisorMiddlewareServices);
+}
+
+// Lazy values are classes, with their getter on the prototype: an object literal with a getter
+// gets a getter function and an accessor of its own per object, which V8 holds outside the young
+// generation, so that everything the getter reaches (a whole snapshot) survived the next
+// collections and was promoted with it (the supervisor spent a sixth of its time collecting).
+
+class LazySandboxContent implements SandboxContent {
+  private hash: string | undefined;
+
+  constructor(
+    readonly policy: JsonValue | null,
+    readonly settings: Record<string, JsonValue>,
+    private readonly policyHash: string,
+    private readonly services: SandboxConfigSnapshot["supervisorMiddlewareServices"],
+  ) {}
+
+  // Only a snapshot whose revision tuple equals the active one is compared by content (a
+  // duplicate, or a changed configuration under the same revision): most never need the key.
+  get key(): string {
+    this.hash ??= sha256(
+      canonicalJsonValue({ policy: this.policy, policyHash: this.policyHash, settings: this.settings, services: this.services.map((m) => toJson(SupervisorMiddlewareServiceSchema, m)) }),
+    );
+    return this.hash;
+  }
+}
+
+/** The content key of a provider snapshot, hashed on first use. */
+export class ProviderContentKey implements ContentKeySource {
+  private hash: string | undefined;
+
+  constructor(private readonly snapshot: ProviderEnvironmentSnapshot) {}
+
+  get key(): string {
+    this.hash ??= providerContentKey(this.snapshot);
+    return this.hash;
+  }
 }
 
 /** SHA-256 of what the sandbox enforces from a snapshot: policy, settings and middleware services. */
@@ -242,20 +268,18 @@ export interface ActiveSandboxConfig {
 }
 
 /**
- * Where an installed configuration reads its content key when a later snapshot is compared with
- * it: an object that holds nothing else of the apply input. The input holds the configuration it
- * replaces, which held its own input, and so on: kept by the configuration in force, every
- * snapshot a sandbox ever applied would stay in memory.
+ * A content key read only if needed. An apply input gives one (or the key itself), and the
+ * configuration it installs keeps it: never the input, which holds the configuration it replaces,
+ * which held its own input, and so on (every snapshot a sandbox ever applied stayed in memory).
  */
 export interface ContentKeySource {
-  readonly contentKey: string;
+  readonly key: string;
 }
 
 export interface SandboxApplyInput {
   readonly snapshot: SandboxConfigSnapshot;
-  /** `sandboxContentKey(snapshot)`. */
-  readonly contentKey: string;
-  /** Read for the installed configuration's key instead of `contentKey` (default: `contentKey`, read now). */
+  /** `sandboxContentKey(snapshot)`; or, instead, `keySource`, read only when a comparison needs it. */
+  readonly contentKey?: string | undefined;
   readonly keySource?: ContentKeySource | undefined;
   /** Last known good gateway configuration; undefined when none is in force (fresh, or failed closed). */
   readonly active: ActiveSandboxConfig | undefined;
@@ -314,7 +338,7 @@ export function decideSandboxConfig(input: SandboxApplyInput): SandboxDecision {
     const failure = { code: "stale_revision", message: `policy version ${snapshot.version} is older than the active version ${active.revision.policyVersion}`, retryable: false };
     return sandboxDecision(ConfigApplyOutcome.IGNORED_STALE, "keep", requested, wrapSandboxRevision(active.revision), failure, false, active);
   }
-  if (active && sandboxRevisionsEqual(active.revision, requestedRev) && active.contentKey === input.contentKey) {
+  if (active && sandboxRevisionsEqual(active.revision, requestedRev) && active.contentKey === contentKeyOf(input)) {
     return sandboxDecision(ConfigApplyOutcome.IGNORED_DUPLICATE, "keep", requested, requested, undefined, true, active);
   }
   const failure = sandboxFailure(input);
@@ -378,9 +402,8 @@ export interface ActiveProviderEnvironment {
 
 export interface ProviderApplyInput {
   readonly snapshot: ProviderEnvironmentSnapshot;
-  /** `providerContentKey(snapshot)`. */
-  readonly contentKey: string;
-  /** As SandboxApplyInput.keySource. */
+  /** `providerContentKey(snapshot)`; or, instead, `keySource` (as SandboxApplyInput). */
+  readonly contentKey?: string | undefined;
   readonly keySource?: ContentKeySource | undefined;
   readonly active: ActiveProviderEnvironment | undefined;
   /** `validateProviderEnvironment(snapshot)`. */
@@ -437,12 +460,20 @@ function sameProviderContent(active: ActiveProviderEnvironment, input: ProviderA
   const s = input.snapshot;
   if (active.policyHash !== undefined && active.policyHash !== s.policyHash) return false;
   if (active.providerAttachmentEpoch !== undefined && active.providerAttachmentEpoch !== s.providerAttachmentEpoch) return false;
-  return active.contentKey === input.contentKey;
+  return active.contentKey === contentKeyOf(input);
+}
+
+type Keyed = { readonly contentKey?: string | undefined; readonly keySource?: ContentKeySource | undefined };
+
+function contentKeyOf(input: Keyed): string {
+  const key = input.contentKey ?? input.keySource?.key;
+  if (key === undefined) throw new Error("BUG: an apply input without a content key");
+  return key;
 }
 
 /** What an installed configuration keeps for its key: never the input itself (see ContentKeySource). */
-function keySourceOf(input: { readonly contentKey: string; readonly keySource?: ContentKeySource | undefined }): ContentKeySource {
-  return input.keySource ?? { contentKey: input.contentKey };
+function keySourceOf(input: Keyed): ContentKeySource {
+  return input.keySource ?? { key: contentKeyOf(input) };
 }
 
 /**
@@ -464,7 +495,7 @@ class LazyActive<R> {
 
   get contentKey(): string {
     if (this.source !== undefined) {
-      this.key = this.source.contentKey;
+      this.key = this.source.key;
       this.source = undefined;
     }
     return this.key;

@@ -17,14 +17,13 @@ import {
 import {
   decideProviderEnvironment,
   decideSandboxConfig,
-  providerContentKey,
+  ProviderContentKey,
   sandboxContent,
   sandboxRevisionJson,
   validateProviderEnvironment,
   wouldInstall,
   type ActiveProviderEnvironment,
   type ActiveSandboxConfig,
-  type ContentKeySource,
   type ProviderApplyInput,
   type ProviderDecision,
   type SandboxApplyInput,
@@ -118,15 +117,10 @@ export class SimulatedSandbox {
     return this.exclusive(async () => {
       if (options.delayMs) await sleep(options.delayMs);
       const content = sandboxContent(snapshot);
-      // Read only when the snapshot is compared by content (see sandboxContent); the installed
-      // configuration keeps this source, never the input (which holds the one it replaces).
-      const keySource = { get contentKey() { return content.key; } };
       const base: SandboxApplyInput = {
         snapshot,
-        get contentKey() {
-          return keySource.contentKey;
-        },
-        keySource,
+        // Its key is hashed only when the snapshot is compared by content (see sandboxContent).
+        keySource: content,
         active: this.active,
         localOverride: this.hasLocalOverride,
         violations: validatePolicy(snapshot.policy),
@@ -162,15 +156,10 @@ export class SimulatedSandbox {
   applyProviderEnvironment(snapshot: ProviderEnvironmentSnapshot, options: ApplyOptions = {}): Promise<ProviderDecision> {
     return this.exclusive(async () => {
       if (options.delayMs) await sleep(options.delayMs);
-      // Hashed only when the policy hash and epoch do not already tell the content apart; kept by
-      // the installed environment instead of the input (see applySandboxConfig).
-      const keySource = providerKeySource(snapshot);
       const input: ProviderApplyInput = {
         snapshot,
-        get contentKey() {
-          return keySource.contentKey;
-        },
-        keySource,
+        // Hashed only when the policy hash and epoch do not already tell the content apart.
+        keySource: new ProviderContentKey(snapshot),
         active: this.provider,
         problems: validateProviderEnvironment(snapshot),
       };
@@ -303,17 +292,6 @@ type EffectiveInput =
   | { source: "gateway_desired"; snapshot: SandboxConfigSnapshot; revision: SandboxConfigRevision; content: SandboxContent }
   | { source: "local_override"; policy: SandboxPolicy }
   | { source: "deny_all"; policy: SandboxPolicy; reason: string };
-
-/** The content key of a provider snapshot, hashed on first use; holds the snapshot only. */
-function providerKeySource(snapshot: ProviderEnvironmentSnapshot): ContentKeySource {
-  let key: string | undefined;
-  return {
-    get contentKey() {
-      key ??= providerContentKey(snapshot);
-      return key;
-    },
-  };
-}
 
 /** The revision tuple a sandbox decision was made for (built once, in the decision). */
 function requestedRevision(d: SandboxDecision): SandboxConfigRevision {
