@@ -5,8 +5,9 @@
 // session on the same fake client. Prints CPU µs per policy update of each.
 //   node --import tsx bench/scratch/sup-apply.ts [N=20000] [ours|floor|both]
 import { mkdtempSync, rmSync } from "node:fs";
-import { create, fromBinary, fromJson, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { ConfigApplyOutcome, ConfigComponent, ConfigSnapshotRevisionSchema, ConfigurationAdmissionState, GatewayMessageSchema, SupervisorMessageSchema, type SupervisorMessage, type SandboxConfigSnapshot } from "openshell-config/raw";
+import { fromBinary, fromJson, toBinary } from "@bufbuild/protobuf";
+import { GatewayMessageSchema, SupervisorMessageSchema, type SupervisorMessage } from "openshell-config/raw";
+import { answer, hello } from "../floor/answers.js";
 import { AsyncQueue } from "../floor/queue.js";
 import { runConnection, NO_FAULTS } from "../../supervisor/src/connection.js";
 import { SimulatedSandbox } from "../../supervisor/src/sandbox.js";
@@ -90,34 +91,13 @@ async function ours(): Promise<number> {
   return us;
 }
 
-/** The floor supervisor's session (bench/floor/supervisor.ts) on the same fake client. */
+/** The floor supervisor's session (bench/floor/supervisor.ts, its answers.ts) on the same fake client. */
 async function floor(): Promise<number> {
-  const msg = (payload: MessageInitShape<typeof SupervisorMessageSchema>["payload"]) => create(SupervisorMessageSchema, { payload });
-  const revision = (s: SandboxConfigSnapshot) => ({ component: { case: "sandboxConfig" as const, value: { configRevision: s.configRevision, policyVersion: s.version, policySource: s.policySource, globalPolicyVersion: s.globalPolicyVersion, settingsRevision: s.settingsRevision } } });
-  const admission = (s: SandboxConfigSnapshot) => ({ instanceId: "i", state: ConfigurationAdmissionState.ACCEPTED, policyVersion: s.version, policyHash: s.policyHash, configRevision: s.configRevision, providerEnvRevision: s.providerEnvRevision });
-  const applied = (component: ConfigComponent, rev: MessageInitShape<typeof ConfigSnapshotRevisionSchema>) => ({ component, requestedRevision: rev, appliedRevision: rev, outcome: ConfigApplyOutcome.APPLIED });
   return new Promise<number>((resolve) => {
     const out = new AsyncQueue<SupervisorMessage>();
-    out.push(msg({ case: "hello", value: { sandboxId: "s0000", instanceId: "i", connectionEpoch: 1n, supportsConfigSnapshots: true, supportsConfigApply: true } }));
+    out.push(hello("s0000", "i"));
     void (async () => {
-      for await (const m of fakeClient(resolve).connectSupervisor(out)) {
-        const p = m.payload;
-        if (p.case === "sessionAccepted") {
-          const snap = p.value.bootstrap!.sandboxConfig!;
-          const provider = { component: { case: "providerEnvironment" as const, value: p.value.bootstrap!.providerEnvironment?.providerEnvRevision ?? 0n } };
-          out.push(msg({ case: "configBootstrapResult", value: { results: [applied(ConfigComponent.SANDBOX_CONFIG, revision(snap)), applied(ConfigComponent.PROVIDER_ENVIRONMENT, provider)], admission: admission(snap) } }));
-          out.push(msg({ case: "runtimeReady", value: {} }));
-        } else if (p.case === "configUpdate") {
-          const { updateId, componentSequence, component } = p.value;
-          if (component.case === "sandboxConfig") {
-            const snap = component.value;
-            out.push(msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.SANDBOX_CONFIG, revision(snap)), admission: admission(snap) } }));
-          } else if (component.case === "providerEnvironment") {
-            const rev = { component: { case: "providerEnvironment" as const, value: component.value.providerEnvRevision } };
-            out.push(msg({ case: "configUpdateResult", value: { updateId, componentSequence, result: applied(ConfigComponent.PROVIDER_ENVIRONMENT, rev) } }));
-          }
-        }
-      }
+      for await (const m of fakeClient(resolve).connectSupervisor(out)) answer(m, "s0000", "i", (r) => out.push(r));
     })();
   });
 }
