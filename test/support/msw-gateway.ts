@@ -22,6 +22,12 @@ export interface RecordedRequest {
   readonly authorization: string | null;
   /** The request's signal: aborted once the client gave up on the call (e.g. closed a stream). */
   readonly signal: AbortSignal;
+  /**
+   * The request itself, kept with its signal: a Request's signal follows the caller's through a
+   * weak reference to the Request's own abort controller, so once the Request is collected its
+   * signal no longer aborts (whether it was collected before the client's abort was up to the GC).
+   */
+  readonly request: Request;
 }
 
 /**
@@ -39,6 +45,7 @@ export function gatewayHandlers(gw: FakeGateway, log: RecordedRequest[] = [], ba
         contentType: request.headers.get("content-type"),
         authorization: request.headers.get("authorization"),
         signal: request.signal,
+        request,
       });
       return fetchHandler(request);
     });
