@@ -20,13 +20,10 @@ export function createHandle(
   // The request's JSON is made when first read (JSON.stringify, a spread, a property read), not
   // for every update: most handles are never stored, and converting a whole policy to JSON is a
   // measurable share of the SDK's CPU per update. Enumerable, so the handle still looks and
-  // serializes like plain data, with its keys in the same order.
-  let json: JsonObject | undefined;
-  Object.defineProperty(handle, "request", {
-    enumerable: true,
-    configurable: true,
-    get: () => (json ??= toJson(UpdateConfigRequestSchema, { ...request, waitMode: 0, waitTimeout: undefined } as UpdateConfigRequest) as JsonObject),
-  });
+  // serializes like plain data, with its keys in the same order. One getter for every handle: a
+  // getter of its own per handle (a closure) gave each handle an accessor V8 could not share, so
+  // every handle after the first was kept in dictionary mode.
+  Object.defineProperty(handle, "request", { enumerable: true, configurable: true, get: requestJsonOf });
   if (fields.operationId) handle.operationId = fields.operationId;
   if (fields.workspace !== undefined) handle.workspace = fields.workspace;
   if (fields.policyVersion !== undefined) handle.policyVersion = fields.policyVersion;
@@ -36,8 +33,22 @@ export function createHandle(
 }
 
 // The request each handle of this process was made from, so that waiting on it needs no
-// round trip through JSON. Handles restored from text are not here and are parsed.
-const requests = new WeakMap<OperationHandle, UpdateConfigRequest>();
+// round trip through JSON, and its JSON once read. Handles restored from text are not here and
+// are parsed.
+const requests = new WeakMap<object, UpdateConfigRequest>();
+const requestJson = new WeakMap<object, JsonObject>();
+
+/** The `request` getter of every handle made here: the request's JSON, made on first read. */
+function requestJsonOf(this: object): JsonObject | undefined {
+  let json = requestJson.get(this);
+  if (json === undefined) {
+    const request = requests.get(this);
+    if (request === undefined) return undefined;
+    json = toJson(UpdateConfigRequestSchema, { ...request, waitMode: 0, waitTimeout: undefined } as UpdateConfigRequest) as JsonObject;
+    requestJson.set(this, json);
+  }
+  return json;
+}
 
 /** The wire request a handle replays. */
 export function handleRequest(handle: OperationHandle): UpdateConfigRequest {
