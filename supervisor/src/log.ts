@@ -59,8 +59,15 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   return make(options.base ?? {});
 }
 
-/** A logger that discards everything. */
-export const silentLogger: Logger = createLogger({ sink: () => {} });
+/** A logger that discards everything, without building the lines first. */
+export const silentLogger: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  enabled: () => false,
+  child: () => silentLogger,
+};
 
 /** Copies `v` for logging: secret-named keys are masked, errors become `{name, message, code}`, bigints strings. */
 export function redact(v: unknown, depth = 0): unknown {
