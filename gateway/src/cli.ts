@@ -49,6 +49,7 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
     auth,
     waitMaxMs: config.waitMaxMs,
     version: packageVersion(),
+    ...(config.withoutOperations ? { trackOperations: false } : {}),
     session: {
       ...(config.ackTimeoutMs !== undefined ? { ackTimeoutMs: config.ackTimeoutMs } : {}),
       ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),

@@ -31,6 +31,13 @@ export interface GatewayConfig {
    * generated per start), the session lease, and whether replicas notify each other.
    */
   readonly replica: { readonly id: string | undefined; readonly leaseMs: number; readonly notify: boolean } | undefined;
+  /**
+   * `--without-operations`: behave like an upstream release before durable operations (#3273):
+   * UpdateConfig ignores wait_mode, idempotency_key and wait_timeout and returns no operation;
+   * GetConfigUpdateOperation and the operation extensions answer UNIMPLEMENTED. For tests of
+   * clients against such gateways.
+   */
+  readonly withoutOperations: boolean;
 }
 
 /** What the command line asks for. */
@@ -61,6 +68,8 @@ Options:
   --reconcile D        how often pending operations are checked for redelivery (default 1s)
   --max-message-size S largest request message, e.g. 4MiB, 512KiB, 1000000 (default 4MiB, at most 16MiB)
   --max-waiters N      concurrent server-side waits per caller: waited updates and watches (default 1000)
+  --without-operations behave like an upstream gateway before durable operations: no operation in
+                       UpdateConfig responses, wait_mode and idempotency_key ignored (client tests)
 
 Several replicas on one PostgreSQL (see docs/operations.md):
   --replica-id ID      this replica's name, e.g. a pod name (default: host-pid-random)
@@ -117,6 +126,7 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   const waitersText = flags.single("max-waiters");
   const maxWaitersPerCaller = waitersText === undefined ? undefined : parseCount("--max-waiters", waitersText);
   const { replica, dbPoolSize } = replicaSettings(flags, db);
+  const withoutOperations = flags.bool("without-operations");
   flags.rejectUnknown();
 
   return {
@@ -136,6 +146,7 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       maxWaitersPerCaller,
       dbPoolSize,
       replica,
+      withoutOperations,
     },
   };
 }
@@ -174,7 +185,7 @@ const VALUE_FLAGS = new Set([
   "db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max", "ack-timeout", "heartbeat", "reconcile",
   "max-message-size", "max-waiters", "replica-id", "lease", "notify", "db-pool",
 ]);
-const BOOL_FLAGS = new Set(["no-auth"]);
+const BOOL_FLAGS = new Set(["no-auth", "without-operations"]);
 const REPEATABLE = new Set(["cors-origin"]);
 
 /** `--name value` and `--name=value` pairs, checked against the known flags. */

@@ -55,6 +55,12 @@ export interface GatewayOptions {
    * assumes it is alone on its database.
    */
   readonly cluster?: ClusterOptions;
+  /**
+   * False behaves like an upstream release before durable operations (#3273): UpdateConfig
+   * ignores wait_mode, idempotency_key and wait_timeout and returns no operation, and
+   * GetConfigUpdateOperation and the operation extensions answer UNIMPLEMENTED. Default true.
+   */
+  readonly trackOperations?: boolean;
 }
 
 export interface Gateway {

@@ -32,6 +32,7 @@ describe("command line", () => {
       corsOrigins: [],
       logLevel: "info",
       waitMaxMs: 3_600_000,
+      withoutOperations: false,
     });
   });
 
