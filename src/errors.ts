@@ -24,6 +24,9 @@ export type ErrorCode =
   | "resource-exhausted"
   | "unavailable"
   | "insecure-transport"
+  | "tls"
+  | "token-provider"
+  | "commit-outcome-unknown"
   | "rpc";
 
 /** Options shared by every error class. */
@@ -215,6 +218,86 @@ export class InsecureTransportError extends OpenShellConfigError {
   static override readonly errorName: string = "InsecureTransportError";
   constructor(message: string) {
     super("insecure-transport", message);
+  }
+}
+
+/** Why a TLS connection to the gateway failed, or why its TLS settings cannot be used. */
+export type TlsFailure =
+  /** The gateway's certificate is not signed by a CA this client trusts. */
+  | "unknown-ca"
+  /** The gateway's certificate does not name the host connected to. */
+  | "name-mismatch"
+  /** The gateway's certificate has expired (or is not valid yet). */
+  | "expired"
+  /** The gateway requires a client certificate and none was given. */
+  | "client-certificate-required"
+  /** The gateway refused the client certificate given. */
+  | "client-certificate-rejected"
+  /** The client key does not belong to the client certificate. */
+  | "key-mismatch"
+  /** A certificate or key file is missing, unreadable or not PEM (`file` names it). */
+  | "bundle"
+  /** Any other handshake failure. */
+  | "handshake";
+
+/**
+ * A TLS connection to the gateway failed, or the TLS settings cannot be used. The message is one
+ * line that says what to do; `reason` tells the cases apart. Never retried: the same settings
+ * fail the same way.
+ */
+export class TlsError extends OpenShellConfigError {
+  /** Stable class name, immune to minifiers; used for `name` and cross-copy `instanceof`. */
+  static override readonly errorName: string = "TlsError";
+  /** Which TLS failure. */
+  readonly reason: TlsFailure;
+  /** The certificate or key file concerned, when there is one. */
+  readonly file: string | undefined;
+  constructor(message: string, details: { reason: TlsFailure; file?: string } & ErrorOptions) {
+    super("tls", message, details);
+    this.reason = details.reason;
+    this.file = details.file;
+  }
+}
+
+/**
+ * A token provider (e.g. `oidcClientCredentials` from `openshell-config/oidc`) could not get a
+ * token: the issuer refused the credentials (`transient` false: fix them), or it stayed
+ * unreachable through the provider's retries (`transient` true). Secrets never appear in it.
+ */
+export class TokenProviderError extends OpenShellConfigError {
+  /** Stable class name, immune to minifiers; used for `name` and cross-copy `instanceof`. */
+  static override readonly errorName: string = "TokenProviderError";
+  /** The issuer's HTTP status, when it answered. */
+  readonly status: number | undefined;
+  /** The OAuth error code the issuer returned (`invalid_client`, `invalid_grant`, …), if any. */
+  readonly oauthError: string | undefined;
+  /** True when the failure was the issuer being unreachable or failing (5xx), not the credentials. */
+  readonly transient: boolean;
+  constructor(message: string, details: { status?: number; oauthError?: string; transient: boolean } & ErrorOptions) {
+    super("token-provider", message, details);
+    this.status = details.status;
+    this.oauthError = details.oauthError;
+    this.transient = details.transient;
+  }
+}
+
+/**
+ * A commit's answer was lost (the connection broke after the request was sent) on a gateway that
+ * does not track operations, so the SDK cannot tell whether the change was committed, and a blind
+ * retry could commit it twice. Check the sandbox's policy history (or settings) before sending it
+ * again, or pin `expectedResourceVersion` so that a retry can never commit twice.
+ */
+export class CommitOutcomeUnknownError extends OpenShellConfigError {
+  /** Stable class name, immune to minifiers; used for `name` and cross-copy `instanceof`. */
+  static override readonly errorName: string = "CommitOutcomeUnknownError";
+  /** The sandbox the change was sent to. */
+  readonly sandbox: string;
+  /** Its workspace, when the request named one. */
+  readonly workspace: string | undefined;
+  constructor(message: string, details: { sandbox: string; workspace?: string } & ErrorOptions) {
+    super("commit-outcome-unknown", message, details);
+    this.sandbox = details.sandbox;
+    this.workspace = details.workspace;
   }
 }
 

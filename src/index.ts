@@ -99,7 +99,10 @@ export {
   ResourceExhaustedError,
   UnavailableError,
   InsecureTransportError,
+  TlsError,
+  TokenProviderError,
+  CommitOutcomeUnknownError,
   RpcError,
   OPERATION_ID_METADATA,
 } from "./errors.js";
-export type { ErrorCode, ErrorOptions } from "./errors.js";
+export type { ErrorCode, ErrorOptions, TlsFailure } from "./errors.js";
