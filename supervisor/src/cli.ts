@@ -4,7 +4,7 @@
 // Exit status: 0 stopped, 1 failed, 2 usage error, 3 permanently rejected by the gateway.
 
 import { parseCommandLine, UsageError } from "./config.js";
-import { Fleet } from "./fleet.js";
+import { createSupervisorTransport, Fleet } from "./fleet.js";
 import { createLogger } from "./log.js";
 import { createPollingFleet } from "./poll.js";
 import { StateDir } from "./runtime.js";
@@ -42,6 +42,7 @@ async function main(): Promise<number> {
   const fleet = config.pollIntervalMs !== undefined ? createPollingFleet(config, config.pollIntervalMs, logger) : new Fleet({
     members: config.members,
     gateways: config.gateways,
+    transportFor: (url) => createSupervisorTransport(url, config.ca),
     stateDir: new StateDir(config.stateDir),
     logger,
     localPolicy: config.localPolicy,

@@ -19,6 +19,8 @@ export class UsageError extends Error {
 
 export interface SupervisorConfig {
   readonly gateways: readonly string[];
+  /** `--ca FILE`: PEM certificates trusted for https gateways, besides the system roots. */
+  readonly ca: string | undefined;
   readonly members: readonly { readonly name: string; readonly token: string | undefined }[];
   readonly stateDir: string;
   readonly localPolicy: SandboxPolicy | undefined;
@@ -43,7 +45,10 @@ Sandboxes (one of):
   --sandbox-prefix P         name prefix for --sandboxes (default "sandbox-")
 
 Gateway:
-  --gateway URL[,URL…]       gateway URL(s), rotated through on failure; omit for standalone mode
+  --gateway URL[,URL…]       gateway URL(s), rotated through on failure; omit for standalone mode;
+                             https:// URLs are verified against the system roots and --ca
+  --ca FILE                  PEM CA certificate(s) of an https gateway (e.g. a private CA),
+                             trusted besides the system roots
   --token TOKEN              sandbox bearer token (used for every sandbox without a token-file entry)
   --token-file FILE          JSON object { "<sandbox name>": "<token>" }
 
@@ -71,6 +76,7 @@ OPENSHELL_SUPERVISOR_TOKEN, OPENSHELL_SUPERVISOR_DROP_ACKS=1); command-line flag
 
 const OPTIONS = {
   gateway: { type: "string" },
+  ca: { type: "string" },
   sandbox: { type: "string" },
   sandboxes: { type: "string" },
   "sandbox-prefix": { type: "string" },
@@ -131,6 +137,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   };
 
   const gateways = parseGateways(str("gateway"));
+  const caFile = str("ca");
+  const ca = caFile === undefined ? undefined : loadCa(caFile, gateways, readFile);
   const names = sandboxNames(str("sandbox"), str("sandboxes"), str("sandbox-prefix"), int);
   const localPolicyFile = str("local-policy");
   const localPolicy = localPolicyFile === undefined ? undefined : loadLocalPolicy(localPolicyFile, readFile);
@@ -165,6 +173,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     kind: "run",
     config: {
       gateways,
+      ca,
       members,
       stateDir: str("state-dir") ?? ".openshell-supervisor",
       localPolicy,
@@ -231,6 +240,19 @@ function sandboxNames(
   const bad = names.find((n) => !isSafeSandboxName(n));
   if (bad !== undefined) throw new UsageError(`sandbox name ${JSON.stringify(bad)} is not usable (letters, digits, '.', '_' and '-'; not starting with '.')`);
   return names;
+}
+
+/** Reads `--ca`: PEM certificates, for https gateways only. */
+function loadCa(path: string, gateways: readonly string[], readFile: (p: string) => string): string {
+  if (!gateways.some((g) => g.startsWith("https:"))) throw new UsageError("--ca needs an https:// --gateway (it verifies the gateway's certificate)");
+  let text: string;
+  try {
+    text = readFile(path);
+  } catch (err) {
+    throw new UsageError(`--ca ${path}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : ((err as NodeJS.ErrnoException).code ?? "read error")}`);
+  }
+  if (!/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.test(text)) throw new UsageError(`--ca ${path}: not a PEM certificate (expected -----BEGIN CERTIFICATE-----)`);
+  return text;
 }
 
 function loadTokenFile(path: string, readFile: (p: string) => string): Record<string, string> {

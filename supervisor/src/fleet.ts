@@ -2,6 +2,7 @@
 // gateway URL sharing ONE HTTP/2 transport (one connection, many streams). Without gateways
 // (standalone mode) the sandboxes only enforce their local policy.
 
+import { rootCertificates } from "node:tls";
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { OpenShell, type SandboxPolicy } from "openshell-config/raw";
@@ -39,14 +40,17 @@ export type FleetEnd = { readonly kind: "stopped" } | { readonly kind: "fatal"; 
 
 /**
  * The transport of one gateway URL: gRPC over one HTTP/2 connection, pinged while idle, and
- * without compression (connect-node would otherwise gzip messages of 1 KiB and more).
+ * without compression (connect-node would otherwise gzip messages of 1 KiB and more). An https
+ * URL is verified against the system roots plus `ca` (PEM), when given.
  */
-export function createSupervisorTransport(url: string): Transport {
+export function createSupervisorTransport(url: string, ca?: string): Transport {
   return createGrpcTransport({
     baseUrl: url,
     acceptCompression: [],
     pingIntervalMs: 15_000,
     pingTimeoutMs: 10_000,
+    // Node's `ca` replaces the default roots: keep them, so a public certificate still verifies.
+    ...(ca !== undefined && url.startsWith("https:") ? { nodeOptions: { ca: [...rootCertificates, ca] } } : {}),
   });
 }
 

@@ -166,6 +166,7 @@ export function createPollingFleet(config: SupervisorConfig, intervalMs: number,
   return new PollingFleet({
     members: config.members,
     gateways: config.gateways,
+    transportFor: (url) => createSupervisorTransport(url, config.ca),
     stateDir: new StateDir(config.stateDir),
     logger,
     intervalMs,
