@@ -10,6 +10,7 @@ export default defineConfig({
   resolve: {
     // The gateway and supervisor import the SDK by its package name; in tests that is the source.
     alias: [
+      { find: /^openshell-config\/oidc$/, replacement: src("oidc.ts") },
       { find: /^openshell-config\/raw$/, replacement: src("raw.ts") },
       { find: /^openshell-config\/rollout$/, replacement: src("rollout.ts") },
       { find: /^openshell-config\/transport\/node$/, replacement: src("transport/node.ts") },

@@ -1,0 +1,55 @@
+// Keeps secrets out of the errors a token provider throws. oauth4webapi attaches whole responses
+// and parsed bodies (access and refresh tokens included) to its errors, and a custom fetch may
+// throw anything, so no foreign error is ever chained as it is: a cause is rebuilt as plain
+// errors carrying only a name, a code and a message, with every known secret cut out of the text.
+
+/** Cuts the secrets it knows out of text; learns new ones as tokens arrive. */
+export interface Redactor {
+  /** Adds a secret (ignored when shorter than 4 characters, which would redact ordinary words). */
+  add(secret: string | undefined): void;
+  /** `text` with every known secret, and its URL- and form-encoded forms, replaced by "[redacted]". */
+  text(text: string): string;
+  /** A copy of `err`'s chain (at most 4 deep) as plain errors with redacted messages. */
+  cause(err: unknown): Error | undefined;
+}
+
+/** How many secrets a redactor keeps (the client secret, then rotating tokens: oldest dropped first). */
+const MAX_SECRETS = 16;
+
+export function createRedactor(): Redactor {
+  const secrets: string[] = [];
+  const redactor: Redactor = {
+    add(secret) {
+      if (secret === undefined || secret.length < 4) return;
+      for (const form of [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)]) {
+        if (secrets.includes(form)) continue;
+        secrets.push(form);
+        // The first entries are the long-lived ones (the client secret); later ones rotate.
+        if (secrets.length > MAX_SECRETS) secrets.splice(3, 1);
+      }
+    },
+    text(text) {
+      let out = text;
+      for (const s of secrets) out = out.split(s).join("[redacted]");
+      return out;
+    },
+    cause(err) {
+      return copy(err, 0);
+    },
+  };
+  function copy(err: unknown, depth: number): Error | undefined {
+    if (err === undefined || err === null || depth >= 4) return undefined;
+    const source = err as { name?: unknown; message?: unknown; code?: unknown; cause?: unknown };
+    const message = typeof source.message === "string" ? source.message : typeof err === "string" ? err : String(Object.prototype.toString.call(err));
+    const inner = err instanceof Error || typeof source.cause === "object" ? copy(source.cause, depth + 1) : undefined;
+    const out = new Error(redactor.text(message), inner === undefined ? undefined : { cause: inner });
+    if (typeof source.name === "string") out.name = redactor.text(source.name);
+    if (typeof source.code === "string" || typeof source.code === "number") {
+      Object.defineProperty(out, "code", { value: source.code, enumerable: true });
+    }
+    // The stack trace names files and lines of this copy, not the original's text.
+    out.stack = `${out.name}: ${out.message}`;
+    return out;
+  }
+  return redactor;
+}
