@@ -1,9 +1,11 @@
 import { defineConfig, type Options } from "tsup";
 
 // Every public entry point. The keys become the paths under dist/ and must match the `exports`
-// map in package.json: dist/index.{js,cjs,d.ts,d.cts}, dist/raw.*, dist/rollout.*, dist/transport/{node,web}.*
+// map in package.json: dist/index.{js,cjs,d.ts,d.cts}, dist/oidc.*, dist/raw.*, dist/rollout.*,
+// dist/transport/{node,web}.*
 const entry = {
   index: "src/index.ts",
+  oidc: "src/oidc.ts",
   raw: "src/raw.ts",
   rollout: "src/rollout.ts",
   "transport/node": "src/transport/node.ts",
@@ -68,8 +70,9 @@ export default defineConfig([
     // p-retry is ESM-only. esbuild's Node-mode interop would turn `import pRetry from "p-retry"`
     // into the module namespace (not the function) under require(esm), and Node before 20.19
     // cannot require it at all; bundling it keeps `require("openshell-config")` working on
-    // every Node 20. The ESM build keeps it external.
-    noExternal: ["p-retry"],
+    // every Node 20. oauth4webapi (only in dist/oidc.cjs) is ESM-only too, for the same reason.
+    // The ESM build keeps both external.
+    noExternal: ["p-retry", "oauth4webapi"],
   },
   cli,
 ]);

@@ -13,6 +13,7 @@ import { createRedactor } from "./redact.js";
 
 /** The tokens an issuer returned, as {@link OidcRefreshTokenOptions.onRotate} receives them to store. */
 export interface OidcRotatedTokens {
+  /** The new access token. */
   readonly accessToken: string;
   /** The refresh token to use next time: the new one, or the same one when the issuer did not rotate it. */
   readonly refreshToken: string;

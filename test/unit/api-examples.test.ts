@@ -18,6 +18,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** The entry points (typedoc.json `entryPoints`) and the module name each one documents. */
 const ENTRY_POINTS: Readonly<Record<string, string>> = {
   "src/index.ts": "openshell-config",
+  "src/oidc.ts": "openshell-config/oidc",
   "src/raw.ts": "openshell-config/raw",
   "src/rollout.ts": "openshell-config/rollout",
   "src/transport/node.ts": "openshell-config/transport/node",
@@ -37,6 +38,8 @@ const MUST_HAVE_EXAMPLE: Readonly<Record<string, readonly string[]>> = {
   "src/refs.ts": ["restoreHandle"],
   "src/errors.ts": ["CompletionTimeoutError"],
   "src/rollout.ts": ["rollout", "withRollout"],
+  "src/oidc/client-credentials.ts": ["oidcClientCredentials"],
+  "src/oidc/refresh-token.ts": ["oidcRefreshToken"],
   "src/transport/node.ts": ["createNodeTransport"],
   "src/transport/web.ts": ["createWebTransport"],
   "src/convert/setting-value.ts": ["toSettingValue", "fromSettingValue"],
