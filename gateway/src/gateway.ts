@@ -14,7 +14,7 @@ import { instrumentStore } from "./store/instrumented.js";
 import { createOperationBus } from "./operations/bus.js";
 import { createTransitions, type Transitions } from "./operations/transitions.js";
 import { createWaiters } from "./operations/waiters.js";
-import { updateConfig } from "./rpc/config.js";
+import { updateConfig, updateConfigUntracked } from "./rpc/config.js";
 import { getConfigUpdateOperation, listConfigUpdateOperations, watchConfigUpdateOperations } from "./rpc/operations.js";
 import { createSandbox, deleteSandbox, getSandbox, listSandboxes, startSandbox, stopSandbox } from "./rpc/sandboxes.js";
 import { getSandboxPolicyStatus, listSandboxPolicies } from "./rpc/policies.js";
@@ -137,10 +137,20 @@ export function createGateway(options: GatewayOptions): Gateway {
       stopSandbox: (req, ctx) => stopSandbox(deps, req, ctx),
       startSandbox: (req, ctx) => startSandbox(deps, req, ctx),
       deleteSandbox: (req, ctx) => deleteSandbox(deps, req, ctx),
-      updateConfig: (req, ctx) => updateConfig(deps, req, ctx),
-      getConfigUpdateOperation: (req, ctx) => getConfigUpdateOperation(deps, req, ctx),
-      watchConfigUpdateOperations: (req, ctx) => watchConfigUpdateOperations(deps, req, ctx),
-      listConfigUpdateOperations: (req, ctx) => listConfigUpdateOperations(deps, req, ctx),
+      ...(options.trackOperations === false
+        ? {
+            // Like an upstream release before #3273: commits without operations, and no operation RPCs.
+            updateConfig: (req, ctx) => updateConfigUntracked(deps, req, ctx),
+            getConfigUpdateOperation: unimplemented("GetConfigUpdateOperation"),
+            watchConfigUpdateOperations: unimplemented("WatchConfigUpdateOperations"),
+            listConfigUpdateOperations: unimplemented("ListConfigUpdateOperations"),
+          }
+        : {
+            updateConfig: (req, ctx) => updateConfig(deps, req, ctx),
+            getConfigUpdateOperation: (req, ctx) => getConfigUpdateOperation(deps, req, ctx),
+            watchConfigUpdateOperations: (req, ctx) => watchConfigUpdateOperations(deps, req, ctx),
+            listConfigUpdateOperations: (req, ctx) => listConfigUpdateOperations(deps, req, ctx),
+          }),
       getSandboxConfig: (req, ctx) => getSandboxConfig(deps, req, ctx),
       getGatewayConfig: (_req, ctx) => getGatewayConfig(deps, ctx),
       getSandboxPolicyStatus: (req, ctx) => getSandboxPolicyStatus(deps, req, ctx),

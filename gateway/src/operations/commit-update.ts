@@ -2,7 +2,8 @@
 // expected_resource_version check, the desired-state change (policy revision or setting), the
 // annotation merge, superseding older pending operations, the new operation and the idempotency
 // record. All of it commits together or not at all; nothing here waits on anything but the
-// database.
+// database. A gateway without operations (`trackOperations: false`) commits the same change with
+// no operation and no idempotency record, as an upstream release before #3273 did.
 
 import { randomUUID } from "node:crypto";
 import { create, fromBinary } from "@bufbuild/protobuf";
@@ -33,7 +34,8 @@ import { encodeMessage } from "../model/binary-encoder.js";
 
 export interface CommitResult {
   readonly response: UpdateConfigResponse;
-  readonly operation: OperationRecord;
+  /** The operation of this commit (or of the replayed one); undefined when operations are not tracked. */
+  readonly operation: OperationRecord | undefined;
   readonly sandbox: SandboxRecord;
   /** The request replayed an earlier commit with the same idempotency key. */
   readonly replayed: boolean;
@@ -72,6 +74,8 @@ export async function commitSandboxUpdate(
     readonly policyJson?: string | undefined;
     /** The id a new operation gets (a caller listening to it before the commit); random otherwise. */
     readonly operationId?: string | undefined;
+    /** False: create no operation (the caller has cleared the idempotency key). Default true. */
+    readonly trackOperation?: boolean | undefined;
   } = {},
 ): Promise<CommitResult> {
   const { desired, policyJson } = options;
@@ -126,6 +130,22 @@ export async function commitSandboxUpdate(
     }
 
     const now = new Date();
+    const response = create(UpdateConfigResponseSchema, {
+      version: sb.policyVersion,
+      policyHash: sb.policyHash,
+      settingsRevision: sb.settingsRevision,
+      deleted: change.deleted,
+      annotations: { ...sb.annotations },
+    });
+    if (options.trackOperation === false) {
+      // Its only completion signal is the policy status: the revision this one replaces before
+      // any supervisor answered for it never will, so it is SUPERSEDED now rather than PENDING forever.
+      const replaced = change.policy && (await tx.policyRevision(sb.id, change.policy.record.version - 1));
+      if (replaced && replaced.status === PolicyStatus.PENDING) {
+        await tx.setPolicyStatus(sb.id, replaced.version, PolicyStatus.SUPERSEDED, "", undefined);
+      }
+      return { response, operation: undefined, sandbox: sb, replayed: false, changed: change.changed, touched, pending, policy: change.policy };
+    }
     const init = initialState(sb.phase);
     // Associated with its exact snapshot revision right away: the delivery then finds nothing
     // to re-target, which saves a durable write per update. Plain reads (no global lock): a
@@ -156,13 +176,6 @@ export async function commitSandboxUpdate(
     touched.push(operation);
     if (operation.state === State.PENDING) pending.push(operation);
 
-    const response = create(UpdateConfigResponseSchema, {
-      version: sb.policyVersion,
-      policyHash: sb.policyHash,
-      settingsRevision: sb.settingsRevision,
-      deleted: change.deleted,
-      annotations: { ...sb.annotations },
-    });
     if (key !== "") {
       await tx.insertIdempotency({
         sandboxId: sb.id,

@@ -102,7 +102,19 @@ function waitMs(req: UpdateConfigRequest, deps: GatewayDeps): number {
   return ms === 0 ? deps.waitDefaultMs : Math.min(ms, deps.waitMaxMs);
 }
 
-export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, ctx: HandlerContext): Promise<UpdateConfigResponse> {
+/**
+ * UpdateConfig as an upstream release before durable operations (#3273) answers it, for a gateway
+ * created with `trackOperations: false`: such a release does not know request_id, wait_mode,
+ * idempotency_key or wait_timeout (proto fields 11 to 114), so they are dropped unread. The
+ * change commits at once with no operation, and every request that changes something makes a new
+ * revision, a resend with the same key included.
+ */
+export async function updateConfigUntracked(deps: GatewayDeps, req: UpdateConfigRequest, ctx: HandlerContext): Promise<UpdateConfigResponse> {
+  const plain: UpdateConfigRequest = { ...req, requestId: "", waitMode: ConfigUpdateWaitMode.UNSPECIFIED, waitTimeout: undefined, idempotencyKey: "" };
+  return updateConfig(deps, plain, ctx, false);
+}
+
+export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, ctx: HandlerContext, trackOperation = true): Promise<UpdateConfigResponse> {
   // Who may ask comes before what is asked: a caller without the role learns nothing more.
   const principal = req.global ? requirePlatformAdmin(ctx) : requireAdmin(ctx);
   validateUpdate(req);
@@ -116,6 +128,7 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
   assertWorkspace(principal, workspace, `sandbox "${req.sandbox}"`);
 
   const { fingerprint, policyJson } = fingerprintOf(req);
+  if (!trackOperation) return commitUntracked(deps, req, principal.name, workspace, fingerprint, policyJson);
   // A waited update listens to its operation before committing it: the wait then needs no read.
   const waits = req.waitMode === ConfigUpdateWaitMode.WAIT_FOR_COMPLETION;
   const start = waits ? deps.waiters.listen(randomUUID()) : undefined;
@@ -124,6 +137,22 @@ export async function updateConfig(deps: GatewayDeps, req: UpdateConfigRequest, 
   } finally {
     start?.close();
   }
+}
+
+async function commitUntracked(
+  deps: GatewayDeps,
+  req: UpdateConfigRequest,
+  principal: string,
+  workspace: string,
+  fingerprint: string,
+  policyJson: string | undefined,
+): Promise<UpdateConfigResponse> {
+  const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, { desired: deps.desired, policyJson, trackOperation: false });
+  if (result.policy) deps.desired?.committedPolicy(result.policy.record, result.policy.decoded);
+  deps.transitions.announce(result.touched);
+  deps.publish(result.sandbox.id, result.pending ? { sandbox: result.sandbox, pending: result.pending } : undefined);
+  deps.logger.info({ sandbox: req.sandbox, workspace, changed: result.changed, principal, untracked: true }, "update committed");
+  return clone(UpdateConfigResponseSchema, result.response);
 }
 
 async function commitAndWait(
@@ -137,6 +166,8 @@ async function commitAndWait(
   start: WaitStart | undefined,
 ): Promise<UpdateConfigResponse> {
   const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, { desired: deps.desired, policyJson, operationId: start?.id });
+  // Present: this path tracks operations.
+  const committed = result.operation!;
   // Durable now: the next snapshot of this revision may use the policy as committed.
   if (result.policy) deps.desired?.committedPolicy(result.policy.record, result.policy.decoded);
   deps.transitions.announce(result.touched);
@@ -145,7 +176,7 @@ async function commitAndWait(
     {
       sandbox: req.sandbox,
       workspace,
-      operationId: result.operation.id,
+      operationId: committed.id,
       replayed: result.replayed,
       changed: result.changed,
       principal,
@@ -153,7 +184,7 @@ async function commitAndWait(
     result.replayed ? "update replayed" : "update committed",
   );
 
-  let operation = result.operation;
+  let operation = committed;
   if (req.waitMode === ConfigUpdateWaitMode.WAIT_FOR_COMPLETION && !isTerminalState(operation.state)) {
     const started = performance.now();
     try {
