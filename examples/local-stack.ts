@@ -2,7 +2,9 @@
 // process on an embedded SQLite file and reference supervisor processes, all on loopback, started
 // from source with tsx so that a fresh clone needs no build. The gateway can be killed and started
 // again on the same file and port; every child process is killed when the stack stops (or, as a
-// last resort, when this process exits).
+// last resort, when this process exits). With `tls` the gateway serves HTTPS (and, for "mtls",
+// requires client certificates) and supervisors reach it on a separate sandbox listener, as
+// upstream separates them; tls-stack.ts has the certificates and the registry entry.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -11,6 +13,9 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensureStackCertificates, httpsHealthy, LOCAL_GATEWAY_NAME, tlsListening, writeLocalRegistry, type ClientTls, type RegistryEntry } from "./tls-stack.js";
+
+export { LOCAL_GATEWAY_NAME, type ClientTls, type RegistryEntry } from "./tls-stack.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -53,10 +58,26 @@ export interface LocalStackOptions {
    * bound to the sandbox it names. Every caller is an admin; `adminToken` is accepted and ignored.
    */
   readonly noAuth?: boolean;
+  /**
+   * Serve HTTPS (certificates under `<dir>/tls/`, kept across starts while sound): `"tls"`, or
+   * `"mtls"` to also require client certificates (a verified one is the platform admin) and write
+   * the upstream registry entry `<dir>/gateways/openshell-local/` with its client bundle.
+   * Supervisors then dial a second, sandbox-only listener with `--ca`.
+   */
+  readonly tls?: "tls" | "mtls";
+  /** The sandbox listener's port with `tls`; default a free one (kept across gateway restarts). */
+  readonly sandboxPort?: number;
 }
 
 export interface LocalStack {
+  /** The gateway for clients: `http://…`, or `https://…` with `tls`. */
   readonly url: string;
+  /** The gateway for supervisors: `url`, or with `tls` the sandbox listener's `https://…`. */
+  readonly sandboxUrl: string;
+  /** With `tls`: the CA to trust, and for "mtls" the client certificate and key to present. */
+  readonly clientTls: ClientTls | undefined;
+  /** With "mtls": the upstream registry entry written for this gateway (`dir` is OPENSHELL_SYSTEM_GATEWAY_DIR). */
+  readonly registry: RegistryEntry | undefined;
   readonly adminToken: string;
   readonly dir: string;
   /** Everything every process printed, in arrival order. */
@@ -100,15 +121,11 @@ export function freePort(): Promise<number> {
   });
 }
 
-async function waitHealthy(url: string, child: ChildProcess, timeoutMs = 20_000): Promise<void> {
+async function waitHealthy(url: string, child: ChildProcess, healthy: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the gateway exited (${child.exitCode ?? child.signalCode}) before becoming healthy`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
+    if (await healthy()) return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`the gateway at ${url} did not become healthy within ${timeoutMs} ms`);
@@ -149,7 +166,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     { mode: 0o600 },
   );
   const port = options.port ?? (await freePort());
-  const url = `http://127.0.0.1:${port}`;
+  const tls = options.tls === undefined ? undefined : await startTls(options.tls, dir, port, options.sandboxPort);
+  const url = `${tls ? "https" : "http"}://127.0.0.1:${port}`;
+  const sandboxUrl = tls?.sandboxUrl ?? url;
+  const healthy = tls ? () => httpsHealthy(url, tls.client) : () => fetch(`${url}/healthz`).then((r) => r.ok, () => false);
   const dbPath = join(dir, "gateway.db");
   const stateDir = join(dir, "supervisors");
   const logFile = join(dir, "stack.log");
@@ -207,11 +227,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       "--port", String(port),
       ...(options.noAuth ? ["--no-auth"] : ["--auth-file", authFile]),
       ...cors,
+      ...(tls?.gatewayArgs ?? []),
       ...(options.gatewayArgs ?? []),
     ]);
     gateway = proc;
     try {
-      await waitHealthy(url, child);
+      await waitHealthy(url, child, healthy);
+      // Supervisors retry on their own, but a caller starting them now expects the listener up.
+      if (tls) await waitHealthy(sandboxUrl, child, () => tlsListening(tls.sandboxPort, tls.client.ca));
     } catch (err) {
       child.kill("SIGKILL");
       throw new Error(`${(err as Error).message}; see ${logFile}`);
@@ -244,6 +267,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   };
   return {
     url,
+    sandboxUrl,
+    clientTls: tls?.client,
+    registry: tls?.registry,
     adminToken,
     dir,
     logFile,
@@ -256,7 +282,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     tokenFor,
     startSupervisor(spec) {
       if (stopping) throw new Error("the stack is stopping");
-      const common = ["--gateway", url, "--state-dir", spec.stateDir ?? stateDir];
+      const common = ["--gateway", sandboxUrl, ...(tls ? ["--ca", tls.caFile] : []), "--state-dir", spec.stateDir ?? stateDir];
       if (spec.fleet) {
         const names = fleetNames(spec.fleet.prefix, spec.fleet.count);
         const tokens: string[] = [];
@@ -281,5 +307,35 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
       return startGateway();
     },
     stop,
+  };
+}
+
+interface StackTls {
+  readonly sandboxPort: number;
+  readonly sandboxUrl: string;
+  readonly caFile: string;
+  readonly gatewayArgs: readonly string[];
+  readonly client: ClientTls;
+  readonly registry: RegistryEntry | undefined;
+}
+
+// Certificates, the gateway's TLS flags and, for mutual TLS, the registry entry clients find it by.
+async function startTls(mode: "tls" | "mtls", dir: string, port: number, sandboxPortOption: number | undefined): Promise<StackTls> {
+  const certs = await ensureStackCertificates(join(dir, "tls"));
+  const sandboxPort = sandboxPortOption ?? (await freePort());
+  const { files } = certs;
+  const mtls = mode === "mtls";
+  return {
+    sandboxPort,
+    sandboxUrl: `https://127.0.0.1:${sandboxPort}`,
+    caFile: files.ca,
+    gatewayArgs: [
+      "--tls-cert", files.serverCert,
+      "--tls-key", files.serverKey,
+      ...(mtls ? ["--tls-client-ca", files.ca] : []),
+      "--sandbox-port", String(sandboxPort),
+    ],
+    client: mtls ? { ca: certs.ca, cert: certs.client.cert, key: certs.client.key } : { ca: certs.ca },
+    registry: mtls ? writeLocalRegistry(dir, { name: LOCAL_GATEWAY_NAME, endpoint: `https://127.0.0.1:${port}`, ca: certs.ca, client: certs.client }) : undefined,
   };
 }
