@@ -30,7 +30,8 @@ function signedOut(error?: string, gateway = savedGateway()): void {
 }
 
 const token = savedToken();
-if (token) {
+// An empty token is a session too: signed in through a proxy that presents the credentials.
+if (token !== null) {
   const gateway = savedGateway();
   app.replaceChildren(h("p", { class: "muted loading" }, "Signing in…"));
   signIn(gateway, token).catch((err: unknown) => {

@@ -1,4 +1,4 @@
-// The sign-in page: a gateway URL and a bearer token.
+// The sign-in page: a gateway URL and a bearer token (empty when a proxy signs the calls in).
 
 import { h } from "./dom.js";
 import { explain } from "./explain.js";
@@ -14,7 +14,8 @@ export interface SignInOptions {
 export function showSignIn(app: HTMLElement, { error, gateway, signIn }: SignInOptions): void {
   const message = h("p", { class: "form-error", role: "alert", "data-testid": "signin-error" }, error ?? "");
   const gatewayInput = h("input", { id: "gateway", name: "gateway", type: "url", required: true, value: gateway, spellcheck: "false" });
-  const tokenInput = h("input", { id: "token", name: "token", type: "password", required: true, autocomplete: "off", placeholder: "admin-…" });
+  // Optional: behind `npm run dashboard -- --mtls` the proxy's client certificate signs the calls in.
+  const tokenInput = h("input", { id: "token", name: "token", type: "password", autocomplete: "off", placeholder: "admin-… (none behind a signing-in proxy)" });
   const button = h("button", { type: "submit", class: "primary" }, "Sign in");
   const form = h(
     "form",
@@ -32,7 +33,7 @@ export function showSignIn(app: HTMLElement, { error, gateway, signIn }: SignInO
       },
     },
     h("h1", {}, "OpenShell configuration"),
-    h("p", { class: "muted" }, "Sign in to a gateway with a bearer token. The token stays in this tab's session storage."),
+    h("p", { class: "muted" }, "Sign in to a gateway with a bearer token, or with none when a proxy in front of it signs the calls in. The token stays in this tab's session storage."),
     h("label", { for: "gateway" }, "Gateway URL"),
     gatewayInput,
     h("label", { for: "token" }, "Token"),
