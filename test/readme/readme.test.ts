@@ -13,7 +13,6 @@
 // Real processes throughout: the commands start the gateway and supervisors themselves. The
 // session uses a fresh npm cache, as on a machine where `npx openshell-config` never ran.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOKEN_ENV, URL_ENV } from "../../cli/config.js";
 import { freePort } from "../../examples/local-stack.js";
 import { build, ROOT } from "../cli/harness.js";
+import { Background, bash, userEnvIn } from "./background.js";
 import { missingLines, readmeBlocks, shellCommands, shownOutputs, type ShellCommand } from "./readme-blocks.js";
 
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
@@ -36,82 +36,7 @@ const SHOWN = BLOCKS.filter((b) => b.lang === "text").flatMap((b) => shownOutput
 let scratch: string;
 
 /** The environment of a user's shell: no npm lifecycle variables, no gateway settings of ours. */
-function userEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith("npm_") && !k.startsWith("OPENSHELL_") && k !== "NODE_OPTIONS"),
-  );
-  return { ...env, XDG_CONFIG_HOME: join(scratch, "config"), XDG_STATE_HOME: join(scratch, "state"), ...extra };
-}
-
-interface Exited {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `command` in bash; kills its process group after `timeoutMs`. */
-function bash(command: string, cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Exited> {
-  return new Promise((res, rej) => {
-    const child = spawn("bash", ["-c", command], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-    const timer = setTimeout(() => {
-      stderr += `\n(killed after ${timeoutMs} ms)`;
-      process.kill(-child.pid!, "SIGKILL");
-    }, timeoutMs);
-    child.once("error", rej);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      res({ code, stdout, stderr });
-    });
-  });
-}
-
-/** A long-running command (`npm run gateway`, `npm run dashboard`) in its own process group. */
-class Background {
-  readonly child: ChildProcess;
-  output = "";
-  private readonly exited: Promise<number | null>;
-
-  constructor(command: string, env: NodeJS.ProcessEnv) {
-    this.child = spawn("bash", ["-c", command], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-    for (const s of [this.child.stdout!, this.child.stderr!]) s.setEncoding("utf8").on("data", (c: string) => (this.output += c));
-    this.exited = new Promise((r) => this.child.once("exit", (code) => r(code)));
-  }
-
-  /** Resolves once the output has a line matching `re` (its match); rejects on exit or timeout. */
-  async waitFor(re: RegExp, timeoutMs = 90_000): Promise<RegExpMatchArray> {
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const m = this.output.match(re);
-      if (m) return m;
-      if (this.child.exitCode !== null) throw new Error(`exited (${this.child.exitCode}) before printing ${re}:\n${this.output}`);
-      if (Date.now() > end) throw new Error(`no ${re} within ${timeoutMs} ms:\n${this.output}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-
-  /** Ctrl-C, as a user stops it: SIGINT to the whole process group; SIGKILL after 15 s. */
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    try {
-      process.kill(-this.child.pid!, "SIGINT");
-    } catch {
-      return; // already gone
-    }
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-this.child.pid!, "SIGKILL");
-      } catch {
-        // gone
-      }
-    }, 15_000);
-    await this.exited;
-    clearTimeout(timer);
-  }
-}
+const userEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => userEnvIn(scratch, extra);
 
 const background: Background[] = [];
 
