@@ -1,17 +1,25 @@
-// The gateway's network front: one cleartext port serving gRPC, gRPC-Web and Connect over HTTP/2
-// (prior knowledge) and HTTP/1.1, plus /healthz, /metrics and CORS, with graceful shutdown.
+// The gateway's network front: one port serving gRPC, gRPC-Web and Connect over HTTP/2 and
+// HTTP/1.1, plus /healthz, /metrics and CORS, with graceful shutdown. Cleartext (HTTP/2 by prior
+// knowledge), or TLS with ALPN, optionally requiring client certificates; and optionally a second
+// listener that serves supervisors only.
 
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
-import { Code, ConnectError, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import type { TLSSocket } from "node:tls";
+import { Code, ConnectError, createContextValues, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Registry } from "prom-client";
+import { describePeerCertificate, peerCertificateKey, type PeerCertificate } from "./auth/peer-certificate.js";
 import { Connections } from "./http/connections.js";
 import { createCors } from "./http/cors.js";
 import { createEndpoints } from "./http/endpoints.js";
 import { sniffProtocol } from "./http/protocol-sniffer.js";
+import { refuseRequest } from "./http/rpc-refusal.js";
+import { SANDBOX_LISTENER_PATHS, sandboxListenerRefusal } from "./http/sandbox-listener.js";
 import { createShutdownSignal } from "./http/shutdown-signal.js";
+import { createTlsAcceptor } from "./http/tls-acceptor.js";
+import type { TlsMaterial } from "./http/tls-files.js";
 import type { Logger } from "./observability/logger.js";
 
 export interface ServerOptions {
@@ -31,13 +39,29 @@ export interface ServerOptions {
   readonly isHealthy?: () => Promise<boolean>;
   /** Runs during `close()` after new connections are refused, before in-flight calls are awaited. */
   readonly onShutdown?: () => Promise<void>;
+  /**
+   * Serve TLS (ALPN h2 and http/1.1) instead of cleartext. With `clientCa`, every request on a
+   * connection without a client certificate verified against it is refused UNAUTHENTICATED
+   * (except `/healthz`), and the certificate is in the call context (`peerCertificateKey`).
+   */
+  readonly tls?: TlsMaterial;
+  /** A TLS handshake not finished by then drops the connection. Default 10 s. */
+  readonly tlsHandshakeTimeoutMs?: number;
+  /**
+   * A second listener for supervisors (`--sandbox-port`): same interface and TLS certificate, no
+   * client certificate asked, and only `paths` (default: the supervisor's methods) and `/healthz`.
+   */
+  readonly sandboxListener?: { readonly port: number; readonly paths?: readonly string[] };
 }
 
 export interface RunningServer {
   /** The bound port (useful with port 0). */
   readonly port: number;
-  /** `http://host:port`. */
+  /** `http://host:port`, or `https://host:port` with TLS. */
   readonly url: string;
+  /** The sandbox listener's port and URL, when there is one. */
+  readonly sandboxPort: number | undefined;
+  readonly sandboxUrl: string | undefined;
   /** Graceful shutdown; idempotent. */
   close(options?: { graceMs?: number }): Promise<void>;
 }
@@ -52,6 +76,17 @@ const READ_MAX_BYTES = 16 * 1024 * 1024;
 const FIRST_BYTES_TIMEOUT_MS = 30_000;
 /** After the grace period, handlers are aborted and given this long to answer before sockets are cut. */
 const ABORT_SETTLE_MS = 250;
+/** Default bound on a TLS handshake. */
+const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/** The message of a request refused because its connection presented no client certificate. */
+export const CLIENT_CERTIFICATE_REQUIRED = "client certificate required: this gateway accepts only clients with a certificate from its client CA";
+/** Prefix of the message of a request whose connection presented a certificate that failed verification. */
+export const CLIENT_CERTIFICATE_REJECTED = "client certificate rejected";
+
+/** Where a TLS socket keeps what its handshake said of the client certificate (read through HTTP/2's socket proxy too). */
+const PEER = Symbol("openshell.peerCertificate");
+type WithPeer = { [PEER]?: PeerCertificate };
 
 /** Starts listening; resolves once the port is bound. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
@@ -62,6 +97,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const connections = new Connections();
   let draining = false;
 
+  const requireClientCertificate = options.tls?.clientCa !== undefined;
   const rpc = connectNodeAdapter({
     routes: options.routes,
     interceptors: [unavailableOnShutdown(shutdownSignal.signal), ...(options.interceptors ?? [])],
@@ -70,6 +106,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     compressMinBytes: COMPRESS_MIN_BYTES,
     readMaxBytes: READ_MAX_BYTES,
     shutdownSignal: shutdownSignal.signal,
+    ...(requireClientCertificate
+      ? { contextValues: (req: http.IncomingMessage | http2.Http2ServerRequest) => createContextValues().set(peerCertificateKey, peerOf(req)) }
+      : {}),
   });
   const cors = createCors(options.corsOrigins ?? []);
   const endpoints = createEndpoints({
@@ -78,35 +117,52 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     isDraining: () => draining,
     ...(options.isHealthy ? { isHealthy: options.isHealthy } : {}),
   });
-  const handle = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => {
-    if (cors(req, res) || endpoints(req, res)) return;
+  type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
+  const handleMain: Handler = (req, res) => {
+    if (cors(req, res)) return;
+    if (requireClientCertificate) {
+      // Before anything reads the body; /healthz stays open for load balancers and probes.
+      const peer = peerOf(req);
+      if (peer?.status !== "verified" && pathOf(req) !== "/healthz") {
+        const message = peer?.status === "rejected" ? `${CLIENT_CERTIFICATE_REJECTED}: ${peer.reason}` : CLIENT_CERTIFICATE_REQUIRED;
+        refuseRequest(req, res, Code.Unauthenticated, message);
+        return;
+      }
+    }
+    if (endpoints(req, res)) return;
     rpc(req, res);
   };
+  const sandboxPaths = new Set(options.sandboxListener?.paths ?? SANDBOX_LISTENER_PATHS);
+  const handleSandbox: Handler = (req, res) => {
+    const path = pathOf(req);
+    if (sandboxPaths.has(path)) rpc(req, res);
+    else if (path === "/healthz") endpoints(req, res);
+    else if (path.lastIndexOf("/") > 0) refuseRequest(req, res, Code.PermissionDenied, sandboxListenerRefusal(path, [...sandboxPaths]));
+    else refuseRequest(req, res, Code.NotFound, `${path} is not served on the sandbox listener`);
+  };
 
-  const h2 = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, handle);
-  h2.on("session", (session) => connections.addSession(session));
-  h2.on("sessionError", (err) => logger.debug({ err }, "http/2 session error"));
-  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    connections.addHttp1Request(req, res);
-    // A request answered before its body was read (refused as too large) leaves the rest of
-    // the body on the connection, where the next request would wait behind it forever: such an
-    // answer says "Connection: close", and node:http closes the connection after it.
-    const writeHead = res.writeHead.bind(res);
-    res.writeHead = ((...args: Parameters<typeof res.writeHead>) => {
-      if (!req.complete) res.shouldKeepAlive = false;
-      return writeHead(...args);
-    }) as typeof res.writeHead;
-    handle(req, res);
-  });
-  h1.on("clientError", (err, socket) => {
-    logger.debug({ err }, "http/1.1 client error");
-    socket.destroy();
-  });
-
-  const listener = net.createServer((socket) => {
-    connections.addSocket(socket);
-    socket.on("error", (err) => logger.debug({ err }, "connection error"));
-    sniffProtocol(socket, FIRST_BYTES_TIMEOUT_MS, (protocol) => {
+  const servers = [createHttpServers(handleMain), ...(options.sandboxListener ? [createHttpServers(handleSandbox)] : [])];
+  function createHttpServers(handle: Handler) {
+    const h2 = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, handle);
+    h2.on("session", (session) => connections.addSession(session));
+    h2.on("sessionError", (err) => logger.debug({ err }, "http/2 session error"));
+    const h1 = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+      connections.addHttp1Request(req, res);
+      // A request answered before its body was read (refused as too large) leaves the rest of
+      // the body on the connection, where the next request would wait behind it forever: such an
+      // answer says "Connection: close", and node:http closes the connection after it.
+      const writeHead = res.writeHead.bind(res);
+      res.writeHead = ((...args: Parameters<typeof res.writeHead>) => {
+        if (!req.complete) res.shouldKeepAlive = false;
+        return writeHead(...args);
+      }) as typeof res.writeHead;
+      handle(req, res);
+    });
+    h1.on("clientError", (err, socket) => {
+      logger.debug({ err }, "http/1.1 client error");
+      socket.destroy();
+    });
+    const dispatch = (socket: net.Socket, protocol: "h2" | "http/1.1") => {
       if (protocol === "h2") {
         connections.addHttp2Socket(socket);
         h2.emit("connection", socket);
@@ -116,26 +172,65 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         // The sniffer paused the socket; node:http only adds a data listener, which does not undo an explicit pause.
         socket.resume();
       }
-    });
-  });
+    };
+    return { h2, dispatch };
+  }
 
-  await new Promise<void>((resolve, reject) => {
-    listener.once("error", reject);
-    listener.listen(options.port, host, () => {
-      listener.removeListener("error", reject);
-      resolve();
+  // Cleartext: the first bytes tell HTTP/2 from HTTP/1.1. TLS: ALPN does, after the handshake;
+  // the first-bytes bound then applies to the TLS connection as it does to a cleartext one.
+  const acceptor = (dispatch: (socket: net.Socket, protocol: "h2" | "http/1.1") => void, askClientCertificate: boolean) => {
+    if (!options.tls) return (socket: net.Socket) => sniffProtocol(socket, FIRST_BYTES_TIMEOUT_MS, (protocol) => dispatch(socket, protocol));
+    return createTlsAcceptor({
+      material: options.tls,
+      requestClientCertificate: askClientCertificate,
+      handshakeTimeoutMs: options.tlsHandshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
+      logger,
+      onSecure: (secure, raw) => {
+        connections.addSecureSocket(raw, secure);
+        secure.on("error", (err) => logger.debug({ err }, "TLS connection error"));
+        if (askClientCertificate) (secure as TLSSocket & WithPeer)[PEER] = describePeerCertificate(secure);
+        // A client that negotiated no ALPN speaks HTTP/1.1 (node's HTTP/2 server refuses it anyway).
+        sniffProtocol(secure, FIRST_BYTES_TIMEOUT_MS, () => dispatch(secure, secure.alpnProtocol === "h2" ? "h2" : "http/1.1"));
+      },
     });
-  });
-  listener.on("error", (err) => logger.error({ err }, "listener error"));
-  const port = (listener.address() as net.AddressInfo).port;
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  };
+  const listeners: net.Server[] = [];
+  listeners.push(await listen(options.port, acceptor(servers[0]!.dispatch, requireClientCertificate)));
+  if (options.sandboxListener) listeners.push(await listen(options.sandboxListener.port, acceptor(servers[1]!.dispatch, false)));
+  async function listen(port: number, accept: (socket: net.Socket) => void): Promise<net.Server> {
+    const listener = net.createServer((socket) => {
+      connections.addSocket(socket);
+      socket.on("error", (err) => logger.debug({ err }, "connection error"));
+      accept(socket);
+    });
+    await new Promise<void>((resolve, reject) => {
+      listener.once("error", reject);
+      listener.listen(port, host, () => {
+        listener.removeListener("error", reject);
+        resolve();
+      });
+    }).catch(async (err: unknown) => {
+      // The sandbox port is taken: the main listener, already open, closes too.
+      await Promise.all(listeners.map((l) => new Promise((r) => l.close(r))));
+      throw err;
+    });
+    listener.on("error", (err) => logger.error({ err }, "listener error"));
+    return listener;
+  }
+  const scheme = options.tls ? "https" : "http";
+  const urlOf = (listener: net.Server) => {
+    const port = (listener.address() as net.AddressInfo).port;
+    return { port, url: `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}` };
+  };
+  const { port, url } = urlOf(listeners[0]!);
+  const sandbox = listeners[1] ? urlOf(listeners[1]) : undefined;
 
   let closing: Promise<void> | undefined;
   const close = async (graceMs: number) => {
     const deadline = Date.now() + graceMs;
     draining = true;
     logger.info({ graceMs, connections: connections.size }, "server shutting down");
-    const stoppedListening = new Promise<void>((resolve) => listener.close(() => resolve()));
+    const stoppedListening = Promise.all(listeners.map((l) => new Promise<void>((resolve) => l.close(() => resolve()))));
     connections.drain();
     if (options.onShutdown) {
       try {
@@ -154,7 +249,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await withTimeout(connections.idle(), ABORT_SETTLE_MS).catch(() => undefined);
       connections.destroyAll();
     }
-    h2.close();
+    for (const { h2 } of servers) h2.close();
     await stoppedListening;
     logger.info("server stopped");
   };
@@ -162,6 +257,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return {
     port,
     url,
+    sandboxPort: sandbox?.port,
+    sandboxUrl: sandbox?.url,
     close(opts = {}) {
       closing ??= close(opts.graceMs ?? 5_000);
       return closing;
@@ -199,6 +296,22 @@ function unavailableOnShutdown(signal: AbortSignal): Interceptor {
       })(),
     };
   };
+}
+
+/** What the connection's handshake said of the client certificate (undefined: none asked). */
+function peerOf(req: http.IncomingMessage | http2.Http2ServerRequest): PeerCertificate | undefined {
+  try {
+    // For HTTP/2, `req.socket` is a proxy that reads through to the session's TLS socket.
+    return (req.socket as unknown as WithPeer)[PEER];
+  } catch {
+    return undefined; // the HTTP/2 session is already gone
+  }
+}
+
+function pathOf(req: http.IncomingMessage | http2.Http2ServerRequest): string {
+  const url = req.url ?? "";
+  const q = url.indexOf("?");
+  return q === -1 ? url : url.slice(0, q);
 }
 
 /** Resolves like `promise`, or rejects after `ms`. */

@@ -1,6 +1,7 @@
 // Bookkeeping for graceful shutdown: every accepted socket, every HTTP/2 session, and the HTTP/1.1
 // requests in flight per socket, so a drain can close idle connections at once, let busy ones
-// finish, and destroy whatever is left when the grace period ends.
+// finish, and destroy whatever is left when the grace period ends. A TLS connection is tracked by
+// its TCP socket (from accept, through the handshake, until it closes) and served on its TLS socket.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2Session } from "node:http2";
@@ -13,6 +14,8 @@ export class Connections {
   private readonly http2 = new Set<Socket>();
   /** HTTP/1.1 sockets → their responses not yet finished. */
   private readonly http1 = new Map<Socket, Set<ServerResponse>>();
+  /** TCP socket → the TLS socket HTTP runs on, once its handshake is done. */
+  private readonly secure = new Map<Socket, Socket>();
   private draining = false;
   private emptied: (() => void) | undefined;
 
@@ -20,11 +23,18 @@ export class Connections {
   addSocket(socket: Socket): void {
     this.sockets.add(socket);
     socket.once("close", () => {
+      const served = this.servedOn(socket);
       this.sockets.delete(socket);
-      this.http1.delete(socket);
-      this.http2.delete(socket);
+      this.secure.delete(socket);
+      this.http1.delete(served);
+      this.http2.delete(served);
       if (this.sockets.size === 0) this.emptied?.();
     });
+  }
+
+  /** Records that the tracked TCP socket `raw` now carries TLS on `secure`, which HTTP is served on. */
+  addSecureSocket(raw: Socket, secure: Socket): void {
+    if (this.sockets.has(raw)) this.secure.set(raw, secure);
   }
 
   /** Tracks an HTTP/2 session; once draining, new sessions are closed at once. */
@@ -65,11 +75,13 @@ export class Connections {
   drain(): void {
     this.draining = true;
     for (const session of this.sessions) session.close();
-    for (const socket of this.sockets) {
+    for (const raw of this.sockets) {
+      const socket = this.servedOn(raw);
       if (this.http2.has(socket)) continue;
       const inFlight = this.http1.get(socket);
       if (inFlight === undefined || inFlight.size === 0) {
         socket.destroy();
+        raw.destroy();
         continue;
       }
       for (const res of inFlight) if (!res.headersSent) res.setHeader("Connection", "close");
@@ -91,7 +103,15 @@ export class Connections {
   /** Destroys every remaining session and socket. */
   destroyAll(): void {
     for (const session of this.sessions) session.destroy();
-    for (const socket of this.sockets) socket.destroy();
+    for (const socket of this.sockets) {
+      this.servedOn(socket).destroy();
+      socket.destroy();
+    }
+  }
+
+  /** The socket HTTP runs on: the TLS socket of a TLS connection, else the TCP socket itself. */
+  private servedOn(raw: Socket): Socket {
+    return this.secure.get(raw) ?? raw;
   }
 
   /** Number of open sockets (for logs). */

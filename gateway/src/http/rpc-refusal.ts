@@ -1,0 +1,57 @@
+// Answers a request with an RPC error before anything reads its body: for a connection without a
+// verified client certificate, or a method the sandbox listener does not serve. The answer is in
+// the request's own protocol (gRPC trailers-only, gRPC-Web, Connect unary or streaming), so every
+// client reports the code and message; requests that are not RPCs get plain text.
+//
+// The body is left unread on purpose: HTTP/1.1 closes the connection after the answer (server.ts),
+// and HTTP/2 resets the stream with NO_ERROR once the answer is sent (node does that for a
+// response that ends before its request).
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { encodeEnvelope } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, endStreamFlag, endStreamToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+
+type Req = IncomingMessage | Http2ServerRequest;
+type Res = ServerResponse | Http2ServerResponse;
+
+const GRPC_WEB = /^application\/grpc-web(-text)?(\+|;|$)/i;
+const GRPC = /^application\/grpc(\+|;|$)/i;
+const CONNECT_STREAM = /^application\/connect\+/i;
+/** `/package.Service/Method`: what connect routes. */
+const RPC_PATH = /^\/[A-Za-z_][\w.]*\/[A-Za-z_]\w*$/;
+
+/** Writes `code` and `message` as an error of the request's protocol; the body stays unread. */
+export function refuseRequest(req: Req, res: Res, code: Code, message: string): void {
+  if (res.headersSent) return;
+  const path = (req.url ?? "").split("?", 1)[0] ?? "";
+  const contentType = String(req.headers["content-type"] ?? "");
+  const error = new ConnectError(message, code);
+  if (!RPC_PATH.test(path)) {
+    send(res, codeToHttpStatus(code), { "content-type": "text/plain; charset=utf-8" }, `${message}\n`);
+  } else if (GRPC_WEB.test(contentType) || GRPC.test(contentType)) {
+    // Trailers-only: the status in the headers, no body.
+    const headers: Record<string, string> = { "content-type": contentType };
+    setTrailerStatus(new Headers(), error).forEach((value, key) => (headers[key] = value));
+    send(res, 200, headers, undefined);
+  } else if (CONNECT_STREAM.test(contentType)) {
+    const end = new TextEncoder().encode(JSON.stringify(endStreamToJson(new Headers(), error, undefined)));
+    send(res, 200, { "content-type": contentType }, encodeEnvelope(endStreamFlag, end));
+  } else {
+    send(res, codeToHttpStatus(code), { "content-type": "application/json" }, errorToJsonBytes(error, undefined));
+  }
+}
+
+function send(res: Res, status: number, headers: Record<string, string>, body: string | Uint8Array | undefined): void {
+  if ("stream" in res) {
+    // One HEADERS frame that ends the stream: a gRPC trailers-only answer must be exactly that.
+    // Headers already set on the response (CORS) go along.
+    res.stream.respond({ ...res.getHeaders(), ":status": status, "cache-control": "no-store", ...headers }, { endStream: body === undefined });
+    if (body !== undefined) res.stream.end(body);
+    return;
+  }
+  res.writeHead(status, { "cache-control": "no-store", ...headers });
+  res.end(body);
+}
