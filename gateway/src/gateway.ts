@@ -9,6 +9,7 @@ import type { Store } from "./store/store.js";
 import type { AuthFile } from "./auth/auth-file.js";
 import type { GatewayMetrics } from "./observability/metrics.js";
 import { createAuthInterceptor, createNoAuthInterceptor } from "./auth/interceptor.js";
+import type { OidcVerifier } from "./auth/oidc-verifier.js";
 import { createRpcMetricsInterceptor } from "./observability/rpc-metrics.js";
 import { instrumentStore } from "./store/instrumented.js";
 import { createOperationBus } from "./operations/bus.js";
@@ -36,8 +37,10 @@ export interface GatewayOptions {
   readonly store: Store;
   readonly logger: Logger;
   readonly metrics: GatewayMetrics;
-  /** Bearer tokens; `undefined` runs without authentication (every caller is an admin). */
+  /** Bearer tokens and certificate principals; `undefined` runs without authentication (every caller is an admin). */
   readonly auth: AuthFile | undefined;
+  /** Validates OIDC (JWT) bearer tokens (`--oidc-issuer`); without it every token is looked up in `auth`. */
+  readonly oidc?: OidcVerifier;
   /** Longest server-side wait (default 1 h). */
   readonly waitMaxMs?: number;
   /** Wait when a caller gives none (default 60 s). */
@@ -166,7 +169,9 @@ export function createGateway(options: GatewayOptions): Gateway {
   const interceptors = [
     createRpcMetricsInterceptor(metrics),
     createStoreErrorInterceptor(logger),
-    options.auth ? createAuthInterceptor(options.auth, { unauthenticatedMethods: ["Health"] }) : createNoAuthInterceptor(),
+    options.auth
+      ? createAuthInterceptor(options.auth, { unauthenticatedMethods: ["Health"], ...(options.oidc ? { oidc: options.oidc } : {}) })
+      : createNoAuthInterceptor(),
     // After authentication: the wait limit is per principal.
     createRequestLimitsInterceptor({ ...DEFAULT_REQUEST_LIMITS, ...options.limits }),
   ];

@@ -1,8 +1,12 @@
-// The gateway's token file: which bearer tokens exist and whom they stand for. Loaded and checked
-// once at startup; only SHA-256 digests of the tokens are kept in memory.
+// The gateway's auth file: which bearer tokens exist and whom they stand for, which principal a
+// client certificate stands for, and how OIDC roles map to ours. Loaded and checked once at
+// startup; only SHA-256 digests of the tokens are kept in memory.
 
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
+import { parseCertificatePrincipals, type CertificatePrincipals } from "./certificate-principals.js";
+import { parseOidcRoleMapping, type OidcRoleMapping } from "./oidc-roles.js";
+import { entryPrincipal, isObject, type Fail } from "./principal-entry.js";
 import type { Principal } from "./principal.js";
 
 /** One accepted token: its digest and the principal it authenticates. */
@@ -15,7 +19,17 @@ export interface TokenEntry {
 /** A loaded auth file. */
 export interface AuthFile {
   readonly entries: readonly TokenEntry[];
+  /**
+   * The "clientCertificates" and "defaultClientCertificate" sections; absent when the file has
+   * neither (every verified client certificate is then the platform admin).
+   */
+  readonly clientCertificates?: CertificatePrincipals;
+  /** The "oidc" section (role mapping of OIDC tokens); absent = the defaults. */
+  readonly oidc?: OidcRoleMapping;
 }
+
+/** No tokens and no sections: what runs when only --tls-client-ca or --oidc-issuer authenticates. */
+export const EMPTY_AUTH_FILE: AuthFile = Object.freeze({ entries: Object.freeze([]) });
 
 /** Thrown for an unreadable or invalid auth file; the message names the entry and field. */
 export class AuthFileError extends Error {
@@ -50,7 +64,14 @@ export function parseAuthFile(json: unknown, source = "auth file"): AuthFile {
     throw new AuthFileError(`${source}: ${msg}`);
   };
   if (!isObject(json)) fail(`expected an object with a "tokens" array`);
-  const tokens = (json as Record<string, unknown>).tokens;
+  const file = json as Record<string, unknown>;
+  for (const key of Object.keys(file)) {
+    // A misspelt section must not pass silently: "clientCertificate" ignored would leave every
+    // verified certificate the platform admin.
+    if (!TOP_LEVEL_KEYS.includes(key)) fail(`unknown field "${key}" (expected ${TOP_LEVEL_KEYS.join(", ")})`);
+  }
+  const otherSections = file.clientCertificates !== undefined || file.defaultClientCertificate !== undefined || file.oidc !== undefined;
+  const tokens = file.tokens === undefined && otherSections ? [] : file.tokens;
   if (!Array.isArray(tokens)) fail(`"tokens" must be an array`);
   const entries: TokenEntry[] = [];
   const seen = new Map<string, number>();
@@ -65,10 +86,17 @@ export function parseAuthFile(json: unknown, source = "auth file"): AuthFile {
     seen.set(hex, i);
     entries.push({ digest, principal: entryPrincipal(e, at, fail) });
   });
-  return { entries };
+  const certificates =
+    file.clientCertificates !== undefined || file.defaultClientCertificate !== undefined
+      ? parseCertificatePrincipals(file.clientCertificates, file.defaultClientCertificate, fail)
+      : undefined;
+  const oidc = file.oidc !== undefined ? parseOidcRoleMapping(file.oidc, fail) : undefined;
+  return { entries, ...(certificates ? { clientCertificates: certificates } : {}), ...(oidc ? { oidc } : {}) };
 }
 
-function entryDigest(e: Record<string, unknown>, at: (f: string) => string, fail: (m: string) => never): Buffer {
+const TOP_LEVEL_KEYS = ["tokens", "clientCertificates", "defaultClientCertificate", "oidc"];
+
+function entryDigest(e: Record<string, unknown>, at: (f: string) => string, fail: Fail): Buffer {
   const hasToken = e.token !== undefined;
   const hasSha = e.tokenSha256 !== undefined;
   if (hasToken === hasSha) fail(`${at("token")}: exactly one of "token" and "tokenSha256" is required`);
@@ -82,40 +110,4 @@ function entryDigest(e: Record<string, unknown>, at: (f: string) => string, fail
     fail(`${at("tokenSha256")}: must be 64 hexadecimal characters (a SHA-256 digest)`);
   }
   return Buffer.from(e.tokenSha256 as string, "hex");
-}
-
-function entryPrincipal(e: Record<string, unknown>, at: (f: string) => string, fail: (m: string) => never): Principal {
-  const name = e.principal;
-  if (typeof name !== "string" || name.trim() === "") fail(`${at("principal")}: must be a non-empty string`);
-  const role = e.role;
-  if (role === "supervisor") {
-    const workspace = e.workspace;
-    const sandbox = e.sandbox;
-    if (typeof workspace !== "string" || workspace === "") fail(`${at("workspace")}: a supervisor needs its sandbox's workspace`);
-    if (typeof sandbox !== "string" || sandbox === "") fail(`${at("sandbox")}: a supervisor needs the name of its sandbox`);
-    if (e.workspaces !== undefined) fail(`${at("workspaces")}: not allowed for a supervisor (use "workspace")`);
-    return {
-      name: name as string,
-      role,
-      workspaces: Object.freeze([workspace as string]),
-      sandbox: Object.freeze({ workspace: workspace as string, name: sandbox as string }),
-    };
-  }
-  if (role !== "admin" && role !== "user") fail(`${at("role")}: must be "admin", "user" or "supervisor"`);
-  const ws = e.workspaces;
-  let workspaces: "*" | readonly string[] = "*";
-  if (ws !== "*") {
-    if (!Array.isArray(ws) || ws.length === 0 || !ws.every((w) => typeof w === "string" && w !== "")) {
-      fail(`${at("workspaces")}: must be "*" or a non-empty array of workspace names`);
-    }
-    workspaces = Object.freeze([...(ws as string[])]);
-  }
-  if (e.sandbox !== undefined || e.workspace !== undefined) {
-    fail(`${at(e.sandbox !== undefined ? "sandbox" : "workspace")}: only supervisor entries name a sandbox`);
-  }
-  return Object.freeze({ name: name as string, role: role as "admin" | "user", workspaces });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
