@@ -1,7 +1,8 @@
 // Waiting for a committed update's terminal outcome, by whichever means the gateway offers, best
 // first: the WatchConfigUpdateOperations stream (our extension), a server-side wait by re-sending
 // the identical request with its idempotency key (upstream), polling the operation, and, for a
-// gateway that tracks no operations at all, polling the policy status.
+// gateway that tracks no operations at all, polling the policy status. Every UpdateConfig goes
+// through commit.ts, which never resends one that could commit twice.
 //
 // A wait that ends on this side (deadline, abort) throws CompletionTimeoutError carrying a ref
 // that resumes it; a terminal outcome, good or bad, is returned as data.
@@ -20,6 +21,7 @@ import type { ProgressEvent, WaitOptions } from "./wait-options.js";
 import { buildRequest } from "./update.js";
 import { workspaceScope } from "./workspace.js";
 import { deadlineSignal, isTransient, withRetry } from "./retry.js";
+import { learnTracking, noteTracking, sendUpdate, type SendUpdateOptions } from "./commit.js";
 import { afterSlice, checkDeadline, LocalDeadline, pauseFor, type Pace } from "./wait-pace.js";
 import { policyStatusOnce } from "./policy-status.js";
 import { drainWatch } from "./watch-drain.js";
@@ -32,7 +34,10 @@ export interface WaitTarget {
   readonly workspace: string | undefined;
   /** The commit-only request; re-sending it with its key replays the committed operation. */
   readonly request: UpdateConfigRequest | undefined;
-  readonly policyVersion: number | undefined;
+  /** The committed policy version, when known (what a gateway without operations is followed by). */
+  policyVersion: number | undefined;
+  /** The request has not been sent yet: its first send is the commit itself, not a resend. */
+  fresh: boolean;
 }
 
 // Every slice of the wait (a server-side wait, a watch stream, a poll) ends through the pacing
@@ -58,6 +63,7 @@ export function resolveRef(ctx: ClientContext, ref: CompletionRef): WaitTarget {
       workspace: ref.workspace,
       request: handleRequest(ref),
       policyVersion: ref.policyVersion,
+      fresh: false,
     };
   }
   const r = ref as unknown as Partial<Record<string, unknown>>;
@@ -78,6 +84,7 @@ export function resolveRef(ctx: ClientContext, ref: CompletionRef): WaitTarget {
         k.request,
       ),
       policyVersion: undefined,
+      fresh: false,
     };
   }
   if (typeof r.operationId === "string" && r.operationId !== "") {
@@ -86,6 +93,7 @@ export function resolveRef(ctx: ClientContext, ref: CompletionRef): WaitTarget {
       workspace: (r.workspace as string | undefined) ?? ctx.workspace,
       request: undefined,
       policyVersion: undefined,
+      fresh: false,
     };
   }
   throw new InvalidArgumentError(
@@ -135,8 +143,12 @@ export async function waitForTarget(
       // still resumes correctly (re-sending with the same key commits at most once).
       const known = target.operationId !== undefined || w.response !== undefined;
       const state = known
-        ? "the update remains committed and its operation keeps running"
-        : "the update may not have been committed yet; resuming with the same idempotency key commits it at most once";
+        ? target.operationId !== undefined
+          ? "the update remains committed and its operation keeps running"
+          : "the update remains committed"
+        : ctx.operations === "untracked"
+          ? "the update may or may not have been committed, and this gateway does not track operations: check the sandbox's policy history before sending it again"
+          : "the update may not have been committed yet; resuming with the same idempotency key commits it at most once";
       throw new CompletionTimeoutError(
         aborted ? `stopped waiting: the wait was aborted; ${state}` : `stopped waiting after ${timeoutMs} ms; ${state}`,
         {
@@ -154,10 +166,18 @@ export async function waitForTarget(
 }
 
 async function waitAny(w: Waiting): Promise<Completion> {
-  if (w.target.operationId !== undefined && (w.ctx.watch !== "unsupported" || w.target.request === undefined)) {
+  const { ctx, target } = w;
+  if (target.operationId !== undefined && (ctx.watch !== "unsupported" || target.request === undefined)) {
     return waitById(w);
   }
-  if (w.target.request !== undefined) return waitByRequest(w);
+  // Committed on a gateway that returned no operation: follow its policy version, never resend.
+  if (target.operationId === undefined && target.policyVersion !== undefined && target.request !== undefined) {
+    return waitForPolicyStatus(w, target.policyVersion, undefined);
+  }
+  if (target.request !== undefined) {
+    if (!target.fresh) await assertSettingsResumable(ctx, target, w.pace.signal);
+    return waitByRequest(w);
+  }
   throw new InvalidArgumentError("nothing to wait for: the ref has neither an operation id nor a request", {
     field: "ref",
   });
@@ -166,6 +186,7 @@ async function waitAny(w: Waiting): Promise<Completion> {
 /** The server-side wait: re-send the committed request with WAIT_FOR_COMPLETION, in bounded slices. */
 async function waitByRequest(w: Waiting): Promise<Completion> {
   const { ctx, target, pace } = w;
+  let resend: SendUpdateOptions["resend"] = target.fresh ? false : "resume";
   for (;;) {
     checkDeadline(pace);
     // A shallow copy: only the two top-level wait fields differ from the committed request, and
@@ -184,26 +205,36 @@ async function waitByRequest(w: Waiting): Promise<Completion> {
     const startedAt = Date.now();
     let res: UpdateConfigResponse;
     try {
-      res = await withRetry(
-        async () => ctx.rpc.updateConfig(req, await ctx.callOptions(pace.signal, sliceMs + SERVER_WAIT_GRACE_MS)),
-        { ...ctx.retry, signal: pace.signal, onRetry: (error, attempt) => w.emit({ type: "retry", attempt, error }) },
-      );
+      res = await sendUpdate(ctx, req, {
+        workspace: target.workspace,
+        signal: pace.signal,
+        timeoutMs: sliceMs + SERVER_WAIT_GRACE_MS,
+        resend,
+        onRetry: (error, attempt) => w.emit({ type: "retry", attempt, error }),
+      });
     } catch (err) {
       if (pace.signal.aborted) throw err;
       const ce = ConnectError.from(err);
       // The slice ended with the operation still running: learn its id and wait again, after a
-      // pause when the gateway ended it early.
+      // pause when the gateway ended it early. Without an id the answer may be lost: the next
+      // send is a resend, which commit.ts allows only when it cannot commit twice.
       if (ce.code === Code.DeadlineExceeded) {
         target.operationId ??= operationIdOf(ce);
+        resend = "lost";
         await afterSlice(pace, startedAt, sliceMs);
         // Knowing the id, the watch stream is cheaper than re-sending the whole request.
         if (target.operationId !== undefined && ctx.watch !== "unsupported") return waitById(w);
         continue;
       }
       throw err;
+    } finally {
+      target.fresh = false;
     }
     w.response = res;
-    if (res.operation === undefined) return waitForPolicyStatus(w, res);
+    if (res.operation === undefined) {
+      if (target.request!.settingKey === "") target.policyVersion = res.version;
+      return waitForPolicyStatus(w, res.version, res);
+    }
     const status = fromOperation(res.operation);
     target.operationId ??= status.operationId || undefined;
     w.emit({ type: "state", status });
@@ -292,15 +323,7 @@ async function pollOperation(w: Waiting): Promise<Completion> {
   let delay = ctx.poll.minDelayMs;
   for (;;) {
     checkDeadline(pace);
-    const res = await withRetry(
-      async () =>
-        ctx.rpc.getConfigUpdateOperation(
-          { operationId: target.operationId!, workspaceScope: workspaceScope(target.workspace) },
-          await ctx.callOptions(pace.signal),
-        ),
-      // ABORTED here means the record changed while being read: read again.
-      { ...ctx.retry, signal: pace.signal, retryOn: [Code.Aborted] },
-    );
+    const res = await readOperation(ctx, target.operationId!, target.workspace, pace.signal);
     if (res.operation !== undefined) {
       const status = fromOperation(res.operation);
       w.emit({ type: "state", status });
@@ -311,24 +334,55 @@ async function pollOperation(w: Waiting): Promise<Completion> {
   }
 }
 
-/** A gateway that returns no operation: follow the committed policy version's load status. */
-async function waitForPolicyStatus(w: Waiting, res: UpdateConfigResponse): Promise<Completion> {
+/**
+ * A gateway that returns no operation: follow the committed policy version's load status.
+ * `committed`: the response, when this wait committed the update (a resumed handle has none).
+ */
+async function waitForPolicyStatus(w: Waiting, version: number, committed: UpdateConfigResponse | undefined): Promise<Completion> {
   const { ctx, target, pace } = w;
   const request = target.request!;
   if (request.settingKey !== "") {
     throw new CompletionUnavailableError(
       "the update was committed, but this gateway reports no completion for settings changes",
-      res,
+      committed,
     );
   }
   let delay = ctx.poll.minDelayMs;
   for (;;) {
     checkDeadline(pace);
-    const status = await policyStatusOnce(ctx, request.sandbox, target.workspace, res.version, pace.signal);
+    const status = await policyStatusOnce(ctx, request.sandbox, target.workspace, version, pace.signal);
     w.emit({ type: "state", status });
     if (isTerminal(status)) return status;
     await pauseFor(pace, delay);
     delay = Math.min(delay * 2, ctx.poll.maxDelayMs);
+  }
+}
+
+/**
+ * A settings change resumed by its request (a key ref or a handle without operation id) on a
+ * gateway without operations: nothing can report its completion, and resending it is no way to
+ * learn it (commit.ts would refuse a resend).
+ */
+async function assertSettingsResumable(ctx: ClientContext, target: WaitTarget, signal: AbortSignal | undefined): Promise<void> {
+  if (target.request!.settingKey === "") return;
+  if ((await learnTracking(ctx, target.workspace, signal)) === "untracked") {
+    throw new CompletionUnavailableError("this gateway tracks no operations, so it reports no completion for settings changes", undefined);
+  }
+}
+
+/** GetConfigUpdateOperation with retries; its answer says whether the gateway tracks operations. */
+async function readOperation(ctx: ClientContext, operationId: string, workspace: string | undefined, signal: AbortSignal | undefined) {
+  try {
+    const res = await withRetry(
+      async () => ctx.rpc.getConfigUpdateOperation({ operationId, workspaceScope: workspaceScope(workspace) }, await ctx.callOptions(signal)),
+      // ABORTED here means the record changed while being read: read again.
+      { ...ctx.retry, signal, retryOn: [Code.Aborted] },
+    );
+    noteTracking(ctx, true);
+    return res;
+  } catch (err) {
+    if (!signal?.aborted && ConnectError.from(err).code === Code.Unimplemented) noteTracking(ctx, false);
+    throw err;
   }
 }
 
@@ -345,22 +399,17 @@ export async function currentStatus(
 ): Promise<OperationStatus> {
   try {
     if (target.operationId !== undefined) {
-      const res = await withRetry(
-        async () =>
-          ctx.rpc.getConfigUpdateOperation(
-            { operationId: target.operationId!, workspaceScope: workspaceScope(target.workspace) },
-            await ctx.callOptions(signal),
-          ),
-        { ...ctx.retry, signal, retryOn: [Code.Aborted] },
-      );
+      const res = await readOperation(ctx, target.operationId, target.workspace, signal);
       if (res.operation === undefined) throw new ConnectError("update operation not found", Code.NotFound);
       return fromOperation(res.operation);
     }
     const request = target.request!;
-    const res = await withRetry(async () => ctx.rpc.updateConfig(request, await ctx.callOptions(signal)), {
-      ...ctx.retry,
-      signal,
-    });
+    // Committed on a gateway that returned no operation: read its policy version's status.
+    if (target.policyVersion !== undefined && request.settingKey === "") {
+      return await policyStatusOnce(ctx, request.sandbox, target.workspace, target.policyVersion, signal);
+    }
+    if (!target.fresh) await assertSettingsResumable(ctx, target, signal);
+    const res = await sendUpdate(ctx, request, { workspace: target.workspace, signal, resend: target.fresh ? false : "resume" });
     if (res.operation !== undefined) return fromOperation(res.operation);
     if (request.settingKey !== "") {
       throw new CompletionUnavailableError("this gateway reports no status for settings changes", res);

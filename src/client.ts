@@ -9,13 +9,14 @@ import { assertTokenTransportSafe, authorizationHeader, type TokenSource } from 
 import { createFetchConnectTransport } from "./transport/fetch-connect.js";
 import { baseUrlOf } from "./transport/base-url.js";
 import { InvalidArgumentError, toSdkError } from "./errors.js";
-import { withRetry, type RetryOptions } from "./retry.js";
+import type { RetryOptions } from "./retry.js";
+import { sendUpdate } from "./commit.js";
 import { buildRequest, newIdempotencyKey, readCommitted } from "./update.js";
 import type { PolicyUpdate, SettingsUpdate, UpdateResult, WaitedUpdateResult, UpdateOptions } from "./update.js";
 import type { PolicyChange, SettingChange } from "./change.js";
 import { createHandle } from "./refs.js";
 import type { CompletionRef } from "./handle.js";
-import { currentStatus, resolveRef, waitForTarget } from "./await.js";
+import { currentStatus, resolveRef, waitForTarget, type WaitTarget } from "./await.js";
 import type { WaitOptions } from "./wait-options.js";
 import type { Completion, OperationStatus } from "./completion.js";
 import type { ClientContext } from "./context.js";
@@ -33,7 +34,12 @@ export interface ConfigClientOptions {
   readonly allowInsecureToken?: boolean;
   /** The workspace used when a call names none. Default: the gateway's default workspace. */
   readonly workspace?: string;
-  /** Retries of transient failures (UNAVAILABLE, broken connections). */
+  /**
+   * Retries of transient failures (UNAVAILABLE, broken connections). A commit whose answer may
+   * have been lost is resent only when that cannot commit it twice: on a gateway that tracks
+   * operations (by its idempotency key), or with `expectedResourceVersion` pinned; otherwise the
+   * update throws CommitOutcomeUnknownError.
+   */
   readonly retry?: RetryOptions;
   /** Local wait bound when a wait gives none. Default 60 s. */
   readonly defaultWaitTimeoutMs?: number;
@@ -209,6 +215,7 @@ export function createConfigClient(options: ConfigClientOptions): ConfigClient {
     serverWaitSliceMs: options.serverWaitSliceMs ?? 50_000,
     poll: { minDelayMs: options.pollDelayMs?.min ?? 100, maxDelayMs: options.pollDelayMs?.max ?? 2_000 },
     watch: "unknown",
+    operations: "unknown",
   };
 
   const update = (input: UpdateOptions, change: PolicyChange | SettingChange) => runUpdate(ctx, input, change);
@@ -254,10 +261,7 @@ async function runUpdate(
 
   if (!input.wait) {
     try {
-      const res = await withRetry(async () => ctx.rpc.updateConfig(request, await ctx.callOptions(input.signal)), {
-        ...ctx.retry,
-        signal: input.signal,
-      });
+      const res = await sendUpdate(ctx, request, { workspace, signal: input.signal, resend: false });
       return readCommitted(request, res, workspace);
     } catch (err) {
       if (input.signal?.aborted) throw input.signal.reason;
@@ -267,22 +271,19 @@ async function runUpdate(
 
   // Waiting from the start sends one request: the commit and the server-side wait together.
   const waitOptions: WaitOptions = input.wait === true ? {} : input.wait;
-  const target = { operationId: undefined, workspace, request, policyVersion: undefined };
+  const target: WaitTarget = { operationId: undefined, workspace, request, policyVersion: undefined, fresh: true };
   const { completion, response } = await waitForTarget(
     ctx,
     target,
     { ...waitOptions, signal: waitOptions.signal ?? input.signal },
-    () => createHandle(request, { operationId: target.operationId, workspace, policyVersion: undefined }),
+    () => createHandle(request, { operationId: target.operationId, workspace, policyVersion: target.policyVersion }),
   );
   if (response === undefined) {
-    // Only a watch saw the outcome; read the committed response by replaying the request.
+    // Only a watch saw the outcome (so the gateway tracks operations); read the committed
+    // response by replaying the request with its key.
     let replay;
     try {
-      replay = await withRetry(
-        async () =>
-          ctx.rpc.updateConfig({ ...request, waitMode: ConfigUpdateWaitMode.COMMIT_ONLY }, await ctx.callOptions(input.signal)),
-        { ...ctx.retry, signal: input.signal },
-      );
+      replay = await sendUpdate(ctx, { ...request, waitMode: ConfigUpdateWaitMode.COMMIT_ONLY }, { workspace, signal: input.signal, resend: "resume" });
     } catch (err) {
       if (input.signal?.aborted) throw input.signal.reason;
       throw toSdkError(err);

@@ -1,5 +1,6 @@
 // The state a client shares with its operations: the RPC client, how to authenticate a call, and
-// what it has learnt about the gateway (whether it offers the watch extension).
+// what it has learnt about the gateway (whether it offers the watch extension, whether it tracks
+// operations at all).
 
 import type { CallOptions, Client } from "@connectrpc/connect";
 import type { ConfigRpcService } from "./rpc.js";
@@ -21,4 +22,9 @@ export interface ClientContext {
   readonly poll: { readonly minDelayMs: number; readonly maxDelayMs: number };
   /** Learnt on first use: does the gateway implement WatchConfigUpdateOperations? */
   watch: "unknown" | "supported" | "unsupported";
+  /**
+   * Learnt from the first answer that tells (commit.ts): does the gateway track operations, and
+   * so replay a resent commit by its idempotency key? "untracked" is final.
+   */
+  operations: "unknown" | "tracked" | "untracked";
 }

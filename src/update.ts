@@ -25,9 +25,17 @@ export interface UpdateOptions {
   readonly sandbox: string;
   /** The workspace; defaults to the client's, else the gateway's default workspace. */
   readonly workspace?: string;
-  /** Makes retries safe across processes: the same key and change never create a second revision. Default: a fresh UUIDv4. */
+  /**
+   * Makes retries safe across processes: the same key and change never create a second revision.
+   * Default: a fresh UUIDv4. A gateway without operations (a release before durable operations)
+   * ignores it; the SDK then never resends a commit whose answer was lost (CommitOutcomeUnknownError).
+   */
   readonly idempotencyKey?: string;
-  /** Commit only if the sandbox's `resource_version` still equals this (else ConflictError). */
+  /**
+   * Commit only if the sandbox's `resource_version` still equals this (else ConflictError). On a
+   * gateway without operations it is what lets a commit whose answer was lost be resent: at most
+   * one attempt can commit.
+   */
   readonly expectedResourceVersion?: bigint | number;
   /** Non-secret provenance stored with the revision and merged into the sandbox's annotations. */
   readonly annotations?: Readonly<Record<string, string>>;

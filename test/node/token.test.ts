@@ -50,11 +50,14 @@ describe("bearer tokens", () => {
   it("a token function is consulted again for each retry", async () => {
     const gw = createFakeGateway({ token: "fresh" });
     gw.addSandbox("dev");
-    const tokens = ["fresh", "fresh"];
+    // The commit, the question whether the gateway tracks operations (asked before resending a
+    // commit that may have arrived), and the resend.
+    const tokens = ["fresh", "fresh", "fresh"];
     gw.inject({ method: "updateConfig", code: Code.Unavailable });
     const client = createConfigClient({ ...FAST, transport: createRouterTransport(gw.routes), token: () => tokens.shift() ?? "none" });
     await client.updatePolicy({ sandbox: "dev", policy: samplePolicy() });
-    expect(gw.authorizations).toEqual(["Bearer fresh", "Bearer fresh"]);
+    expect(gw.authorizations).toEqual(["Bearer fresh", "Bearer fresh", "Bearer fresh"]);
+    expect(gw.calls).toMatchObject({ updateConfig: 2, getConfigUpdateOperation: 1 });
     expect(tokens).toEqual([]);
   });
 

@@ -29,7 +29,12 @@ export type GatewayMode =
   /** Push disabled: no `operation` in responses; completion via policy status only. */
   | "polling"
   /** Returns operations but ignores `wait_mode` (answers at once, PENDING). */
-  | "no-wait";
+  | "no-wait"
+  /**
+   * A release before durable operations: as "polling", and it also ignores `idempotency_key`
+   * (every commit is a new revision) and answers the operation RPCs UNIMPLEMENTED.
+   */
+  | "untracked";
 
 export interface FakeGatewayOptions {
   mode?: GatewayMode;
@@ -175,7 +180,7 @@ export function createFakeGateway(options: FakeGatewayOptions = {}): FakeGateway
       deleted: req.deleteSetting,
       annotations: { ...req.annotations },
     });
-    if (mode === "polling") {
+    if (mode === "polling" || mode === "untracked") {
       policyStatus.set(`${req.sandbox}:${sb.policyVersion}`, { status: PolicyStatus.PENDING, loadError: "" });
       return { response, op: undefined };
     }
@@ -281,7 +286,7 @@ export function createFakeGateway(options: FakeGatewayOptions = {}): FakeGateway
           if (!sb) throw new ConnectError(`sandbox ${req.sandbox} not found`, Code.NotFound);
           const fp = fingerprint(req);
           const scope = `${sb.id}:${req.idempotencyKey}`;
-          let record = req.idempotencyKey ? keys.get(scope) : undefined;
+          let record = req.idempotencyKey && mode !== "untracked" ? keys.get(scope) : undefined;
           if (record && record.fingerprint !== fp) {
             throw new ConnectError("idempotency_key was already used with a different request payload", Code.InvalidArgument);
           }
@@ -306,6 +311,7 @@ export function createFakeGateway(options: FakeGatewayOptions = {}): FakeGateway
         },
         async getConfigUpdateOperation(req, ctx) {
           enter("getConfigUpdateOperation", ctx);
+          if (mode === "untracked") throw new ConnectError("method not implemented", Code.Unimplemented);
           if (req.operationId === "") throw new ConnectError("operation_id is required", Code.InvalidArgument);
           const op = ops.get(req.operationId);
           if (!op) throw new ConnectError("update operation not found", Code.NotFound);
@@ -313,7 +319,7 @@ export function createFakeGateway(options: FakeGatewayOptions = {}): FakeGateway
         },
         async *watchConfigUpdateOperations(req, ctx) {
           enter("watchConfigUpdateOperations", ctx);
-          if (options.watch === false) {
+          if (options.watch === false || mode === "untracked") {
             throw new ConnectError("method not implemented", Code.Unimplemented);
           }
           const queue: ConfigUpdateOperation[] = [];
