@@ -73,6 +73,8 @@ export function describeFailure(err: unknown, config: ResolvedConfig | undefined
   } else {
     message = err instanceof Error ? err.message : String(err);
   }
+  // A commit whose answer was lost on a gateway without operations: the SDK's line says what to check.
+  if (code === "commit-outcome-unknown") return { message, exitCode: EXIT.failed };
   const gateway = config?.url ?? "the gateway";
   const net = networkCode(err);
   if (net !== undefined || code === "unavailable") {

@@ -1,10 +1,14 @@
 // The one retry rule of every command: a request that fails because the gateway cannot be reached
 // (connection refused or reset, UNAVAILABLE) is sent again 3 times, after 0.5 s, 1 s and 2 s,
-// reads and writes alike (writes are safe to resend: each carries its idempotency key). While it
+// reads and writes alike. One exception: a commit (UpdateConfig) is resent here only when it
+// never left (refused, DNS); after a failure where it may have reached the gateway, it goes back to
+// the SDK as it failed, because only the SDK knows whether this gateway replays a resent commit by
+// its idempotency key (a gateway without durable operations would commit it twice). While it
 // retries, one line on stderr says so; when the retries run out, the command fails with one line
 // (GatewayUnreachableError, described in errors.ts). It is a Connect interceptor on the CLI's
 // transport, so it covers the SDK's calls and raw ones equally; the SDK's own retries see only
-// its final answer, which they do not retry again.
+// its final answer, which they do not retry again. A TLS failure is never "unreachable": the same
+// certificates fail the same way.
 
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 
@@ -26,8 +30,35 @@ export function networkCode(err: unknown): string | undefined {
   return undefined;
 }
 
+// Node's certificate and handshake errors, and the SDK's TlsError that names them.
+const TLS_CODE = /^(ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_(GET|VERIFY)_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|HOSTNAME_MISMATCH$|EPROTO$)/;
+
+/** True when a TLS failure is anywhere in the cause chain. */
+export function isTlsFailure(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, name } = e as { code?: unknown; name?: unknown };
+    if (name === "TlsError" || (typeof code === "string" && TLS_CODE.test(code))) return true;
+  }
+  return false;
+}
+
+/**
+ * True when `err` proves the request never left: the connection was refused, the name did not
+ * resolve, or the connection attempt itself failed. After anything else it may have arrived.
+ */
+export function neverSent(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, syscall } = e as { code?: unknown; syscall?: unknown };
+    if (typeof code !== "string") continue;
+    if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "UND_ERR_CONNECT_TIMEOUT") return true;
+    if (syscall === "connect" || syscall === "getaddrinfo") return true;
+  }
+  return false;
+}
+
 /** True for a failure that says nothing about the request: the gateway was not reached, or went away. */
 export function isUnreachable(err: unknown): boolean {
+  if (isTlsFailure(err)) return false;
   if (err instanceof ConnectError) {
     if (err.code === Code.Unavailable) return true;
     // connect-node reports a broken connection under a call as UNKNOWN, INTERNAL or ABORTED (and
@@ -97,10 +128,14 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Retries unary calls by `rule`; streams pass through (their callers reconnect). */
+/**
+ * Retries unary calls by `rule`, a commit only while it never left; streams pass through (their
+ * callers reconnect).
+ */
 export function retryInterceptor(report: RetryReport, rule: RetryRule = RETRY_RULE): Interceptor {
   return (next) => async (req) => {
     if (req.stream) return next(req);
+    const commit = (req.method as { name?: string } | undefined)?.name === "UpdateConfig";
     for (let attempt = 0; ; attempt++) {
       try {
         const res = await next(req);
@@ -108,6 +143,7 @@ export function retryInterceptor(report: RetryReport, rule: RetryRule = RETRY_RU
         return res;
       } catch (err) {
         if (req.signal.aborted || !isUnreachable(err)) throw err;
+        if (commit && !neverSent(err)) throw err;
         if (attempt >= rule.delaysMs.length) throw new GatewayUnreachableError(reasonOf(err), attempt + 1);
         report.retrying(reasonOf(err), rule);
         await pause(rule.delaysMs[attempt]!, req.signal);
