@@ -2,7 +2,7 @@
 
 import { clientCredentialsGrantRequest, processClientCredentialsResponse } from "oauth4webapi";
 import { backoffOptions, withBackoff } from "./backoff.js";
-import { checkCommonOptions, clientAuth, requireString } from "./client-options.js";
+import { basicCredentials, checkCommonOptions, clientAuth, requireString } from "./client-options.js";
 import { createIssuerClient } from "./issuer.js";
 import type { OidcCommonOptions, OidcTokenProvider } from "./options.js";
 import { createTokenProvider } from "./provider.js";
@@ -61,7 +61,8 @@ export function oidcClientCredentials(options: OidcClientCredentialsOptions): Oi
   requireString(options.clientSecret, "clientSecret");
   if (options.audience !== undefined) requireString(options.audience, "audience");
   const redactor = createRedactor();
-  redactor.add(options.clientSecret);
+  redactor.add(options.clientSecret, true);
+  redactor.add(basicCredentials(options.clientId, options.clientSecret), true);
   const issuer = createIssuerClient(options, redactor);
   const backoff = backoffOptions(options.retry);
   const client = { client_id: options.clientId };

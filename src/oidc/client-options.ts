@@ -33,6 +33,17 @@ export function checkCommonOptions(options: OidcCommonOptions): { renewBeforeMs:
   return { renewBeforeMs };
 }
 
+/**
+ * The credentials of HTTP Basic client authentication as oauth4webapi sends them (RFC 6749
+ * §2.3.1: both parts form-encoded, and `-_.!~*'()` escaped as well), so that the redactor knows
+ * them in that form too.
+ */
+export function basicCredentials(clientId: string, secret: string): string {
+  const form = (s: string) =>
+    encodeURIComponent(s).replace(/(?:[-_.!~*'()]|%20)/g, (c) => (c === "%20" ? "+" : `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
+  return btoa(`${form(clientId)}:${form(secret)}`);
+}
+
 /** Basic unless asked otherwise or the issuer lists only post (Basic is the spec's default). */
 export function clientAuth(as: AuthorizationServer, options: { clientSecret: string; clientAuthMethod?: string | undefined }): ClientAuth {
   const supported = as.token_endpoint_auth_methods_supported;

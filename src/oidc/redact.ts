@@ -5,32 +5,41 @@
 
 /** Cuts the secrets it knows out of text; learns new ones as tokens arrive. */
 export interface Redactor {
-  /** Adds a secret (ignored when shorter than 4 characters, which would redact ordinary words). */
-  add(secret: string | undefined): void;
+  /**
+   * Adds a secret (ignored when shorter than 4 characters, which would redact ordinary words).
+   * `pinned` ones (the client secret) are kept for good; the others (tokens, which rotate) are
+   * dropped oldest first beyond a bound.
+   */
+  add(secret: string | undefined, pinned?: boolean): void;
   /** `text` with every known secret, and its URL- and form-encoded forms, replaced by "[redacted]". */
   text(text: string): string;
   /** A copy of `err`'s chain (at most 4 deep) as plain errors with redacted messages. */
   cause(err: unknown): Error | undefined;
 }
 
-/** How many secrets a redactor keeps (the client secret, then rotating tokens: oldest dropped first). */
-const MAX_SECRETS = 16;
+/** How many forms of rotating tokens a redactor keeps (the current ones and a few before them). */
+const MAX_ROTATING = 24;
 
 export function createRedactor(): Redactor {
-  const secrets: string[] = [];
+  const pinned = new Set<string>();
+  const rotating = new Set<string>();
   const redactor: Redactor = {
-    add(secret) {
+    add(secret, pin = false) {
       if (secret === undefined || secret.length < 4) return;
-      for (const form of [secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)]) {
-        if (secrets.includes(form)) continue;
-        secrets.push(form);
-        // The first entries are the long-lived ones (the client secret); later ones rotate.
-        if (secrets.length > MAX_SECRETS) secrets.splice(3, 1);
+      const forms = new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)]);
+      for (const form of forms) {
+        if (pin) pinned.add(form);
+        else if (!pinned.has(form)) {
+          rotating.delete(form);
+          rotating.add(form);
+          if (rotating.size > MAX_ROTATING) rotating.delete(rotating.values().next().value!);
+        }
       }
     },
     text(text) {
       let out = text;
-      for (const s of secrets) out = out.split(s).join("[redacted]");
+      // Longest first, so that a secret inside another (an encoded form) cannot leave a piece behind.
+      for (const s of [...pinned, ...rotating].sort((a, b) => b.length - a.length)) out = out.split(s).join("[redacted]");
       return out;
     },
     cause(err) {

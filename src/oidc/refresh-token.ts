@@ -5,7 +5,7 @@
 import { None, processRefreshTokenResponse, refreshTokenGrantRequest } from "oauth4webapi";
 import { InvalidArgumentError } from "../errors.js";
 import { backoffOptions, withBackoff } from "./backoff.js";
-import { checkCommonOptions, clientAuth, requireString } from "./client-options.js";
+import { basicCredentials, checkCommonOptions, clientAuth, requireString } from "./client-options.js";
 import { createIssuerClient } from "./issuer.js";
 import type { OidcCommonOptions, OidcTokenProvider } from "./options.js";
 import { createTokenProvider } from "./provider.js";
@@ -93,7 +93,8 @@ export function oidcRefreshToken(options: OidcRefreshTokenOptions): OidcRefreshT
     throw new InvalidArgumentError("expiresAt must be a valid Date", { field: "expiresAt" });
   }
   const redactor = createRedactor();
-  redactor.add(options.clientSecret);
+  redactor.add(options.clientSecret, true);
+  if (options.clientSecret !== undefined) redactor.add(basicCredentials(options.clientId, options.clientSecret), true);
   redactor.add(options.refreshToken);
   redactor.add(options.accessToken);
   const issuer = createIssuerClient(options, redactor);

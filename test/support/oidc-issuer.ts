@@ -19,7 +19,7 @@
 //     ("token" by default, or "discovery", "jwks") answer 503, 429 (Retry-After), 400 invalid_client,
 //     hang (no answer until the client gives up or close()), or reset (socket destroyed).
 //   issuer.counts.{discovery,jwks,token}: requests received per endpoint, injected failures included.
-//   issuer.tokenRequests: { grant, clientId, auth, scope, audience, status, injected } per token
+//   issuer.tokenRequests: { grant, clientId, auth, scope, audience, status, injected, at } per token
 //     request: never a secret, a refresh token or an access token.
 //   issuer.reusedRefreshTokens: how many times a spent refresh token was presented.
 //   issuer.registerClient(id, { secret?, claims?, scopes? }): no secret = a public client (refresh only).
@@ -69,14 +69,16 @@ export type IssuerEndpoint = "discovery" | "jwks" | "token";
 /** One request to /token, as the issuer saw it (secrets never recorded). */
 export interface TokenRequestRecord {
   readonly grant: string | undefined;
-  readonly clientId: string | undefined;
-  readonly auth: "basic" | "post" | "none";
+  clientId: string | undefined;
+  auth: "basic" | "post" | "none";
   readonly scope: string | undefined;
   readonly audience: string | undefined;
   /** The HTTP status answered (0 for a hang or reset). */
   status: number;
   /** The injected failure that answered it, if any. */
   readonly injected: FailureKind | undefined;
+  /** When it arrived (Date.now()). */
+  readonly at: number;
 }
 
 export interface OidcSession {
@@ -178,8 +180,10 @@ export async function startOidcIssuer(options: OidcIssuerOptions = {}): Promise<
     return token;
   }
 
-  function authenticate(req: IncomingMessage, body: URLSearchParams): { clientId: string; auth: TokenRequestRecord["auth"] } {
+  function authenticate(req: IncomingMessage, body: URLSearchParams, record: Partial<TokenRequestRecord>): { clientId: string; auth: TokenRequestRecord["auth"] } {
     const header = req.headers.authorization;
+    // Recorded before checking, so that the log says how a refused client tried.
+    record.auth = header !== undefined ? "basic" : body.has("client_secret") ? "post" : "none";
     if (header !== undefined) {
       if (body.has("client_secret")) throw new OAuthError(400, "invalid_request", "more than one client authentication method");
       const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header);
@@ -188,6 +192,7 @@ export async function startOidcIssuer(options: OidcIssuerOptions = {}): Promise<
       const formDecode = (s: string) => decodeURIComponent(s.replace(/\+/g, " "));
       const id = colon < 0 ? "" : formDecode(decoded.slice(0, colon));
       const secret = colon < 0 ? "" : formDecode(decoded.slice(colon + 1));
+      record.clientId = id;
       const client = clients.get(id);
       if (client?.secret === undefined || client.secret !== secret) {
         throw new OAuthError(401, "invalid_client", "client authentication failed", { "www-authenticate": 'Basic realm="oidc-issuer"' });
@@ -214,12 +219,11 @@ export async function startOidcIssuer(options: OidcIssuerOptions = {}): Promise<
     if (extra.length > 0) throw new OAuthError(400, "invalid_scope", `scope not allowed: ${extra.join(" ")}`);
   }
 
-  async function token(req: IncomingMessage, body: URLSearchParams, record: { clientId?: string; auth?: TokenRequestRecord["auth"] }) {
+  async function token(req: IncomingMessage, body: URLSearchParams, record: Partial<TokenRequestRecord>) {
     if (!/^application\/x-www-form-urlencoded\b/.test(req.headers["content-type"] ?? "")) {
       throw new OAuthError(400, "invalid_request", "the body must be application/x-www-form-urlencoded");
     }
-    const { clientId, auth } = authenticate(req, body);
-    Object.assign(record, { clientId, auth });
+    const { clientId, auth } = authenticate(req, body, record);
     const scope = body.get("scope") ?? undefined;
     const grantType = body.get("grant_type");
     if (grantType === "client_credentials") {
@@ -333,6 +337,7 @@ export async function startOidcIssuer(options: OidcIssuerOptions = {}): Promise<
       audience: body.get("audience") ?? undefined,
       status: 0,
       injected: undefined,
+      at: Date.now(),
     };
     state.tokenRequests.push(record);
     const injected = injectFailure("token", req, res);
