@@ -1,7 +1,7 @@
 // Keeps secrets out of the errors a token provider throws. oauth4webapi attaches whole responses
 // and parsed bodies (access and refresh tokens included) to its errors, and a custom fetch may
 // throw anything, so no foreign error is ever chained as it is: a cause is rebuilt as plain
-// errors carrying only a name, a code and a message, with every known secret cut out of the text.
+// errors carrying only a name and a message, with every known secret cut out of the text.
 
 /** Cuts the secrets it knows out of text; learns new ones as tokens arrive. */
 export interface Redactor {
@@ -53,9 +53,9 @@ export function createRedactor(): Redactor {
     const inner = err instanceof Error || typeof source.cause === "object" ? copy(source.cause, depth + 1) : undefined;
     const out = new Error(redactor.text(message), inner === undefined ? undefined : { cause: inner });
     if (typeof source.name === "string") out.name = redactor.text(source.name);
-    if (typeof source.code === "string" || typeof source.code === "number") {
-      Object.defineProperty(out, "code", { value: source.code, enumerable: true });
-    }
+    // No `code` property: a client's retry loop reads ECONNREFUSED and the like in a cause chain
+    // as "try again", and a TokenProviderError has been retried already. The code stays in the text.
+    if (typeof source.code === "string" && !out.message.includes(source.code)) out.message = `${redactor.text(source.code)}: ${out.message}`;
     // The stack trace names files and lines of this copy, not the original's text.
     out.stack = `${out.name}: ${out.message}`;
     return out;

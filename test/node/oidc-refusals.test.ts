@@ -191,4 +191,22 @@ describe("an OIDC provider as a ConfigClient's token", () => {
     expect(await verified(issuer, jwt!, "openshell")).toMatchObject({ sub: "svc", scope: "openshell:read" });
     expect(issuer.counts).toEqual({ discovery: 1, jwks: 1, token: 1 }); // jwks: the test's own check
   });
+
+  it("an unreachable issuer fails the call with the provider's TokenProviderError, without the client retrying on top", async () => {
+    const issuer = await issuerForTest({ clients });
+    const url = issuer.issuer;
+    await issuer.close(); // nothing listens there now: ECONNREFUSED
+    let requests = 0;
+    const fetch: OidcFetch = (u, init) => (requests++, globalThis.fetch(u, init));
+    const token = oidcClientCredentials({ issuer: url, clientId: "svc", clientSecret: SECRET, fetch, retry: { ...FAST_RETRY, retries: 2 } });
+    const gw = createFakeGateway();
+    gw.addSandbox("dev");
+    // A client retry would come after the provider's cooldown (200 ms) and start a new round of requests.
+    const client = createConfigClient({ transport: createRouterTransport(gw.routes), token, retry: { retries: 2, minDelayMs: 300, maxDelayMs: 300 } });
+    const err = (await rejectionOf(client.updatePolicy({ sandbox: "dev", policy: samplePolicy() }))) as TokenProviderError;
+    expect(err).toBeInstanceOf(TokenProviderError);
+    expect(err.message).toMatch(/failed: fetch failed: .*ECONNREFUSED.* \(3 attempts\)$/);
+    expect(requests).toBe(3);
+    expect(gw.calls.updateConfig ?? 0).toBe(0);
+  });
 });
