@@ -285,7 +285,23 @@ export class TokenProviderError extends OpenShellConfigError {
  * A commit's answer was lost (the connection broke after the request was sent) on a gateway that
  * does not track operations, so the SDK cannot tell whether the change was committed, and a blind
  * retry could commit it twice. Check the sandbox's policy history (or settings) before sending it
- * again, or pin `expectedResourceVersion` so that a retry can never commit twice.
+ * again, or pin `expectedResourceVersion` so that a retry can never commit twice. Also thrown when
+ * a pinned retry is refused (the sandbox changed: by this commit or another), and for a wait
+ * resumed by idempotency key on such a gateway. The message is one line that names what to check.
+ *
+ * @example
+ * ```ts
+ * import { CommitOutcomeUnknownError } from "openshell-config";
+ *
+ * try {
+ *   await client.updatePolicy({ sandbox: "agent-7", policy });
+ * } catch (err) {
+ *   if (!(err instanceof CommitOutcomeUnknownError)) throw err;
+ *   // Maybe committed: read the history before sending it again.
+ *   const history = await client.getConfig({ sandbox: err.sandbox, workspace: err.workspace });
+ *   console.warn(err.message, history.latestRevision?.version);
+ * }
+ * ```
  */
 export class CommitOutcomeUnknownError extends OpenShellConfigError {
   /** Stable class name, immune to minifiers; used for `name` and cross-copy `instanceof`. */
