@@ -3,9 +3,11 @@
 // into the server, and shuts everything down in order on SIGINT/SIGTERM.
 
 import { readFileSync } from "node:fs";
-import { AuthFileError, loadAuthFile, type AuthFile } from "./auth/auth-file.js";
+import { AuthFileError, EMPTY_AUTH_FILE, loadAuthFile, type AuthFile } from "./auth/auth-file.js";
+import { createOidcVerifier, type OidcVerifier } from "./auth/oidc-verifier.js";
 import { parseCommandLine, UsageError, type GatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
+import { loadTlsFiles, TlsFileError, type TlsMaterial } from "./http/tls-files.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics } from "./observability/metrics.js";
 import { startServer } from "./server.js";
@@ -33,13 +35,36 @@ async function main(): Promise<number> {
   try {
     return await serve(config, logger);
   } catch (err) {
-    logger.fatal({ err: err instanceof AuthFileError ? { message: err.message } : err }, "gateway failed to start");
+    // A file or port the operator got wrong is one plain line; anything else is a bug, with its stack.
+    const line = startupProblem(err);
+    if (line === undefined) {
+      logger.fatal({ err }, "gateway failed to start");
+    } else {
+      process.stderr.write(`openshell-gateway: ${line}\n`);
+    }
     return 1;
   }
 }
 
+/** A configuration problem found at startup (files that do not fit the flags). */
+class StartupError extends Error {
+  override readonly name = "StartupError";
+}
+
+function startupProblem(err: unknown): string | undefined {
+  if (err instanceof AuthFileError || err instanceof TlsFileError || err instanceof StartupError) return err.message;
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e?.syscall === "listen" && (e.code === "EADDRINUSE" || e.code === "EACCES" || e.code === "EADDRNOTAVAIL")) {
+    const what = e.code === "EADDRINUSE" ? "address already in use" : e.code === "EACCES" ? "permission denied" : "address not available";
+    return `cannot listen on ${e.address ?? "?"}:${e.port ?? "?"}: ${what} (${e.code})`;
+  }
+  return undefined;
+}
+
 async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
   const auth = await loadAuth(config, logger);
+  const tls = config.tls ? await loadTls(config.tls, logger) : undefined;
+  const oidc = config.oidc ? await startOidc(config.oidc, auth, logger) : undefined;
   const metrics = createMetrics();
   const store = await openStore(config.db, config.dbPoolSize !== undefined ? { poolSize: config.dbPoolSize } : {});
   const gateway = createGateway({
@@ -47,6 +72,7 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
     logger,
     metrics,
     auth,
+    ...(oidc ? { oidc } : {}),
     waitMaxMs: config.waitMaxMs,
     version: packageVersion(),
     ...(config.withoutOperations ? { trackOperations: false } : {}),
@@ -66,20 +92,38 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
       : {}),
   });
   await gateway.start();
-  const server = await startServer({
-    host: config.host,
-    port: config.port,
-    routes: gateway.routes,
-    interceptors: gateway.interceptors,
-    corsOrigins: config.corsOrigins,
-    logger,
-    metricsRegistry: metrics.registry,
-    isHealthy: () => gateway.isHealthy(),
-    onShutdown: () => gateway.shutdown(),
-  });
+  let server;
+  try {
+    server = await startServer({
+      host: config.host,
+      port: config.port,
+      routes: gateway.routes,
+      interceptors: gateway.interceptors,
+      corsOrigins: config.corsOrigins,
+      logger,
+      metricsRegistry: metrics.registry,
+      isHealthy: () => gateway.isHealthy(),
+      onShutdown: () => gateway.shutdown(),
+      ...(tls ? { tls } : {}),
+      ...(config.sandboxPort !== undefined ? { sandboxListener: { port: config.sandboxPort } } : {}),
+    });
+  } catch (err) {
+    await gateway.shutdown();
+    oidc?.close();
+    await store.close();
+    throw err;
+  }
   logger.info(
-    { url: server.url, store: store.kind, auth: config.auth.mode, corsOrigins: config.corsOrigins },
-    `openshell-gateway listening on ${server.url}`,
+    {
+      url: server.url,
+      ...(server.sandboxUrl ? { sandboxUrl: server.sandboxUrl } : {}),
+      store: store.kind,
+      auth: config.auth.mode,
+      clientCertificates: tls?.clientCa !== undefined,
+      ...(config.oidc ? { oidcIssuer: config.oidc.issuer } : {}),
+      corsOrigins: config.corsOrigins,
+    },
+    `openshell-gateway listening on ${server.url}${server.sandboxUrl ? `; supervisors on ${server.sandboxUrl}` : ""}`,
   );
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
@@ -94,6 +138,7 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
   process.once("SIGINT", force);
   process.once("SIGTERM", force);
   await server.close({ graceMs: SHUTDOWN_GRACE_MS });
+  oidc?.close();
   await store.close();
   logger.info("gateway stopped");
   return 0;
@@ -101,10 +146,17 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
 
 async function loadAuth(config: GatewayConfig, logger: Logger): Promise<AuthFile | undefined> {
   if (config.auth.mode === "file") {
-    const auth = await loadAuthFile(config.auth.path);
-    logger.info({ authFile: config.auth.path, tokens: auth.entries.length }, "bearer tokens loaded");
+    const path = config.auth.path;
+    const auth = await loadAuthFile(path);
+    // A section for a mechanism that is off would silently do nothing.
+    if (auth.clientCertificates && config.tls?.clientCaFile === undefined) {
+      throw new StartupError(`auth file ${path}: "clientCertificates"/"defaultClientCertificate" need --tls-client-ca`);
+    }
+    if (auth.oidc && config.oidc === undefined) throw new StartupError(`auth file ${path}: "oidc" needs --oidc-issuer and --oidc-audience`);
+    logger.info({ authFile: path, tokens: auth.entries.length }, "bearer tokens loaded");
     return auth;
   }
+  if (config.auth.mode === "tls-or-oidc") return EMPTY_AUTH_FILE;
   const loopback = config.host === "127.0.0.1" || config.host === "::1" || config.host === "localhost";
   logger.warn(
     { auth: "none", host: config.host },
@@ -112,6 +164,27 @@ async function loadAuth(config: GatewayConfig, logger: Logger): Promise<AuthFile
   );
   if (!loopback) logger.error({ host: config.host }, `*** --no-auth on ${config.host}: anyone who can reach this port has admin rights ***`);
   return undefined;
+}
+
+async function loadTls(files: NonNullable<GatewayConfig["tls"]>, logger: Logger): Promise<TlsMaterial> {
+  const { leaf, ...material } = await loadTlsFiles(files);
+  const now = Date.now();
+  if (Date.parse(leaf.validTo) < now || Date.parse(leaf.validFrom) > now) {
+    logger.warn({ certFile: files.certFile, validFrom: leaf.validFrom, validTo: leaf.validTo }, "the TLS certificate is not valid now: clients will refuse it");
+  }
+  logger.info({ certFile: files.certFile, subject: leaf.subject, validTo: leaf.validTo, clientCaFile: files.clientCaFile }, "TLS certificate loaded");
+  return material;
+}
+
+/**
+ * Starts OIDC discovery and waits for its first attempt (bounded by the fetch timeout). An issuer
+ * that is down does not stop the gateway: discovery keeps retrying in the background, and its
+ * tokens get UNAVAILABLE meanwhile, while auth-file tokens and client certificates work.
+ */
+async function startOidc(settings: NonNullable<GatewayConfig["oidc"]>, auth: AuthFile | undefined, logger: Logger): Promise<OidcVerifier> {
+  const verifier = createOidcVerifier({ ...settings, logger, ...(auth?.oidc ? { roles: auth.oidc } : {}) });
+  await verifier.firstAttempt;
+  return verifier;
 }
 
 /** The gateway package's version (package.json sits one level above both src/ and dist/). */

@@ -4,6 +4,7 @@
 import { LOG_LEVELS, type LogLevel } from "./observability/logger.js";
 import { MAX_MESSAGE_BYTES_CEILING } from "./rpc/request-limits.js";
 import { REPLICA_ID_PATTERN } from "./cluster/replica-id.js";
+import { oidcUrlProblem } from "./auth/oidc-discovery.js";
 
 export interface GatewayConfig {
   /** `sqlite:PATH`, `sqlite::memory:` or a `postgres://` / `postgresql://` URL. */
@@ -11,7 +12,11 @@ export interface GatewayConfig {
   readonly host: string;
   /** 0 = any free port. */
   readonly port: number;
-  readonly auth: { readonly mode: "file"; readonly path: string } | { readonly mode: "none" };
+  /**
+   * Where principals come from: an auth file (with or without client certificates and OIDC), only
+   * client certificates and/or OIDC tokens ("tls-or-oidc": no auth file), or nobody (--no-auth).
+   */
+  readonly auth: { readonly mode: "file"; readonly path: string } | { readonly mode: "tls-or-oidc" } | { readonly mode: "none" };
   /** Browser origins allowed by CORS (`*` = any). */
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
@@ -38,6 +43,12 @@ export interface GatewayConfig {
    * clients against such gateways.
    */
   readonly withoutOperations: boolean;
+  /** `--tls-cert`, `--tls-key` and `--tls-client-ca` (files, read at startup); undefined = cleartext. */
+  readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
+  /** `--oidc-issuer` and `--oidc-audience`; undefined = no OIDC tokens. */
+  readonly oidc: { readonly issuer: string; readonly audience: string } | undefined;
+  /** `--sandbox-port`: the supervisors' listener; undefined = none (supervisors use the main port). */
+  readonly sandboxPort: number | undefined;
 }
 
 /** What the command line asks for. */
@@ -52,7 +63,7 @@ export class UsageError extends Error {
   }
 }
 
-export const USAGE = `Usage: openshell-gateway serve --db URL --port N (--auth-file FILE | --no-auth) [options]
+export const USAGE = `Usage: openshell-gateway serve --db URL --port N (--auth-file FILE | --tls-client-ca FILE | --oidc-issuer URL | --no-auth) [options]
 
 Options:
   --db URL             sqlite:PATH, sqlite::memory: or postgres://user:pass@host/db   [env OPENSHELL_GATEWAY_DB]
@@ -70,6 +81,16 @@ Options:
   --max-waiters N      concurrent server-side waits per caller: waited updates and watches (default 1000)
   --without-operations behave like an upstream gateway before durable operations: no operation in
                        UpdateConfig responses, wait_mode and idempotency_key ignored (client tests)
+
+TLS, client certificates and OIDC (see docs/operations.md):
+  --tls-cert FILE      serve HTTPS (ALPN h2 and http/1.1) with this PEM certificate (chain)
+  --tls-key FILE       the certificate's PEM private key
+  --tls-client-ca FILE require a client certificate from this PEM CA on every request but /healthz;
+                       a verified one is the platform admin unless the auth file maps it
+  --oidc-issuer URL    accept JWT bearer tokens of this OIDC issuer (https; its JWKS via discovery)
+  --oidc-audience AUD  the audience (aud) those tokens must carry
+  --sandbox-port N     a second listener for supervisors only (same TLS certificate, no client
+                       certificate asked): ConnectSupervisor, GetSandboxConfig, ReportPolicyStatus, Health
 
 Several replicas on one PostgreSQL (see docs/operations.md):
   --replica-id ID      this replica's name, e.g. a pod name (default: host-pid-random)
@@ -99,13 +120,23 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   const host = flags.single("host") ?? "127.0.0.1";
   if (host === "") throw new UsageError("--host must not be empty");
 
+  const tls = tlsSettings(flags);
+  const oidc = oidcSettings(flags);
   const noAuth = flags.bool("no-auth");
   const authFlag = flags.single("auth-file");
   if (noAuth && authFlag !== undefined) throw new UsageError("--auth-file and --no-auth exclude each other");
+  if (noAuth && tls?.clientCaFile !== undefined) throw new UsageError("--tls-client-ca and --no-auth exclude each other");
+  if (noAuth && oidc !== undefined) throw new UsageError("--oidc-issuer and --no-auth exclude each other");
   const authPath = noAuth ? undefined : (authFlag ?? nonEmpty(env.OPENSHELL_GATEWAY_AUTH_FILE));
-  if (!noAuth && authPath === undefined) {
-    throw new UsageError("authentication not configured: pass --auth-file FILE (or set OPENSHELL_GATEWAY_AUTH_FILE), or --no-auth");
+  const verified = tls?.clientCaFile !== undefined || oidc !== undefined;
+  if (!noAuth && authPath === undefined && !verified) {
+    throw new UsageError(
+      "authentication not configured: pass --auth-file FILE (or set OPENSHELL_GATEWAY_AUTH_FILE), --tls-client-ca FILE or --oidc-issuer URL, or --no-auth",
+    );
   }
+  const sandboxPortText = flags.single("sandbox-port");
+  const sandboxPort = sandboxPortText === undefined ? undefined : parsePort(sandboxPortText, "--sandbox-port");
+  if (sandboxPort !== undefined && sandboxPort !== 0 && sandboxPort === port) throw new UsageError("--sandbox-port must differ from --port");
 
   const corsOrigins = flags.all("cors-origin").map(checkOrigin);
   const logLevel = flags.single("log-level") ?? "info";
@@ -135,7 +166,7 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       db,
       host,
       port,
-      auth: authPath === undefined ? { mode: "none" } : { mode: "file", path: authPath },
+      auth: authPath !== undefined ? { mode: "file", path: authPath } : noAuth ? { mode: "none" } : { mode: "tls-or-oidc" },
       corsOrigins,
       logLevel: logLevel as LogLevel,
       waitMaxMs,
@@ -147,8 +178,49 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       dbPoolSize,
       replica,
       withoutOperations,
+      tls,
+      oidc,
+      sandboxPort,
     },
   };
+}
+
+/** `--tls-cert` and `--tls-key` come together; `--tls-client-ca` needs both. */
+function tlsSettings(flags: ReturnType<typeof readFlags>): GatewayConfig["tls"] {
+  const certFile = flags.single("tls-cert");
+  const keyFile = flags.single("tls-key");
+  const clientCaFile = flags.single("tls-client-ca");
+  if (certFile !== undefined && keyFile === undefined) throw new UsageError("--tls-cert needs --tls-key (the certificate's private key)");
+  if (keyFile !== undefined && certFile === undefined) throw new UsageError("--tls-key needs --tls-cert (the certificate of that key)");
+  if (certFile === undefined || keyFile === undefined) {
+    if (clientCaFile !== undefined) throw new UsageError("--tls-client-ca needs --tls-cert and --tls-key: client certificates are asked for over TLS");
+    return undefined;
+  }
+  for (const [flag, file] of [["--tls-cert", certFile], ["--tls-key", keyFile], ["--tls-client-ca", clientCaFile]] as const) {
+    if (file === "") throw new UsageError(`${flag} needs a file`);
+  }
+  return { certFile, keyFile, clientCaFile };
+}
+
+/** `--oidc-issuer` and `--oidc-audience` come together; the issuer is fetched, so https (http on loopback only). */
+function oidcSettings(flags: ReturnType<typeof readFlags>): GatewayConfig["oidc"] {
+  const issuer = flags.single("oidc-issuer");
+  const audience = flags.single("oidc-audience");
+  if (issuer === undefined && audience === undefined) return undefined;
+  if (audience === undefined || audience === "") throw new UsageError("--oidc-issuer needs --oidc-audience (the aud its tokens carry for this gateway)");
+  if (issuer === undefined) throw new UsageError("--oidc-audience needs --oidc-issuer");
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new UsageError(`--oidc-issuer ${JSON.stringify(issuer)}: not a URL`);
+  }
+  if (url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "" || /[?#]$/.test(issuer)) {
+    throw new UsageError(`--oidc-issuer ${JSON.stringify(issuer)}: expected an issuer URL without query, fragment or credentials`);
+  }
+  const problem = oidcUrlProblem(url);
+  if (problem) throw new UsageError(`--oidc-issuer ${JSON.stringify(issuer)}: ${problem}`);
+  return { issuer, audience };
 }
 
 const DEFAULT_LEASE_MS = 15_000;
@@ -184,6 +256,7 @@ function replicaSettings(flags: ReturnType<typeof readFlags>, db: string): Pick<
 const VALUE_FLAGS = new Set([
   "db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max", "ack-timeout", "heartbeat", "reconcile",
   "max-message-size", "max-waiters", "replica-id", "lease", "notify", "db-pool",
+  "tls-cert", "tls-key", "tls-client-ca", "oidc-issuer", "oidc-audience", "sandbox-port",
 ]);
 const BOOL_FLAGS = new Set(["no-auth", "without-operations"]);
 const REPEATABLE = new Set(["cors-origin"]);
@@ -255,8 +328,8 @@ function checkDbUrl(db: string): void {
   throw new UsageError("--db must be sqlite:PATH, sqlite::memory: or a postgres:// URL");
 }
 
-function parsePort(text: string): number {
-  if (!/^\d+$/.test(text) || Number(text) > 65535) throw new UsageError(`--port ${JSON.stringify(text)}: expected an integer from 0 to 65535`);
+function parsePort(text: string, flag = "--port"): number {
+  if (!/^\d+$/.test(text) || Number(text) > 65535) throw new UsageError(`${flag} ${JSON.stringify(text)}: expected an integer from 0 to 65535`);
   return Number(text);
 }
 

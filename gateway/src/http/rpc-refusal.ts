@@ -52,6 +52,6 @@ function send(res: Res, status: number, headers: Record<string, string>, body: s
     if (body !== undefined) res.stream.end(body);
     return;
   }
-  res.writeHead(status, { "cache-control": "no-store", ...headers });
+  res.writeHead(status, { "cache-control": "no-store", "content-length": String(body === undefined ? 0 : Buffer.byteLength(body)), ...headers });
   res.end(body);
 }

@@ -1,70 +1,15 @@
 // The `openshell-gateway` executable end to end: started as a process from its source, it serves
 // the SDK, reports bad command lines and auth files, and stops cleanly on SIGTERM.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { ServiceStatus, workspaceScope } from "openshell-config/raw";
+import { run } from "./gateway-process.js";
 import { openShell } from "./harness.js";
-
-const root = fileURLToPath(new URL("../../../", import.meta.url));
-const cli = join(root, "gateway/src/cli.ts");
-
-interface Run {
-  child: ChildProcess;
-  lines: string[];
-  exit: Promise<number | null>;
-  /** Resolves with the first stdout JSON line whose msg matches. */
-  waitFor(msg: RegExp): Promise<Record<string, unknown>>;
-}
-
-function run(args: string[], env: Record<string, string> = {}): Run {
-  const child = spawn(process.execPath, ["--import", "tsx", cli, ...args], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const lines: string[] = [];
-  const waiters: Array<() => void> = [];
-  let buffer = "";
-  const onChunk = (chunk: Buffer) => {
-    buffer += chunk.toString("utf8");
-    const parts = buffer.split("\n");
-    buffer = parts.pop()!;
-    lines.push(...parts);
-    for (const w of waiters) w();
-  };
-  child.stdout!.on("data", onChunk);
-  child.stderr!.on("data", onChunk);
-  const exit = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return {
-    child,
-    lines,
-    exit,
-    waitFor(msg) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          for (const line of lines) {
-            try {
-              const json = JSON.parse(line) as Record<string, unknown>;
-              if (typeof json.msg === "string" && msg.test(json.msg)) return resolve(json);
-            } catch {
-              // not a log line
-            }
-          }
-        };
-        waiters.push(check);
-        check();
-        void exit.then(() => reject(new Error(`exited before ${msg}: ${lines.join("\n")}`)));
-      });
-    },
-  };
-}
 
 let dir: string;
 beforeAll(async () => {
@@ -124,6 +69,7 @@ describe("openshell-gateway", () => {
     await writeFile(authFile, JSON.stringify({ tokens: [{ token: "t-0123456789", principal: "bob", role: "owner", workspaces: "*" }] }));
     const gw = run(["serve", "--db", "sqlite::memory:", "--port", "0", "--auth-file", authFile]);
     expect(await gw.exit).toBe(1);
-    expect(gw.lines.join("\n")).toContain('tokens[0].role: must be \\"admin\\", \\"user\\" or \\"supervisor\\"');
+    // One plain line, not a JSON log line with a stack.
+    expect(gw.lines).toEqual([`openshell-gateway: ${authFile}: tokens[0].role: must be "admin", "user" or "supervisor"`]);
   });
 });
