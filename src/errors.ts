@@ -5,8 +5,11 @@
 // recognised by another copy (a bundled dashboard next to a CLI, two versions in node_modules).
 
 import { isNetworkFailure } from "./retry.js";
+import { tlsFailureOf, type TlsFailure } from "./tls-failure.js";
 import type { CompletionRef } from "./handle.js";
 import { Code, ConnectError } from "@connectrpc/connect";
+
+export type { TlsFailure } from "./tls-failure.js";
 
 const BRAND = Symbol.for("openshell-config.error");
 
@@ -221,29 +224,24 @@ export class InsecureTransportError extends OpenShellConfigError {
   }
 }
 
-/** Why a TLS connection to the gateway failed, or why its TLS settings cannot be used. */
-export type TlsFailure =
-  /** The gateway's certificate is not signed by a CA this client trusts. */
-  | "unknown-ca"
-  /** The gateway's certificate does not name the host connected to. */
-  | "name-mismatch"
-  /** The gateway's certificate has expired (or is not valid yet). */
-  | "expired"
-  /** The gateway requires a client certificate and none was given. */
-  | "client-certificate-required"
-  /** The gateway refused the client certificate given. */
-  | "client-certificate-rejected"
-  /** The client key does not belong to the client certificate. */
-  | "key-mismatch"
-  /** A certificate or key file is missing, unreadable or not PEM (`file` names it). */
-  | "bundle"
-  /** Any other handshake failure. */
-  | "handshake";
-
 /**
  * A TLS connection to the gateway failed, or the TLS settings cannot be used. The message is one
  * line that says what to do; `reason` tells the cases apart. Never retried: the same settings
- * fail the same way.
+ * fail the same way. A gateway that checks client certificates after the handshake (the reference
+ * gateway) answers UNAUTHENTICATED `client certificate required` or `client certificate rejected:
+ * <why>`; those become this error too, with `connectCode` set.
+ *
+ * @example
+ * ```ts
+ * import { TlsError } from "openshell-config";
+ *
+ * try {
+ *   await client.getConfig({ sandbox: "agent-7" });
+ * } catch (err) {
+ *   if (err instanceof TlsError && err.reason === "unknown-ca") console.error("pass the gateway's CA:", err.message);
+ *   else throw err;
+ * }
+ * ```
  */
 export class TlsError extends OpenShellConfigError {
   /** Stable class name, immune to minifiers; used for `name` and cross-copy `instanceof`. */
@@ -337,6 +335,10 @@ export const OPERATION_ID_METADATA = "operation-id";
  */
 export function toSdkError(err: unknown, ref?: CompletionRef): Error {
   if (err instanceof OpenShellConfigError) return err;
+  const tls = tlsFailureOf(err);
+  if (tls !== undefined) {
+    return new TlsError(tls.message, { reason: tls.reason, cause: err, ...(err instanceof ConnectError ? { connectCode: err.code } : {}) });
+  }
   const ce = ConnectError.from(err);
   const message = ce.rawMessage || Code[ce.code];
   const options: ErrorOptions = { cause: err, connectCode: ce.code };

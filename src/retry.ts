@@ -1,9 +1,10 @@
 // Retrying transient failures (UNAVAILABLE, broken connections) and abortable sleeps. Retries
 // are safe only because every update re-sends the same idempotency key; errors that describe the
-// request itself (bad input, unknown sandbox, auth, conflicts) are never retried.
+// request itself (bad input, unknown sandbox, auth, conflicts) or the TLS settings are never retried.
 
 import pRetry from "p-retry";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { tlsFailureOf } from "./tls-failure.js";
 
 /** How a client retries transient failures. */
 export interface RetryOptions {
@@ -30,8 +31,13 @@ const NETWORK_CODES = new Set([
   "ERR_HTTP2_STREAM_ERROR",
 ]);
 
-/** True for failures that say nothing about the request: worth the same request again. */
+/**
+ * True for failures that say nothing about the request: worth the same request again. A TLS
+ * failure never is (an unknown CA or a refused client certificate fails the same way every time),
+ * whatever code it arrived with.
+ */
 export function isTransient(err: unknown, extra: readonly Code[] = []): boolean {
+  if (tlsFailureOf(err) !== undefined) return false;
   if (err instanceof ConnectError || isConnectErrorLike(err)) {
     const ce = err as ConnectError;
     if (ce.code === Code.Unavailable || extra.includes(ce.code)) return true;
@@ -54,8 +60,9 @@ function isConnectErrorLike(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { name?: unknown }).name === "ConnectError";
 }
 
-/** True when `err` or one of its causes is a failed or broken connection. */
+/** True when `err` or one of its causes is a failed or broken connection (and not a TLS failure). */
 export function isNetworkFailure(err: unknown): boolean {
+  if (tlsFailureOf(err) !== undefined) return false;
   for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && NETWORK_CODES.has(code)) return true;

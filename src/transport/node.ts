@@ -1,7 +1,9 @@
 /**
  * The Node transport: gRPC (the default) or Connect or gRPC-Web, over HTTP/2 with node:http2, or
- * Connect and gRPC-Web over HTTP/1.1. Server processes and command lines use this one; browsers
- * use `openshell-config/transport/web`. Pass the transport to `createConfigClient({ transport })`.
+ * Connect and gRPC-Web over HTTP/1.1, in plain HTTP or TLS (with a CA of your own, mutual TLS, and
+ * `readMtlsBundle` for an upstream client bundle). Server processes and command lines use this
+ * one; browsers use `openshell-config/transport/web`. Pass the transport to
+ * `createConfigClient({ transport })`.
  *
  * @module openshell-config/transport/node
  */
@@ -13,7 +15,15 @@ import {
   createGrpcWebTransport,
 } from "@connectrpc/connect-node";
 import type { Interceptor, Transport } from "@connectrpc/connect";
+import { InvalidArgumentError } from "../errors.js";
 import { tagBaseUrl } from "./base-url.js";
+import { readMtlsBundle } from "./tls-bundle.js";
+import { http2TlsOptions, httpsTlsOptions } from "./tls-connection.js";
+import { INSECURE_WARNING_CODE, resolveTls, type NodeTlsOptions } from "./tls-options.js";
+
+export { readMtlsBundle, INSECURE_WARNING_CODE };
+export type { MtlsBundle, ReadMtlsBundleOptions } from "./tls-bundle.js";
+export type { NodeTlsOptions, PemInput } from "./tls-options.js";
 
 /** Options of `createNodeTransport`. */
 export interface NodeTransportOptions {
@@ -29,6 +39,23 @@ export interface NodeTransportOptions {
   readonly idleConnectionTimeoutMs?: number;
   /** Extra Connect interceptors. */
   readonly interceptors?: Interceptor[];
+  /**
+   * TLS settings for an `https://` baseUrl: a CA to trust besides the system roots, a client
+   * certificate and key for mutual TLS, the server name, or no verification at all. Checked when
+   * the transport is created. Every TLS failure of a call becomes a `TlsError` whose message says
+   * what to do.
+   *
+   * @example
+   * ```ts
+   * import { createNodeTransport, readMtlsBundle } from "openshell-config/transport/node";
+   *
+   * const transport = createNodeTransport({
+   *   baseUrl: "https://127.0.0.1:17670",
+   *   tls: readMtlsBundle("/home/me/.config/openshell/gateways/openshell/mtls"), // ca.crt, tls.crt, tls.key
+   * });
+   * ```
+   */
+  readonly tls?: NodeTlsOptions;
 }
 
 /**
@@ -36,8 +63,10 @@ export interface NodeTransportOptions {
  *
  * @example
  * ```ts
+ * import { homedir } from "node:os";
+ * import { join } from "node:path";
  * import { createConfigClient } from "openshell-config";
- * import { createNodeTransport } from "openshell-config/transport/node";
+ * import { createNodeTransport, readMtlsBundle } from "openshell-config/transport/node";
  *
  * const client = createConfigClient({
  *   transport: createNodeTransport({ baseUrl: "https://gateway.internal:8443" }), // gRPC over HTTP/2
@@ -46,9 +75,26 @@ export interface NodeTransportOptions {
  *
  * // Connect over HTTP/1.1, e.g. through a proxy that speaks no HTTP/2:
  * const viaProxy = createNodeTransport({ baseUrl: "http://127.0.0.1:8080", protocol: "connect", httpVersion: "1.1" });
+ *
+ * // A stock OpenShell install: mutual TLS on loopback, with the client bundle it wrote.
+ * const local = createNodeTransport({
+ *   baseUrl: "https://127.0.0.1:17670",
+ *   tls: readMtlsBundle(join(homedir(), ".config/openshell/gateways/openshell/mtls")),
+ * });
  * ```
+ *
+ * @throws InvalidArgumentError when the baseUrl is not a URL, `tls` is given for http://, or
+ *   `tls.cert` comes without `tls.key` (or the reverse); TlsError `"key-mismatch"` when the key is
+ *   not the certificate's.
  */
 export function createNodeTransport(options: NodeTransportOptions): Transport {
+  let url: URL;
+  try {
+    url = new URL(options.baseUrl);
+  } catch {
+    throw new InvalidArgumentError(`baseUrl is not an absolute URL: ${JSON.stringify(options.baseUrl)}`, { field: "baseUrl" });
+  }
+  const tls = resolveTls(url, options.tls);
   const protocol = options.protocol ?? "grpc";
   const httpVersion = protocol === "grpc" ? "2" : (options.httpVersion ?? "2");
   const base = {
@@ -60,12 +106,16 @@ export function createNodeTransport(options: NodeTransportOptions): Transport {
   const h2 = {
     idleConnectionTimeoutMs: options.idleConnectionTimeoutMs ?? 300_000,
     pingIntervalMs: 30_000,
+    ...(tls ? { nodeOptions: http2TlsOptions(tls) } : {}),
   };
   let transport: Transport;
   if (protocol === "grpc") {
     transport = createGrpcTransport({ ...base, ...h2 });
   } else {
-    const http = httpVersion === "2" ? { httpVersion: "2" as const, ...h2 } : { httpVersion: "1.1" as const };
+    const http =
+      httpVersion === "2"
+        ? { httpVersion: "2" as const, ...h2 }
+        : { httpVersion: "1.1" as const, ...(tls ? { nodeOptions: httpsTlsOptions(tls) } : {}) };
     transport =
       protocol === "grpc-web"
         ? createGrpcWebTransport({ ...base, ...http, useBinaryFormat: true })
