@@ -21,6 +21,8 @@ import { policy, startE2EStack, until, type E2EStack } from "./stack.js";
 
 const sdkSandbox = "old-sdk";
 const cliSandbox = "old-cli";
+/** No supervisor: its revisions stay PENDING until a newer one replaces them. */
+const idleSandbox = "old-idle";
 const base = { github: { host: "api.github.com" } };
 const scope = workspaceScope();
 
@@ -53,6 +55,7 @@ beforeAll(async () => {
     await stack.createSandbox(name, policy(base));
     stack.startSupervisor({ sandbox: name });
   }
+  await stack.createSandbox(idleSandbox, policy(base));
   await Promise.all([sdkSandbox, cliSandbox].map((n) => stack.waitPhase(n, SandboxPhase.READY, 30_000)));
 }, 240_000);
 
@@ -82,6 +85,17 @@ describe("a gateway without durable operations", () => {
     const c = await update({ ...base, pypi: { host: "pypi.org" } });
     for (const res of [a, b, c]) expect(res.operation).toBeUndefined();
     expect([b.version - a.version, c.version - b.version]).toEqual([1, 1]);
+  });
+
+  it("a revision replaced before any supervisor answered for it is SUPERSEDED, and a wait on its handle says so", async () => {
+    const first = await stack.client.updatePolicy({ sandbox: idleSandbox, policy: policy({ ...base, pypi: { host: "pypi.org" } }) });
+    const second = await stack.client.updatePolicy({ sandbox: idleSandbox, policy: policy({ ...base, crates: { host: "crates.io" } }) });
+    expect(second.policyVersion).toBe(first.policyVersion + 1);
+    const status = (version: number) => stack.raw.getSandboxPolicyStatus({ sandbox: idleSandbox, version, workspaceScope: scope });
+    expect((await status(first.policyVersion)).revision?.status).toBe(PolicyStatus.SUPERSEDED);
+    expect((await status(second.policyVersion)).revision?.status).toBe(PolicyStatus.PENDING);
+    expect(await stack.client.awaitCompletion(first.handle, { timeoutMs: 5_000 })).toMatchObject({ state: "superseded", tracking: "policy-status" });
+    expect(await stack.client.getOperation(second.handle)).toMatchObject({ state: "pending", tracking: "policy-status" });
   });
 
   it("GetConfigUpdateOperation, ListConfigUpdateOperations and WatchConfigUpdateOperations answer UNIMPLEMENTED", async () => {
