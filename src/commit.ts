@@ -12,6 +12,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { UpdateConfigRequest, UpdateConfigResponse } from "./gen/openshell/v1/config_pb.js";
 import { CommitOutcomeUnknownError, operationIdOf } from "./errors.js";
 import { isTransient, sleep, withRetry } from "./retry.js";
+import { tlsFailureOf } from "./tls-failure.js";
 import { workspaceScope } from "./workspace.js";
 import type { ClientContext } from "./context.js";
 
@@ -47,6 +48,8 @@ export async function learnTracking(ctx: ClientContext, workspace: string | unde
     noteTracking(ctx, true);
   } catch (err) {
     if (signal?.aborted) throw signal.reason;
+    // The gateway was not reached for a reason that no later attempt changes: say that, not "unknown".
+    if (tlsFailureOf(err) !== undefined) throw err;
     const code = ConnectError.from(err).code;
     if (code === Code.NotFound) noteTracking(ctx, true);
     else if (code === Code.Unimplemented) noteTracking(ctx, false);
