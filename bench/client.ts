@@ -1,4 +1,4 @@
-// A benchmark client: one process using the SDK over gRPC (HTTP/2 cleartext). It reads one JSON
+// A benchmark client: one process using the SDK over gRPC (HTTP/2 cleartext, or TLS with `ca`). It reads one JSON
 // task from the first line of stdin, prints {"type":"ready"} and, for tasks with `barrier`, waits
 // for a "go" line, does the work, and prints {"type":"result","result":…} (or "error") on stdout.
 //   node --import tsx bench/client.ts   (the orchestrator, bench/lib/stack.ts, starts these)
@@ -12,6 +12,8 @@ import { OpenShell, PolicyStatus, SandboxPhase, workspaceScope } from "openshell
 interface Common {
   readonly url: string;
   readonly token: string;
+  /** The gateway's CA (PEM) when it serves TLS. */
+  readonly ca?: string;
   readonly barrier?: boolean;
 }
 /** Creates sandboxes (setup, not measured). */
@@ -297,7 +299,7 @@ async function ready(client: ConfigClient, t: ReadyTask): Promise<WorkerResult<R
 }
 
 serveWorker<Task & Common>(async (task) => {
-  const client = createConfigClient({ transport: createNodeTransport({ baseUrl: task.url, protocol: "grpc" }), token: task.token });
+  const client = createConfigClient({ transport: createNodeTransport({ baseUrl: task.url, protocol: "grpc", ...(task.ca ? { tls: { ca: task.ca } } : {}) }), token: task.token });
   // Open the HTTP/2 connection before the clock starts.
   await client.raw(OpenShell).health({});
   if (task.kind === "waited" && task.warmupOps) {

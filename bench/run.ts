@@ -5,7 +5,7 @@
 // Each scenario with a floor (bench/floor: the same processes and messages on the same libraries,
 // doing nothing else) runs it right after, and the report leads with ours ÷ floor.
 //
-//   node --import tsx bench/run.ts [--full] [--only latency,probe,fleet,scale,recovery,size] [--cpu-prof]
+//   node --import tsx bench/run.ts [--full] [--only latency,probe,fleet,scale,recovery,tls,size] [--cpu-prof]
 //                                  [--fleet-sandboxes N] [--fleet-ops N] [--probe-ops N] [--scale N,N]
 //                                  [--recovery N] [--backend sqlite,postgres] [--no-floor]
 
@@ -29,8 +29,9 @@ import { PROBE_SHAPE, PROBE_WARMUP_OPS, probeScenario } from "./scenarios/probe.
 import { recoveryScenario } from "./scenarios/recovery.js";
 import { scaleScenario } from "./scenarios/scale.js";
 import { sizeScenario } from "./scenarios/size.js";
+import { tlsRatios, tlsScenario } from "./scenarios/tls.js";
 
-const SCENARIOS = ["latency", "probe", "fleet", "scale", "recovery", "size"] as const;
+const SCENARIOS = ["latency", "probe", "fleet", "scale", "recovery", "tls", "size"] as const;
 
 const { values } = parseArgs({
   options: {
@@ -68,6 +69,7 @@ const plan = {
   probe: { ops: int(values["probe-ops"], full ? 5000 : 2000) },
   scale: (values.scale ?? (full ? "2500,10000" : "2500")).split(",").map(Number),
   recovery: int(values.recovery, full ? 10_000 : 1000),
+  tls: { ops: int(values["probe-ops"], full ? 5000 : 2000) },
 };
 
 const resultsDir = join(ROOT, "bench/results");
@@ -255,6 +257,10 @@ async function main(): Promise<void> {
         results.floor.recovery.push(await floorRecovery(ctx, plan.recovery));
       });
     }
+  }
+  if (only.has("tls")) {
+    results.tls = await tlsScenario(ctx, plan.tls.ops, step);
+    for (const x of tlsRatios(results.tls)) say(`  ${x.ratio.toFixed(2).padStart(5)}× plaintext  ${x.measure} over TLS: ${x.tls.toFixed(3)}${x.unit}, plaintext ${x.plain.toFixed(3)}${x.unit}`);
   }
   if (only.has("size")) {
     await step("size", () => {

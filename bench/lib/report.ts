@@ -8,6 +8,7 @@ import type { LatencyResult, PollingResult } from "../scenarios/latency.js";
 import type { RecoveryResult } from "../scenarios/recovery.js";
 import type { ScaleResult } from "../scenarios/scale.js";
 import type { SizeResult } from "../scenarios/size.js";
+import { renderTls, type TlsResult } from "../scenarios/tls.js";
 import { PROBE_WARMUP_OPS } from "../scenarios/probe.js";
 import { SETTLE } from "./proc.js";
 import type { ProfileEntry } from "./profile.js";
@@ -40,6 +41,8 @@ export interface Results {
   scale: ScaleResult[];
   recovery: RecoveryResult[];
   size?: SizeResult;
+  /** The probe shape over HTTPS and in plaintext, back to back (bench/scenarios/tls.ts). */
+  tls?: TlsResult;
   /** The floor (bench/floor), run back to back with each real scenario. */
   floor: {
     /** The floor stack's self-check (64 sessions, 600 waited updates, 20 sequential). */
@@ -301,6 +304,7 @@ export function renderMarkdown(r: Results): string {
       "",
     );
   }
+  parts.push(...renderTls(r.tls));
   if (r.size) {
     const wf = r.size.floor;
     parts.push(

@@ -4,6 +4,7 @@
 
 import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { get as httpsGet } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -11,6 +12,7 @@ import { sandboxNames } from "./names.js";
 import { Child, freePort, openLog, ROOT, sampleProc, sleep, type ProcSample } from "./proc.js";
 import { releaseTogether, startWorker, type Worker } from "./worker-protocol.js";
 import type { Task, WorkerResult } from "../client.js";
+import { createTestPki } from "../../examples/tls/pki.js";
 
 export type Backend = "sqlite" | "postgres";
 
@@ -41,6 +43,11 @@ export interface StackOptions {
   readonly cpuProfDir?: string;
   /** PostgreSQL: count the gateway's queries (bench/lib/pg-count.mjs); read with pgQueries(). */
   readonly countPgQueries?: boolean;
+  /**
+   * Serve the gateway over TLS (--tls-cert/--tls-key, a test CA): supervisors dial https with
+   * --ca, clients with the SDK's `tls.ca`. The cost of TLS is this stack against a plain one.
+   */
+  readonly tls?: boolean;
   readonly label: string;
 }
 
@@ -60,6 +67,8 @@ export class Stack {
   private port = 0;
   private readonly children: Child[] = [];
   private pgDatabase: string | undefined;
+  /** The test CA (PEM) when the stack runs TLS. */
+  ca: string | undefined;
   private workers = 0;
   private supervisors = 0;
 
@@ -98,7 +107,14 @@ export class Stack {
         s.dbUrl = `sqlite:${join(s.dir, "gateway.db")}`;
       }
       s.port = await freePort();
-      s.url = `http://127.0.0.1:${s.port}`;
+      s.url = `${o.tls ? "https" : "http"}://127.0.0.1:${s.port}`;
+      if (o.tls) {
+        const pki = await createTestPki();
+        s.ca = pki.ca.cert;
+        writeFileSync(join(s.dir, "ca.crt"), pki.ca.cert);
+        writeFileSync(join(s.dir, "server.crt"), pki.server.cert);
+        writeFileSync(join(s.dir, "server.key"), pki.server.key, { mode: 0o600 });
+      }
       await s.startGateway();
       return s;
     } catch (err) {
@@ -115,7 +131,8 @@ export class Stack {
       // OSC_BENCH_GATEWAY_NODE_ARGS="--flag …": Node options for the gateway alone (experiments: GC tracing, heap sizes).
       ...(process.env.OSC_BENCH_GATEWAY_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? []),
     ];
-    const args = ["serve", "--db", this.dbUrl, "--port", String(this.port), "--auth-file", join(this.dir, "auth.json"), "--log-level", "warn", ...(this.o.gatewayArgs ?? [])];
+    const tls = this.o.tls ? ["--tls-cert", join(this.dir, "server.crt"), "--tls-key", join(this.dir, "server.key")] : [];
+    const args = ["serve", "--db", this.dbUrl, "--port", String(this.port), "--auth-file", join(this.dir, "auth.json"), "--log-level", "warn", ...tls, ...(this.o.gatewayArgs ?? [])];
     const g = new Child({
       name: "gateway",
       script: "gateway/src/cli.ts",
@@ -131,7 +148,7 @@ export class Stack {
     for (;;) {
       if (!g.running) throw new Error(`the gateway exited before it became healthy:\n${g.recent()}`);
       try {
-        if ((await fetch(`${this.url}/healthz`)).ok) break;
+        if ((await this.get("/healthz")).status === 200) break;
       } catch {
         // not listening yet
       }
@@ -140,6 +157,21 @@ export class Stack {
     }
     this.gatewayStartMs = performance.now() - g.spawnedAt;
     return g;
+  }
+
+  /** GET `path` on the gateway (over TLS trusting the stack's CA): status and body. */
+  get(path: string): Promise<{ status: number; body: string }> {
+    if (!this.o.tls) return fetch(`${this.url}${path}`).then(async (r) => ({ status: r.status, body: await r.text() }));
+    return new Promise((resolve, reject) => {
+      const req = httpsGet(`${this.url}${path}`, { ca: this.ca, agent: false }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (c: string) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.setTimeout(10_000, () => req.destroy(new Error(`GET ${path}: no answer in 10 s`)));
+    });
   }
 
   private get pgCountFile(): string {
@@ -169,7 +201,7 @@ export class Stack {
     const c = new Child({
       name: `supervisor#${k}`,
       script: "supervisor/src/cli.ts",
-      args: ["--gateway", this.url, "--sandboxes", String(group.count), "--sandbox-prefix", group.prefix, "--token-file", tokenFile, "--state-dir", this.stateDir, "--log-level", "warn", ...args],
+      args: ["--gateway", this.url, ...(this.o.tls ? ["--ca", join(this.dir, "ca.crt")] : []), "--sandboxes", String(group.count), "--sandbox-prefix", group.prefix, "--token-file", tokenFile, "--state-dir", this.stateDir, "--log-level", "warn", ...args],
       log: this.log,
     });
     this.children.push(c);
@@ -180,7 +212,7 @@ export class Stack {
   worker<T extends Task>(task: T): Worker<WorkerResult<T>> {
     const child = new Child({ name: `client#${++this.workers}`, script: "bench/client.ts", args: [], log: this.log, captureStdout: true });
     this.children.push(child);
-    return startWorker<WorkerResult<T>>(child, task.kind, { url: this.url, token: this.adminToken, ...task });
+    return startWorker<WorkerResult<T>>(child, task.kind, { url: this.url, token: this.adminToken, ...(this.ca ? { ca: this.ca } : {}), ...task });
   }
 
   /** Runs one task to its end. */
@@ -202,7 +234,7 @@ export class Stack {
 
   /** Every sample of the gateway's /metrics, by name with labels. */
   async metrics(): Promise<Map<string, number>> {
-    const text = await (await fetch(`${this.url}/metrics`)).text();
+    const text = (await this.get("/metrics")).body;
     const m = new Map<string, number>();
     for (const line of text.split("\n")) {
       if (line === "" || line.startsWith("#")) continue;
@@ -214,7 +246,7 @@ export class Stack {
 
   /** The gateway's pending-operation gauge (from /metrics). */
   async pendingOperations(): Promise<number> {
-    const text = await (await fetch(`${this.url}/metrics`)).text();
+    const text = (await this.get("/metrics")).body;
     const m = /^openshell_config_update_operations_pending (\S+)$/m.exec(text);
     if (!m) throw new Error("the pending-operations gauge is missing from /metrics");
     return Number(m[1]);

@@ -21,6 +21,8 @@ export const PROBE_WARMUP_OPS = 1_000;
 
 export interface ProbeResult {
   readonly backend: Backend;
+  /** The gateway served TLS (clients and supervisors verifying its certificate). */
+  readonly tls?: boolean;
   readonly sandboxes: number;
   readonly concurrency: number;
   readonly operations: number;
@@ -35,15 +37,17 @@ export interface ProbeResult {
   readonly pgQueriesPerOp?: number;
 }
 
-export async function probeScenario(ctx: Context, backend: Backend, ops: number): Promise<ProbeResult> {
+export async function probeScenario(ctx: Context, backend: Backend, ops: number, options: { readonly tls?: boolean } = {}): Promise<ProbeResult> {
   const group: Group = { prefix: "p-", count: PROBE_SHAPE.sandboxes };
   const names = groupNames(group);
-  const stack = await Stack.start({ backend, groups: [group], label: `probe-${backend}`, countPgQueries: backend === "postgres" });
+  const tls = options.tls === true;
+  const label = `probe/${backend}${tls ? "+tls" : ""}`;
+  const stack = await Stack.start({ backend, groups: [group], label: `probe-${backend}${tls ? "-tls" : ""}`, countPgQueries: backend === "postgres", tls });
   try {
     await createAll(stack, [group]);
     const boot = await bootstrapAll(stack, [group], 60_000);
     const task = { kind: "waited" as const, sandboxes: names, loops: PROBE_SHAPE.inFlight, timeoutMs: 60_000 };
-    ctx.say(`probe/${backend}: ${ops} waited updates, ${PROBE_SHAPE.inFlight} in flight on ${PROBE_SHAPE.sandboxes} sandboxes`);
+    ctx.say(`${label}: ${ops} waited updates, ${PROBE_SHAPE.inFlight} in flight on ${PROBE_SHAPE.sandboxes} sandboxes`);
     const supCpu = () => boot.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
     let metrics0 = new Map<string, number>();
     let pg0 = 0;
@@ -63,13 +67,14 @@ export async function probeScenario(ctx: Context, backend: Backend, ops: number)
     const m1 = sampleMachine();
     const r = results[0]!;
     const problems = [...r.lost.map((l) => `lost: ${l}`), ...r.stuck.map((s) => `stuck: ${s}`), ...r.mismatches];
-    if (problems.length > 0 || r.ids.length !== ops) throw new IntegrityError(`probe/${backend}: ${r.ids.length} of ${ops} with an outcome; ${problems.length} problem(s): ${problems.slice(0, 5).join("; ")}`);
+    if (problems.length > 0 || r.ids.length !== ops) throw new IntegrityError(`${label}: ${r.ids.length} of ${ops} with an outcome; ${problems.length} problem(s): ${problems.slice(0, 5).join("; ")}`);
     const pg1 = backend === "postgres" ? await stack.pgQueries() : 0;
     const metrics1 = await stack.metrics();
-    await drained(stack, 30_000, `probe/${backend}`);
+    await drained(stack, 30_000, label);
     const wallMs = r.endAt - goAt;
     return {
       backend,
+      ...(tls ? { tls } : {}),
       sandboxes: names.length,
       concurrency: PROBE_SHAPE.inFlight,
       operations: ops,
