@@ -3,7 +3,7 @@
 // into the server, and shuts everything down in order on SIGINT/SIGTERM.
 
 import { readFileSync } from "node:fs";
-import { AuthFileError, EMPTY_AUTH_FILE, loadAuthFile, type AuthFile } from "./auth/auth-file.js";
+import { AuthFileError, checkAuthFileSections, EMPTY_AUTH_FILE, loadAuthFile, type AuthFile } from "./auth/auth-file.js";
 import { createOidcVerifier, type OidcVerifier } from "./auth/oidc-verifier.js";
 import { parseCommandLine, UsageError, type GatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
@@ -46,13 +46,8 @@ async function main(): Promise<number> {
   }
 }
 
-/** A configuration problem found at startup (files that do not fit the flags). */
-class StartupError extends Error {
-  override readonly name = "StartupError";
-}
-
 function startupProblem(err: unknown): string | undefined {
-  if (err instanceof AuthFileError || err instanceof TlsFileError || err instanceof StartupError) return err.message;
+  if (err instanceof AuthFileError || err instanceof TlsFileError) return err.message;
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
   if (e?.syscall === "listen" && (e.code === "EADDRINUSE" || e.code === "EACCES" || e.code === "EADDRNOTAVAIL")) {
     const what = e.code === "EADDRINUSE" ? "address already in use" : e.code === "EACCES" ? "permission denied" : "address not available";
@@ -148,11 +143,7 @@ async function loadAuth(config: GatewayConfig, logger: Logger): Promise<AuthFile
   if (config.auth.mode === "file") {
     const path = config.auth.path;
     const auth = await loadAuthFile(path);
-    // A section for a mechanism that is off would silently do nothing.
-    if (auth.clientCertificates && config.tls?.clientCaFile === undefined) {
-      throw new StartupError(`auth file ${path}: "clientCertificates"/"defaultClientCertificate" need --tls-client-ca`);
-    }
-    if (auth.oidc && config.oidc === undefined) throw new StartupError(`auth file ${path}: "oidc" needs --oidc-issuer and --oidc-audience`);
+    checkAuthFileSections(auth, { clientCertificates: config.tls?.clientCaFile !== undefined, oidc: config.oidc !== undefined }, `auth file ${path}`);
     logger.info({ authFile: path, tokens: auth.entries.length }, "bearer tokens loaded");
     return auth;
   }

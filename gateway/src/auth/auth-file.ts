@@ -94,6 +94,17 @@ export function parseAuthFile(json: unknown, source = "auth file"): AuthFile {
   return { entries, ...(certificates ? { clientCertificates: certificates } : {}), ...(oidc ? { oidc } : {}) };
 }
 
+/**
+ * Refuses sections for a mechanism the gateway runs without: they would silently do nothing.
+ * `source` prefixes the message, as for parse errors.
+ */
+export function checkAuthFileSections(auth: AuthFile, enabled: { readonly clientCertificates: boolean; readonly oidc: boolean }, source = "auth file"): void {
+  if (auth.clientCertificates && !enabled.clientCertificates) {
+    throw new AuthFileError(`${source}: "clientCertificates"/"defaultClientCertificate" need --tls-client-ca`);
+  }
+  if (auth.oidc && !enabled.oidc) throw new AuthFileError(`${source}: "oidc" needs --oidc-issuer and --oidc-audience`);
+}
+
 const TOP_LEVEL_KEYS = ["tokens", "clientCertificates", "defaultClientCertificate", "oidc"];
 
 function entryDigest(e: Record<string, unknown>, at: (f: string) => string, fail: Fail): Buffer {

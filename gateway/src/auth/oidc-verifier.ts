@@ -21,6 +21,11 @@ export interface OidcVerifierOptions {
   readonly logger: Logger;
   /** Bound on each discovery and JWKS fetch. Default 5 s. */
   readonly fetchTimeoutMs?: number;
+  /**
+   * After a JWKS fetch, a token with an unknown key id fetches the keys again only this much
+   * later (a stream of forged key ids costs the issuer one request per period). Default 30 s.
+   */
+  readonly jwksCooldownMs?: number;
   /** Discovery retry delays: the first, doubling up to the last. Default 1 s to 60 s. */
   readonly retryDelayMs?: { readonly first: number; readonly max: number };
 }
@@ -49,8 +54,6 @@ export const OIDC_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS
 const CLOCK_TOLERANCE_S = 30;
 /** Longer tokens are refused before parsing. Real access tokens are 1-4 KiB. */
 const MAX_TOKEN_LENGTH = 16 * 1024;
-/** After a key was fetched, an unknown `kid` may trigger another JWKS fetch only this much later. */
-const JWKS_COOLDOWN_MS = 30_000;
 /** Keys are re-fetched after this long even when every `kid` is known. */
 const JWKS_MAX_AGE_MS = 10 * 60_000;
 
@@ -71,7 +74,7 @@ export function createOidcVerifier(options: OidcVerifierOptions): OidcVerifier {
       if (closed) return;
       const remote = createRemoteJWKSet(found.jwksUri, {
         timeoutDuration: timeoutMs,
-        cooldownDuration: JWKS_COOLDOWN_MS,
+        cooldownDuration: options.jwksCooldownMs ?? 30_000,
         cacheMaxAge: JWKS_MAX_AGE_MS,
         [customFetch]: (url, init) => boundedFetch(url, init),
       });

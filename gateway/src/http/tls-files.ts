@@ -70,11 +70,13 @@ function certificates(flag: string, file: string, pem: string): X509Certificate[
 }
 
 function parseKey(file: string, pem: string): KeyObject {
+  // PKCS#8 and legacy OpenSSL encryption; node's own error for either depends on its version.
+  if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(pem)) {
+    throw new TlsFileError(`--tls-key ${file}: the key is encrypted; give an unencrypted PEM key`);
+  }
   try {
     return createPrivateKey(pem);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ERR_MISSING_PASSPHRASE") throw new TlsFileError(`--tls-key ${file}: the key is encrypted; give an unencrypted PEM key`);
+  } catch {
     throw new TlsFileError(`--tls-key ${file}: not a PEM private key`);
   }
 }

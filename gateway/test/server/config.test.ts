@@ -112,3 +112,69 @@ describe("command line", () => {
     expect(() => parseDuration("--wait-max", "-1s")).toThrow(UsageError);
   });
 });
+
+describe("TLS, client certificate, OIDC and sandbox listener flags", () => {
+  it("leaves tls, oidc and sandboxPort undefined when their flags are absent", () => {
+    expect(serve([...base, "--no-auth"])).toMatchObject({ tls: undefined, oidc: undefined, sandboxPort: undefined });
+  });
+
+  it("parses --tls-cert, --tls-key, --tls-client-ca, --oidc-issuer, --oidc-audience and --sandbox-port", () => {
+    const config = serve([
+      ...base,
+      "--tls-cert", "/etc/gw/tls.crt",
+      "--tls-key=/etc/gw/tls.key",
+      "--tls-client-ca", "/etc/gw/ca.crt",
+      "--oidc-issuer", "https://idp.example.com/realms/openshell",
+      "--oidc-audience", "openshell-gateway",
+      "--sandbox-port", "8081",
+    ]);
+    expect(config).toMatchObject({
+      tls: { certFile: "/etc/gw/tls.crt", keyFile: "/etc/gw/tls.key", clientCaFile: "/etc/gw/ca.crt" },
+      oidc: { issuer: "https://idp.example.com/realms/openshell", audience: "openshell-gateway" },
+      sandboxPort: 8081,
+      auth: { mode: "tls-or-oidc" },
+    });
+    expect(serve([...base, "--no-auth", "--tls-cert", "c.pem", "--tls-key", "k.pem"]).tls).toEqual({ certFile: "c.pem", keyFile: "k.pem", clientCaFile: undefined });
+  });
+
+  it("takes --tls-client-ca or --oidc-issuer as authentication without an auth file, and keeps the file when given too", () => {
+    const tls = ["--tls-cert", "c.pem", "--tls-key", "k.pem"];
+    expect(serve([...base, ...tls, "--tls-client-ca", "ca.pem"]).auth).toEqual({ mode: "tls-or-oidc" });
+    expect(serve([...base, "--oidc-issuer", "http://127.0.0.1:9000", "--oidc-audience", "gw"]).auth).toEqual({ mode: "tls-or-oidc" });
+    expect(serve([...base, ...tls, "--tls-client-ca", "ca.pem", "--auth-file", "a.json"]).auth).toEqual({ mode: "file", path: "a.json" });
+    expect(serve([...base, ...tls, "--no-auth"]).auth).toEqual({ mode: "none" });
+  });
+
+  it("explains each usage error of the new flags", () => {
+    expect(usageError([...base, "--no-auth", "--tls-cert", "c.pem"])).toBe("--tls-cert needs --tls-key (the certificate's private key)");
+    expect(usageError([...base, "--no-auth", "--tls-key", "k.pem"])).toBe("--tls-key needs --tls-cert (the certificate of that key)");
+    expect(usageError([...base, "--tls-client-ca", "ca.pem"])).toBe("--tls-client-ca needs --tls-cert and --tls-key: client certificates are asked for over TLS");
+    expect(usageError([...base, "--no-auth", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-client-ca", "ca.pem"])).toBe(
+      "--tls-client-ca and --no-auth exclude each other",
+    );
+    expect(usageError([...base, "--no-auth", "--oidc-issuer", "https://idp.example.com", "--oidc-audience", "gw"])).toBe(
+      "--oidc-issuer and --no-auth exclude each other",
+    );
+    expect(usageError([...base, "--oidc-issuer", "https://idp.example.com"])).toBe("--oidc-issuer needs --oidc-audience (the aud its tokens carry for this gateway)");
+    expect(usageError([...base, "--oidc-audience", "gw"])).toBe("--oidc-audience needs --oidc-issuer");
+    expect(usageError([...base, "--oidc-issuer", "http://idp.example.com", "--oidc-audience", "gw"])).toBe(
+      '--oidc-issuer "http://idp.example.com": must be https (http only on 127.0.0.1, ::1 or localhost)',
+    );
+    expect(usageError([...base, "--oidc-issuer", "idp.example.com", "--oidc-audience", "gw"])).toBe('--oidc-issuer "idp.example.com": not a URL');
+    expect(usageError([...base, "--oidc-issuer", "https://idp.example.com/?x=1", "--oidc-audience", "gw"])).toMatch(/without query, fragment or credentials$/);
+    expect(usageError([...base, "--no-auth", "--sandbox-port", "8080"])).toBe("--sandbox-port must differ from --port");
+    expect(usageError([...base, "--no-auth", "--sandbox-port", "x"])).toBe('--sandbox-port "x": expected an integer from 0 to 65535');
+    expect(usageError([...base, "--no-auth", "--tls-cert"])).toBe("--tls-cert needs a value");
+    expect(usageError(base)).toBe(
+      "authentication not configured: pass --auth-file FILE (or set OPENSHELL_GATEWAY_AUTH_FILE), --tls-client-ca FILE or --oidc-issuer URL, or --no-auth",
+    );
+  });
+
+  it("lists every new flag in the help text", () => {
+    const parsed = parseCommandLine(["--help"], {});
+    const text = parsed.kind === "help" ? parsed.text : "";
+    for (const flag of ["--tls-cert FILE", "--tls-key FILE", "--tls-client-ca FILE", "--oidc-issuer URL", "--oidc-audience AUD", "--sandbox-port N"]) {
+      expect(text).toContain(flag);
+    }
+  });
+});
