@@ -60,7 +60,7 @@ export function createIssuerClient(options: OidcCommonOptions, redactor: Redacto
   const insecureIssuer = checkScheme(issuer, options.allowInsecureRequests === true);
   if (insecureIssuer === "refused") {
     throw new InsecureTransportError(
-      `refusing to send OIDC client credentials over plain http to ${issuer.host}; use https, or set allowInsecureRequests: true`,
+      `refusing to send OIDC credentials over plain http to ${issuer.host}; use https, or set allowInsecureRequests: true`,
     );
   }
   const fetch = boundedFetch(options.fetch);

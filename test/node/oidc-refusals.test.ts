@@ -85,7 +85,7 @@ describe("OIDC refusals", () => {
       oidcClientCredentials({ issuer, clientId: "svc", clientSecret: SECRET, ...(allowInsecureRequests ? { allowInsecureRequests } : {}) });
     expect(make("http://login.example.com")).toThrow(InsecureTransportError);
     expect(make("http://login.example.com")).toThrow(
-      "refusing to send OIDC client credentials over plain http to login.example.com; use https, or set allowInsecureRequests: true",
+      "refusing to send OIDC credentials over plain http to login.example.com; use https, or set allowInsecureRequests: true",
     );
     for (const ok of ["http://127.0.0.1:9", "http://127.1.2.3", "http://[::1]:9", "http://localhost:9", "https://login.example.com"]) {
       expect(make(ok)).not.toThrow();
