@@ -133,7 +133,7 @@ describe("oidcRefreshToken", () => {
     const issuer = await issuerForTest({ clients });
     const stored = await issuer.createSession({ clientId: "cli", expiresInS: 30 }); // inside the 60 s renewal window
     issuer.failNext("503", { times: 10 });
-    const token = session(issuer, stored, { retry: { ...FAST_RETRY, retries: 1 } });
+    const token = session(issuer, stored, { retry: { ...FAST_RETRY, retries: 1, cooldownMs: 10_000 } });
     expect(await token()).toBe(stored.accessToken);
     expect(issuer.counts.token).toBe(2);
     expect(await token()).toBe(stored.accessToken); // in the cooldown: no request
