@@ -147,7 +147,13 @@ async function loadAuth(config: GatewayConfig, logger: Logger): Promise<AuthFile
     logger.info({ authFile: path, tokens: auth.entries.length }, "bearer tokens loaded");
     return auth;
   }
-  if (config.auth.mode === "tls-or-oidc") return EMPTY_AUTH_FILE;
+  if (config.auth.mode === "tls-or-oidc") {
+    logger.info(
+      { clientCertificates: config.tls?.clientCaFile !== undefined, oidc: config.oidc !== undefined },
+      "no auth file: a verified client certificate is the platform admin, OIDC tokens map by their roles",
+    );
+    return EMPTY_AUTH_FILE;
+  }
   const loopback = config.host === "127.0.0.1" || config.host === "::1" || config.host === "localhost";
   logger.warn(
     { auth: "none", host: config.host },
