@@ -66,18 +66,38 @@ class ProxyFailure extends Error {
   }
 }
 
-/** Answers a call with a Connect error (JSON, as Connect clients read it), once; `close` drops the connection afterwards. */
-function fail(req: IncomingMessage, res: ServerResponse, code: ProxyCode, message: string, close = false): void {
+/**
+ * Answers a call with a Connect error (JSON, as Connect clients read it), once, and closes the
+ * connection. A call already answering is cut instead.
+ */
+function fail(res: ServerResponse, code: ProxyCode, message: string): void {
   if (res.writableEnded || res.destroyed) return;
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const body = JSON.stringify({ code, message: `dashboard proxy: ${message}` });
-  res.writeHead(STATUS[code], { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...(close ? { connection: "close" } : {}) });
-  res.end(body, () => {
-    if (close) req.destroy();
+  res.writeHead(STATUS[code], { "content-type": "application/json", "content-length": Buffer.byteLength(body), connection: "close" });
+  res.end(body);
+}
+
+/**
+ * `fail`, once the rest of the request body has been read and dropped: a client still sending its
+ * body when the connection closes sees it reset and never reads the answer. At most `bytes` more
+ * are read, within `ms`; beyond either the connection is cut without an answer.
+ */
+function failAfterBody(req: IncomingMessage, res: ServerResponse, code: ProxyCode, message: string, bytes: number, ms: number): void {
+  if (req.readableEnded) return fail(res, code, message);
+  req.removeAllListeners("data");
+  let dropped = 0;
+  const timer = setTimeout(() => req.destroy(), ms);
+  req.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > bytes) req.destroy();
   });
+  req.once("end", () => fail(res, code, message));
+  req.once("close", () => clearTimeout(timer));
+  req.resume();
 }
 
 /** How long a call may be silent: `idle`, or the client's own deadline (plus a margin) when longer, within the gateway's longest wait. */
@@ -113,6 +133,8 @@ export function createGatewayProxy(options: GatewayProxyOptions): GatewayProxy {
       failure ??= f;
       upstream.destroy(f);
     };
+    // The body outgrew the bound: the answer waits for the rest of it (failAfterBody).
+    let oversized = false;
     upstream.once("socket", (socket) => {
       if (upstream.reusedSocket) return;
       const timer = setTimeout(() => abort(new ProxyFailure("unavailable", `no TLS connection to the gateway at ${target.host} within ${connectTimeoutMs} ms`)), connectTimeoutMs);
@@ -120,8 +142,9 @@ export function createGatewayProxy(options: GatewayProxyOptions): GatewayProxy {
     });
     upstream.once("timeout", () => abort(new ProxyFailure("deadline_exceeded", `nothing moved on the call for ${silence} ms`)));
     upstream.on("error", (err) => {
+      if (oversized) return;
       const f = failure ?? new ProxyFailure("unavailable", `the gateway at ${target.host} could not be reached: ${err.message}`);
-      fail(req, res, f.code, f.message, f.code !== "unavailable");
+      fail(res, f.code, f.message);
     });
     upstream.once("response", (up) => {
       const out: OutgoingHttpHeaders = {};
@@ -145,9 +168,9 @@ export function createGatewayProxy(options: GatewayProxyOptions): GatewayProxy {
       received += chunk.length;
       if (received > maxBody) {
         clearTimeout(bodyTimer);
-        req.removeAllListeners("data");
-        req.pause();
-        return abort(new ProxyFailure("resource_exhausted", `request body larger than ${maxBody} bytes`));
+        oversized = true;
+        upstream.destroy();
+        return failAfterBody(req, res, "resource_exhausted", `request body larger than ${maxBody} bytes`, 2 * maxBody, bodyTimeoutMs);
       }
       if (!upstream.write(chunk)) {
         req.pause();
@@ -165,15 +188,20 @@ export function createGatewayProxy(options: GatewayProxyOptions): GatewayProxy {
     handle(req, res, next) {
       const path = (req.url ?? "").split("?")[0] ?? "";
       if (!RPC_PATH.test(path)) return next();
-      if (req.method !== "POST") return fail(req, res, "unimplemented", `only POST is forwarded, not ${req.method}`);
+      const refuse = (code: ProxyCode, message: string) => failAfterBody(req, res, code, message, 2 * maxBody, bodyTimeoutMs);
+      if (req.method !== "POST") return refuse("unimplemented", `only POST is forwarded, not ${req.method}`);
       const origin = req.headers.origin;
       // A browser sends Origin with every POST; it must be this page's own (Vite has checked Host).
       if (origin !== undefined && origin !== `http://${req.headers.host}`) {
-        return fail(req, res, "permission_denied", `calls from ${origin} are not forwarded (only from the dashboard's own page)`);
+        return refuse("permission_denied", `calls from ${origin} are not forwarded (only from the dashboard's own page)`);
       }
       const declared = Number(req.headers["content-length"]);
-      if (declared > maxBody) return fail(req, res, "resource_exhausted", `request body larger than ${maxBody} bytes`, true);
-      if (inFlight >= maxInFlight) return fail(req, res, "unavailable", `${maxInFlight} calls already in flight; try again`);
+      if (declared > maxBody) {
+        const message = `request body larger than ${maxBody} bytes`;
+        // Far larger: not worth reading to answer politely.
+        return declared > 2 * maxBody ? void fail(res, "resource_exhausted", message) : refuse("resource_exhausted", message);
+      }
+      if (inFlight >= maxInFlight) return refuse("unavailable", `${maxInFlight} calls already in flight; try again`);
       forward(req, res);
     },
     close: () => agent.destroy(),

@@ -24,8 +24,8 @@ beforeAll(async () => {
   pki = await createTestPki();
   upstream = http2.createSecureServer({ ...pki.server, ca: pki.ca.cert, requestCert: true, rejectUnauthorized: true, allowHTTP1: true }, (req, res) => {
     const call = String(req.headers["x-call"] ?? "");
-    const cn = (req.socket as TLSSocket).getPeerCertificate().subject?.CN ?? "";
-    const record = { cn, headers: { ...req.headers }, bodyBytes: 0, closedEarly: false };
+    const cn = String((req.socket as TLSSocket).getPeerCertificate().subject?.CN ?? "");
+    const record = { cn, headers: { ...req.headers } as http.IncomingHttpHeaders, bodyBytes: 0, closedEarly: false };
     seen.set(call, record);
     res.once("close", () => (record.closedEarly = !res.writableFinished));
     req.on("data", (c: Buffer) => (record.bodyBytes += c.length));
@@ -155,10 +155,15 @@ describe("the dashboard's gateway proxy", () => {
     expect(seen.has("declared")).toBe(false);
     const streamed = rawRequest(f.url, "/test.v1.Echo/Unary", { "x-call": "streamed", "transfer-encoding": "chunked" });
     streamed.req.write("x".repeat(600));
-    streamed.req.write("x".repeat(600));
+    streamed.req.end("x".repeat(600));
+    // The answer comes once the client has sent its body: answered earlier, it would see a reset.
     expect(await streamed.response).toEqual({ status: 429, body: JSON.stringify({ code: "resource_exhausted", message: "dashboard proxy: request body larger than 1000 bytes" }) });
     await until(() => seen.get("streamed")?.closedEarly === true, "the upstream call to be cut");
     expect(seen.get("streamed")!.bodyBytes).toBeLessThanOrEqual(1000);
+    // What goes on past twice the bound is not read to the end: the connection is cut.
+    const endless = rawRequest(f.url, "/test.v1.Echo/Unary", { "x-call": "endless", "transfer-encoding": "chunked" });
+    for (let i = 0; i < 6; i++) endless.req.write("x".repeat(800));
+    await expect(endless.response).rejects.toThrow(/socket hang up|ECONNRESET|EPIPE/);
   });
 
   it("refuses calls beyond the in-flight bound instead of queueing them, and takes them again once one ends", async () => {
