@@ -3,28 +3,51 @@
 // (the command line, the SDK, the dashboard, curl). Prints the URL, the admin token and the
 // `export` line the command line reads. Ctrl-C stops all.
 //
+// `npm run gateway -- --mtls`: the same on HTTPS with mutual TLS, as a stock OpenShell install
+// runs its gateway. A verified client certificate is the platform admin; supervisors dial a
+// sandbox listener of their own. The client bundle and metadata.json are written in the upstream
+// registry layout under the state directory, and the `export` line points the command line at
+// that entry (OPENSHELL_SYSTEM_GATEWAY_DIR, OPENSHELL_GATEWAY), so that it needs no flags.
+//
 // Env: OPENSHELL_GATEWAY_PORT (default 8080), OPENSHELL_LOCAL_DIR (default ./.openshell-local).
 
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
-import { createConfigClient } from "openshell-config";
-import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell } from "openshell-config/raw";
 import { DEMO_SANDBOXES, ensureDemoSandboxes } from "./demo-sandboxes.js";
 import { startLocalStack } from "./local-stack.js";
+import { createStackAdminClient } from "./stack-admin.js";
+import { registryExportLine } from "./tls-stack.js";
+
+const USAGE = "usage: npm run gateway [-- --mtls]";
+const args = process.argv.slice(2);
+if (args.includes("--help") || args.includes("-h")) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const unknown = args.find((a) => a !== "--mtls");
+if (unknown !== undefined) {
+  console.error(`npm run gateway: unknown argument ${JSON.stringify(unknown)} (${USAGE})`);
+  process.exit(2);
+}
+const mtls = args.includes("--mtls");
 
 const dir = resolve(process.env.OPENSHELL_LOCAL_DIR ?? ".openshell-local");
 mkdirSync(dir, { recursive: true });
 const port = Number(process.env.OPENSHELL_GATEWAY_PORT ?? 8080);
 
-const stack = await startLocalStack({ sandboxes: DEMO_SANDBOXES, dir, port, corsOrigins: ["http://localhost:5173", "http://127.0.0.1:5173"] });
+const stack = await startLocalStack({
+  sandboxes: DEMO_SANDBOXES,
+  dir,
+  port,
+  ...(mtls ? { tls: "mtls" as const } : { corsOrigins: ["http://localhost:5173", "http://127.0.0.1:5173"] }),
+});
 const shutdown = (code: number) => void stack.stop().then(() => process.exit(code));
 process.once("SIGINT", () => shutdown(0));
 process.once("SIGTERM", () => shutdown(0));
 let warnings: string[] = [];
 try {
-  const raw = createConfigClient({ transport: createNodeTransport({ baseUrl: stack.url }), token: stack.adminToken }).raw(OpenShell);
-  warnings = await ensureDemoSandboxes(raw, dir);
+  warnings = await ensureDemoSandboxes(createStackAdminClient(stack).raw(OpenShell), dir);
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);
   shutdown(1);
@@ -32,13 +55,21 @@ try {
 }
 for (const name of DEMO_SANDBOXES) stack.startSupervisor({ sandbox: name });
 
-console.log(`gateway:     ${stack.url}  (gRPC, gRPC-Web and Connect)`);
-console.log(`admin token: ${stack.adminToken}`);
+if (stack.registry) {
+  // The admin token is not printed: on the mutual-TLS listener the client certificate is what
+  // signs a caller in (the platform admin), and the sandbox listener serves supervisors only.
+  console.log(`gateway:     ${stack.url}  (gRPC, gRPC-Web and Connect; mutual TLS: a client certificate is required)`);
+  console.log(`client:      ${stack.registry.bundleDir}  (ca.crt, tls.crt, tls.key: the platform admin)`);
+  console.log(`supervisors: ${stack.sandboxUrl}  (sandbox listener: server certificate, supervisor tokens)`);
+} else {
+  console.log(`gateway:     ${stack.url}  (gRPC, gRPC-Web and Connect)`);
+  console.log(`admin token: ${stack.adminToken}`);
+}
 console.log(`sandboxes:   ${DEMO_SANDBOXES.join(", ")}`);
 console.log(`state:       ${dir}   logs: ${stack.logFile}`);
 for (const w of warnings) console.log(`warning:     ${w}`);
 console.log();
 console.log("For the command line (npx openshell-config, see the README), paste:");
-console.log(`export OPENSHELL_GATEWAY_URL=${stack.url} OPENSHELL_TOKEN=${stack.adminToken}`);
+console.log(stack.registry ? registryExportLine(stack.registry) : `export OPENSHELL_GATEWAY_URL=${stack.url} OPENSHELL_TOKEN=${stack.adminToken}`);
 console.log();
 console.log("Ctrl-C to stop.");

@@ -4,17 +4,36 @@
 // Prints the URL and the admin token to paste into the sign-in form, and the `export` line for
 // the command line. Ctrl-C stops everything.
 //
+// `npm run dashboard -- --mtls`: the stack on mutual TLS (as `npm run gateway -- --mtls`). A
+// browser cannot present the client bundle, so the page calls its own origin and the dev server
+// forwards the calls to the gateway presenting it (gateway-proxy.ts); the sign-in form needs no
+// token, the proxy's certificate being the platform admin.
+//
 // Env: OPENSHELL_GATEWAY_PORT (default 8080), DASHBOARD_PORT (default 5173), OPENSHELL_LOCAL_DIR.
 
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
-import { createServer } from "vite";
-import { createConfigClient } from "openshell-config";
-import { createNodeTransport } from "openshell-config/transport/node";
+import { createServer, type Plugin } from "vite";
 import { OpenShell } from "openshell-config/raw";
 import { DEMO_SANDBOXES, ensureDemoSandboxes } from "../demo-sandboxes.js";
 import { startLocalStack } from "../local-stack.js";
+import { createStackAdminClient } from "../stack-admin.js";
+import { registryExportLine } from "../tls-stack.js";
+import { createGatewayProxy, type GatewayProxy } from "./gateway-proxy.js";
 import { dashboardConfig } from "./vite.config.js";
+
+const USAGE = "usage: npm run dashboard [-- --mtls]";
+const args = process.argv.slice(2);
+if (args.includes("--help") || args.includes("-h")) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const unknown = args.find((a) => a !== "--mtls");
+if (unknown !== undefined) {
+  console.error(`npm run dashboard: unknown argument ${JSON.stringify(unknown)} (${USAGE})`);
+  process.exit(2);
+}
+const mtls = args.includes("--mtls");
 
 const dir = resolve(process.env.OPENSHELL_LOCAL_DIR ?? ".openshell-local");
 mkdirSync(dir, { recursive: true });
@@ -25,20 +44,33 @@ const stack = await startLocalStack({
   sandboxes: DEMO_SANDBOXES,
   dir,
   port: gatewayPort,
-  corsOrigins: [`http://localhost:${dashboardPort}`, `http://127.0.0.1:${dashboardPort}`],
+  ...(mtls ? { tls: "mtls" as const } : { corsOrigins: [`http://localhost:${dashboardPort}`, `http://127.0.0.1:${dashboardPort}`] }),
 });
 let vite: Awaited<ReturnType<typeof createServer>> | undefined;
-const shutdown = (code: number) => void Promise.allSettled([vite?.close(), stack.stop()]).then(() => process.exit(code));
+let proxy: GatewayProxy | undefined;
+const shutdown = (code: number) =>
+  void Promise.allSettled([vite?.close(), stack.stop()]).then(() => {
+    proxy?.close();
+    process.exit(code);
+  });
 process.once("SIGINT", () => shutdown(0));
 process.once("SIGTERM", () => shutdown(0));
 
 let warnings: string[] = [];
 try {
-  const raw = createConfigClient({ transport: createNodeTransport({ baseUrl: stack.url }), token: stack.adminToken }).raw(OpenShell);
-  warnings = await ensureDemoSandboxes(raw, dir);
+  warnings = await ensureDemoSandboxes(createStackAdminClient(stack).raw(OpenShell), dir);
   for (const name of DEMO_SANDBOXES) stack.startSupervisor({ sandbox: name });
-  // strictPort: the gateway allows exactly this origin.
-  vite = await createServer({ ...dashboardConfig({ gatewayUrl: stack.url }), configFile: false, server: { port: dashboardPort, strictPort: true } });
+  const { cert, key, ca } = stack.clientTls ?? {};
+  if (mtls && cert !== undefined && key !== undefined && ca !== undefined) {
+    const gatewayProxy = createGatewayProxy({ target: stack.url, tls: { ca, cert, key } });
+    proxy = gatewayProxy;
+    const plugin: Plugin = { name: "openshell-gateway-proxy", configureServer: (server) => void server.middlewares.use(gatewayProxy.handle) };
+    const config = dashboardConfig({ gatewayUrl: "" });
+    vite = await createServer({ ...config, plugins: [plugin], configFile: false, server: { port: dashboardPort, strictPort: true } });
+  } else {
+    // strictPort: the gateway allows exactly this origin.
+    vite = await createServer({ ...dashboardConfig({ gatewayUrl: stack.url }), configFile: false, server: { port: dashboardPort, strictPort: true } });
+  }
   await vite.listen();
 } catch (err) {
   console.error(`error: ${(err as Error).message}`);
@@ -48,10 +80,15 @@ try {
 
 console.log();
 console.log(`dashboard:   http://localhost:${dashboardPort}/`);
-console.log(`gateway:     ${stack.url}  (CORS for http://localhost:${dashboardPort})`);
-console.log(`admin token: ${stack.adminToken}   (paste it into the sign-in form)`);
+if (stack.registry) {
+  console.log(`gateway:     ${stack.url}  (mutual TLS; the dashboard's calls go to its own origin and are proxied with the client bundle ${stack.registry.bundleDir})`);
+  console.log("sign in:     with the page's own address and no token (the proxy's client certificate is the platform admin)");
+} else {
+  console.log(`gateway:     ${stack.url}  (CORS for http://localhost:${dashboardPort})`);
+  console.log(`admin token: ${stack.adminToken}   (paste it into the sign-in form)`);
+}
 console.log(`sandboxes:   ${DEMO_SANDBOXES.join(", ")}`);
 console.log(`state:       ${dir}   logs: ${stack.logFile}`);
 for (const w of warnings) console.log(`warning:     ${w}`);
-console.log(`command line: export OPENSHELL_GATEWAY_URL=${stack.url} OPENSHELL_TOKEN=${stack.adminToken}`);
+console.log(`command line: ${stack.registry ? registryExportLine(stack.registry) : `export OPENSHELL_GATEWAY_URL=${stack.url} OPENSHELL_TOKEN=${stack.adminToken}`}`);
 console.log("Ctrl-C to stop.");
