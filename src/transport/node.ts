@@ -18,12 +18,16 @@ import type { Interceptor, Transport } from "@connectrpc/connect";
 import { InvalidArgumentError } from "../errors.js";
 import { tagBaseUrl } from "./base-url.js";
 import { readMtlsBundle } from "./tls-bundle.js";
+import { installTlsClassifier } from "./tls-classify.js";
 import { http2TlsOptions, httpsTlsOptions } from "./tls-connection.js";
 import { INSECURE_WARNING_CODE, resolveTls, type NodeTlsOptions } from "./tls-options.js";
 
 export { readMtlsBundle, INSECURE_WARNING_CODE };
 export type { MtlsBundle, ReadMtlsBundleOptions } from "./tls-bundle.js";
 export type { NodeTlsOptions, PemInput } from "./tls-options.js";
+
+// Node's TLS errors become TlsError from here on (toSdkError asks the classifier installed here).
+installTlsClassifier();
 
 /** Options of `createNodeTransport`. */
 export interface NodeTransportOptions {
@@ -95,6 +99,7 @@ export function createNodeTransport(options: NodeTransportOptions): Transport {
     throw new InvalidArgumentError(`baseUrl is not an absolute URL: ${JSON.stringify(options.baseUrl)}`, { field: "baseUrl" });
   }
   const tls = resolveTls(url, options.tls);
+  installTlsClassifier(); // again: a bundler may have dropped the module's top-level call
   const protocol = options.protocol ?? "grpc";
   const httpVersion = protocol === "grpc" ? "2" : (options.httpVersion ?? "2");
   const base = {

@@ -1,13 +1,13 @@
 // Opens a transport's TLS connections, HTTP/2 sessions and HTTP/1.1 sockets alike, with its one
-// secure context, and records on a socket that fails what the error mapping (tls-failure.ts) needs
-// to say what to do: the host, whether a client certificate was configured, and the gateway's
+// secure context, and records on a socket that fails what the error mapping (tls-classify.ts)
+// needs to say what to do: the host, whether a client certificate was configured, and the gateway's
 // certificate dates (an expired certificate's error carries no date of its own). Node only;
 // imported by transport/node.ts alone.
 
 import type { SecureClientSessionOptions } from "node:http2";
 import * as https from "node:https";
 import * as tls from "node:tls";
-import { TLS_CONNECTION, type TlsConnectionInfo } from "../tls-failure.js";
+import { TLS_CONNECTION, type TlsConnectionInfo } from "./tls-classify.js";
 import type { TlsSettings } from "./tls-options.js";
 
 /** connect-node `nodeOptions` for HTTP/2 (passed to `http2.connect`). */

@@ -1,13 +1,15 @@
 // The TLS failure mapping on error shapes the live tests cannot all produce on demand (a
 // certificate not valid yet, OpenSSL text with line breaks, alerts wrapped in other codes), and
-// the retry rule's side of it: a TLS failure is never transient, whatever code carries it.
+// the retry rule's side of it: a TLS failure is never transient, whatever code carries it. The
+// first test runs before the Node classifier is installed, as in a browser bundle.
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { RpcError, TlsError, UnauthenticatedError, UnavailableError } from "../../src/index.js";
 import { toSdkError } from "../../src/errors.js";
 import { isNetworkFailure, isTransient } from "../../src/retry.js";
-import { TLS_CONNECTION, tlsFailureOf, type TlsConnectionInfo } from "../../src/tls-failure.js";
+import { installTlsClassifier, TLS_CONNECTION, type TlsConnectionInfo } from "../../src/transport/tls-classify.js";
+import { tlsFailureOf } from "../../src/tls-failure.js";
 
 /** A Node-style error (string `code`), optionally carrying what the Node transport attaches. */
 function nodeError(code: string, message: string, info?: TlsConnectionInfo): Error {
@@ -23,7 +25,19 @@ function viaConnect(cause: Error, code = Code.Internal): ConnectError {
   return ce;
 }
 
+describe("without the Node transport (a browser bundle)", () => {
+  it("recognises the gateway's answers, and leaves Node's TLS errors to the classifier the Node transport installs", () => {
+    expect(tlsFailureOf(new ConnectError("client certificate required", Code.Unauthenticated))?.reason).toBe("client-certificate-required");
+    const unknownCa = viaConnect(nodeError("UNABLE_TO_VERIFY_LEAF_SIGNATURE", "unable to verify the first certificate"));
+    expect(tlsFailureOf(unknownCa)).toBeUndefined();
+    installTlsClassifier();
+    expect(tlsFailureOf(unknownCa)?.reason).toBe("unknown-ca");
+  });
+});
+
 describe("tlsFailureOf", () => {
+  beforeAll(() => installTlsClassifier());
+
   it("leaves failures that are not TLS alone", () => {
     for (const err of [
       viaConnect(nodeError("ECONNRESET", "socket hang up"), Code.Aborted),
@@ -120,6 +134,8 @@ describe("tlsFailureOf", () => {
 });
 
 describe("retries", () => {
+  beforeAll(() => installTlsClassifier());
+
   it("a TLS failure is never transient, whatever code carries it", () => {
     const cause = nodeError("UNABLE_TO_VERIFY_LEAF_SIGNATURE", "unable to verify the first certificate");
     for (const code of [Code.Internal, Code.Unavailable, Code.Aborted, Code.Unknown]) {
