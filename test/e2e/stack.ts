@@ -87,7 +87,7 @@ export interface EffectiveDoc {
 }
 
 export interface E2EStack extends LocalStack {
-  /** An SDK client with the admin token (gRPC over HTTP/2). */
+  /** An SDK client with the admin token, or with mutual TLS the admin's client certificate (gRPC over HTTP/2). */
   readonly client: ConfigClient;
   /** A raw OpenShell client with the admin token. */
   readonly raw: Client<typeof OpenShell>;
@@ -137,8 +137,9 @@ export async function startE2EStack(options: Omit<LocalStackOptions, "dir">): Pr
     throw err;
   }
   const stopProcesses = stack.stop;
-  const transport = createNodeTransport({ baseUrl: stack.url, protocol: "grpc" });
-  const client = createConfigClient({ transport, token: stack.adminToken });
+  // On TLS the client trusts the stack's CA; with mutual TLS its certificate is the admin.
+  const transport = createNodeTransport({ baseUrl: stack.url, protocol: "grpc", ...(stack.clientTls ? { tls: stack.clientTls } : {}) });
+  const client = createConfigClient({ transport, ...(stack.clientTls?.cert ? {} : { token: stack.adminToken }) });
   const raw = client.raw(OpenShell);
   const phase = async (name: string) => (await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase;
   // The stack's own getters (gateway) must stay live: extend the object rather than copy it.
