@@ -8,7 +8,10 @@ import { createConfigClient, type ConfigClient } from "openshell-config";
 import { OpenShell, workspaceScope, type Sandbox } from "openshell-config/raw";
 
 const TOKEN_KEY = "openshell-dashboard.token";
-const GATEWAY_KEY = "openshell-dashboard.gateway";
+// Served behind a proxy (`npm run dashboard -- --mtls`) the page's own origin is the gateway. The
+// origin is the same as without the proxy (localhost:5173), so the gateway remembered there is
+// kept apart: otherwise the form would offer the plain gateway the proxy stands in front of.
+const GATEWAY_KEY = __OPENSHELL_GATEWAY_URL__ === "" ? "openshell-dashboard.gateway.same-origin" : "openshell-dashboard.gateway";
 
 export type Raw = Client<typeof OpenShell>;
 
