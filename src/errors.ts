@@ -330,6 +330,31 @@ const IDEMPOTENCY_CONFLICT = "idempotency_key was already used with a different 
 export const OPERATION_ID_METADATA = "operation-id";
 
 /**
+ * The `TlsError` that `err` is, or means when it is the error of a call made through
+ * `client.raw(...)` (raw calls reach the caller as Connect errors, unmapped); undefined when it is
+ * not a TLS failure.
+ *
+ * @example
+ * ```ts
+ * import { tlsErrorOf } from "openshell-config";
+ * import { OpenShell } from "openshell-config/raw";
+ *
+ * try {
+ *   await client.raw(OpenShell).listSandboxes({});
+ * } catch (err) {
+ *   const tls = tlsErrorOf(err);
+ *   if (tls) console.error(tls.message); // one line that says what to do
+ * }
+ * ```
+ */
+export function tlsErrorOf(err: unknown): TlsError | undefined {
+  if (err instanceof TlsError) return err;
+  if (err instanceof OpenShellConfigError) return undefined;
+  const mapped = toSdkError(err);
+  return mapped instanceof TlsError ? mapped : undefined;
+}
+
+/**
  * Maps any failure of an RPC to an SDK error. Errors that are already ours pass through, so this
  * can wrap a whole call chain. `ref` is attached to a server-side wait timeout.
  */

@@ -104,5 +104,6 @@ export {
   CommitOutcomeUnknownError,
   RpcError,
   OPERATION_ID_METADATA,
+  tlsErrorOf,
 } from "./errors.js";
 export type { ErrorCode, ErrorOptions, TlsFailure } from "./errors.js";
