@@ -134,11 +134,14 @@ function choice<T extends string>(value: unknown, choices: readonly T[], flag: s
 
 function globalOptions(values: Record<string, unknown>): GlobalOptions {
   const hint = usageOf();
-  for (const [flag, key] of [["--url", "url"], ["--token", "token"], ["--config", "config"]] as const) {
+  for (const [flag, key] of [["--url", "url"], ["--gateway-endpoint", "gatewayEndpoint"], ["--gateway", "gateway"], ["--token", "token"], ["--config", "config"]] as const) {
     if (values[key] === "") throw new UsageError(`${flag} must not be empty`, hint);
   }
   return {
     url: values.url as string | undefined,
+    gatewayEndpoint: values.gatewayEndpoint as string | undefined,
+    gateway: values.gateway as string | undefined,
+    gatewayInsecure: values.gatewayInsecure === true,
     token: values.token as string | undefined,
     config: values.config as string | undefined,
     protocol: choice<Protocol>(values.protocol, PROTOCOLS, "--protocol", "grpc", hint),
@@ -259,7 +262,23 @@ function commandOf(spec: CommandSpec, args: readonly string[], v: Record<string,
       return { name, selector: selector(), workspace, allWorkspaces: v.allWorkspaces === true, watch: v.watch === true };
     case "completion":
       return { name, shell: choice<Shell>(args[0], SHELLS, "the shell", "bash", hint) };
+    case "gateway list":
+    case "gateway current":
+      return { name };
   }
+}
+
+/**
+ * `command` with OPENSHELL_WORKSPACE as its workspace when it takes --workspace and none was
+ * given (the flag wins). Not for what has a workspace of its own: a rollout resumed from its
+ * saved state, a listing of every workspace.
+ */
+export function withWorkspaceDefault<C extends Command>(command: C, env: NodeJS.ProcessEnv): C {
+  const fromEnv = env.OPENSHELL_WORKSPACE;
+  if (fromEnv === undefined || fromEnv === "" || !("workspace" in command) || command.workspace !== undefined) return command;
+  if (command.name === "policy rollout resume" || (command.name === "policy rollout" && command.resume !== undefined)) return command;
+  if (command.name === "sandbox list" && command.allWorkspaces) return command;
+  return { ...command, workspace: fromEnv };
 }
 
 /** Every long option of every command and the global ones, for tests and completion. */

@@ -2,8 +2,10 @@
 // tree the parser uses (program.ts), so that it cannot offer a command or option that does not
 // exist. It completes commands, subcommands, each command's options (and the global ones), the
 // values of options with a fixed set (--output, --protocol, --type, the shell) and file names
-// for --file and --config, and the subcommands of a command that has its own (`policy rollout
-// resume|undo|status`). Sandbox names and ids are not completed (that would need the gateway).
+// for --file and --config, the names of the openshell CLI's registered gateways for -g (read from
+// the registry's directories by the script itself), and the subcommands of a command that has its
+// own (`policy rollout resume|undo|status`). Sandbox names and ids are not completed (that would
+// need the gateway).
 
 import { ARGUMENT_CHOICES, COMMANDS, GLOBAL_OPTIONS, type OptionSpec } from "./program.js";
 import type { Shell } from "./types.js";
@@ -23,6 +25,8 @@ interface Tree {
   readonly choices: readonly (readonly [readonly string[], readonly string[]])[];
   /** Options whose value is a file. */
   readonly files: readonly string[];
+  /** Options whose value is a registered gateway's name. */
+  readonly gateways: readonly string[];
 }
 
 const flagsOf = (o: OptionSpec) => o.flags.split(/[ ,]+/).filter((f) => f.startsWith("-"));
@@ -66,10 +70,21 @@ function tree(): Tree {
     valued: uniq(all.filter(takesValue).flatMap(flagsOf)),
     choices: [...byValues].map(([values, flags]) => [flags, values.split(" ")] as const),
     files: uniq(all.filter((o) => o.complete === "file").flatMap(flagsOf)),
+    gateways: uniq(all.filter((o) => o.complete === "gateway").flatMap(flagsOf)),
   };
 }
 
 const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+// The names of the registered gateways (a directory with a metadata.json), user and system
+// registries, as registry-paths.ts finds them; the same in bash and zsh.
+const gatewayNames = (shell: Shell) => `_openshell_config_gateways() {${shell === "zsh" ? "\n  setopt localoptions nullglob" : ""}
+  local sys="\${OPENSHELL_SYSTEM_GATEWAY_DIR:-/etc/openshell}" f
+  [[ $sys == /* ]] || sys=/etc/openshell
+  for f in "\${XDG_CONFIG_HOME:-$HOME/.config}"/openshell/gateways/*/metadata.json "$sys"/gateways/*/metadata.json; do
+    [[ -f $f ]] && f=\${f%/metadata.json} && printf '%s\\n' "\${f##*/}"
+  done
+}`;
 
 /** The completion script for `shell`. */
 export function completionScript(shell: Shell): string {
@@ -90,6 +105,7 @@ function bashScript(t: Tree): string {
   return `# bash completion for openshell-config. Load it with:
 #   source <(openshell-config completion bash)
 # or save it as ~/.local/share/bash-completion/completions/openshell-config
+${gatewayNames("bash")}
 _openshell_config() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}"
   local valued=${sq(` ${t.valued.join(" ")} `)}
@@ -109,6 +125,7 @@ _openshell_config() {
   case "$prev" in
 ${t.choices.map(([flags, values]) => `    ${flags.join("|")}) COMPREPLY=($(compgen -W ${sq(values.join(" "))} -- "$cur")); return ;;`).join("\n")}
     ${t.files.join("|")}) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    ${t.gateways.join("|")}) COMPREPLY=($(compgen -W "$(_openshell_config_gateways | sort -u)" -- "$cur")); return ;;
   esac
   # Some other value (a sandbox name, a duration): nothing to offer.
   [[ $valued == *" $prev "* ]] && return
@@ -143,6 +160,7 @@ function zshScript(t: Tree): string {
 # zsh completion for openshell-config. Load it with (after compinit):
 #   source <(openshell-config completion zsh)
 # or save it as _openshell-config in a directory of $fpath.
+${gatewayNames("zsh")}
 _openshell_config() {
   local -a valued=(${t.valued.join(" ")})
   local cmd="" i w
@@ -162,6 +180,7 @@ _openshell_config() {
   case $prev in
 ${t.choices.map(([flags, values]) => `    ${flags.join("|")}) _values 'value' ${values.map(sq).join(" ")}; return ;;`).join("\n")}
     ${t.files.join("|")}) _files; return ;;
+    ${t.gateways.join("|")}) local -a gws=(\${(f)"$(_openshell_config_gateways | sort -u)"}); compadd -a gws; return ;;
   esac
   (( \${valued[(Ie)$prev]} )) && return
   case $cmd in

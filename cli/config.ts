@@ -1,115 +1,221 @@
-// Where the gateway URL and the token come from. Each is taken, independently, from the first of:
-// the flag (--url, --token), the environment (OPENSHELL_GATEWAY_URL, OPENSHELL_TOKEN), the config
-// file (--config FILE, else $XDG_CONFIG_HOME/openshell-config/config.json, else
-// ~/.config/openshell-config/config.json; `{ "url": ..., "token": ... }`).
+// Which gateway a command talks to, and with which credentials. The gateway comes from the first
+// of these levels that names one:
+//   1. flags:       --gateway-endpoint URL (the same as --url URL) and/or -g/--gateway NAME;
+//   2. environment: OPENSHELL_GATEWAY_ENDPOINT (the same as OPENSHELL_GATEWAY_URL) and/or
+//                   OPENSHELL_GATEWAY;
+//   3. this CLI's config file: "url" (--config FILE, else $XDG_CONFIG_HOME/openshell-config/
+//      config.json, else ~/.config/openshell-config/config.json);
+//   4. the openshell CLI's registry: its active gateway ($XDG_CONFIG_HOME/openshell/active_gateway,
+//      else the system registry's: $OPENSHELL_SYSTEM_GATEWAY_DIR or /etc/openshell).
+// A NAME alone is the registered gateway (UPSTREAM.md §8: endpoint, auth_mode, mTLS bundle, OIDC
+// token). An endpoint alone is used directly, without metadata; its mTLS bundle is looked up by
+// OPENSHELL_GATEWAY, else by the URL's host (127.0.0.1 and localhost: `openshell`), and presented
+// when it is there. An endpoint and a NAME at the same level, or an endpoint given as a flag with
+// OPENSHELL_GATEWAY set, mean that endpoint with that name's credentials and auth_mode (upstream
+// does the same). A -g flag beats an endpoint from the environment: flags beat the environment.
+//
+// The bearer token comes from the first of: --token, OPENSHELL_TOKEN, "token" in the config file
+// (only for a gateway not chosen by name: that token is for the config file's gateway, and must
+// not go to a registered one), the registered gateway's oidc_token.json (auth_mode oidc).
+// --gateway-insecure (OPENSHELL_GATEWAY_INSECURE) skips the verification of an https gateway's
+// certificate. OPENSHELL_WORKSPACE is the default of --workspace (args.ts).
+//
+// Nothing secret is read here: the bundle and the OIDC token are read when connecting
+// (gateway-connection.ts); `gateway current` shows this resolution without reading them.
 
-import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { ConfigError } from "./config-error.js";
+import { defaultConfigPath, readConfigFile, type FileConfig, type ReadText } from "./config-file.js";
+import { checkEndpoint, type AuthMode } from "./registry-metadata.js";
+import { checkGatewayName, createRegistry, type Registry, type RegistryEntry } from "./registry.js";
+import { nameForEndpoint } from "./registry-paths.js";
+import { didYouMean } from "./suggest.js";
 
-export type Source = "flag" | "env" | "file";
+export { ConfigError } from "./config-error.js";
+export { defaultConfigPath, readConfigFile } from "./config-file.js";
+
+export const URL_ENV = "OPENSHELL_GATEWAY_URL";
+export const ENDPOINT_ENV = "OPENSHELL_GATEWAY_ENDPOINT";
+export const GATEWAY_ENV = "OPENSHELL_GATEWAY";
+export const INSECURE_ENV = "OPENSHELL_GATEWAY_INSECURE";
+export const WORKSPACE_ENV = "OPENSHELL_WORKSPACE";
+export const TOKEN_ENV = "OPENSHELL_TOKEN";
+
+/** Where a value came from: a flag, the environment, the config file, the registry. */
+export type Source = "flag" | "env" | "file" | "registry";
+
+/** A registered gateway's name, and what named it. */
+export interface ResolvedGateway {
+  readonly name: string;
+  /** `flag` (-g), `env` (OPENSHELL_GATEWAY), `active` (an active_gateway file). */
+  readonly source: "flag" | "env" | "active";
+  /** The active_gateway file, for `active`. */
+  readonly activeFile?: string;
+  /** Its registry entry; undefined only for a name given with an endpoint and not registered. */
+  readonly entry: RegistryEntry | undefined;
+}
 
 export interface ResolvedConfig {
   /** The gateway URL. */
   readonly url: string;
   readonly urlSource: Source;
-  /** The bearer token; `undefined` when none was given anywhere. */
+  /** What gave the URL: a flag or variable name, the config file or the metadata.json. */
+  readonly urlFrom: string;
+  /** A bearer token given as such (flag, environment, config file); undefined otherwise. */
   readonly token: string | undefined;
-  readonly tokenSource: Source | undefined;
-  /** The config file consulted (whether or not it exists). */
+  /** `oidc`: the registered gateway's oidc_token.json (read when connecting). */
+  readonly tokenSource: Source | "oidc" | undefined;
+  /** The config file (whether or not it exists). */
   readonly file: string;
+  /** True when the config file was read (the flags and the environment did not decide everything). */
+  readonly fileConsulted: boolean;
+  /** The registered gateway, when one was named (flag, environment, active). */
+  readonly gateway: ResolvedGateway | undefined;
+  /** The registry's auth_mode, or undefined for an endpoint used without metadata. */
+  readonly authMode: AuthMode | undefined;
+  /** How the connection is secured; undefined for http://. */
+  readonly tls: ResolvedTls | undefined;
+  /** --gateway-insecure or OPENSHELL_GATEWAY_INSECURE, when given (and the URL is https). */
+  readonly insecure: "flag" | "env" | undefined;
+  readonly registry: Registry;
 }
 
-/** A config file or value that cannot be used (exit status 2). */
-export class ConfigError extends Error {
-  override readonly name = "ConfigError";
+export interface ResolvedTls {
+  /** The mTLS bundle directory (ca.crt, tls.crt, tls.key). */
+  readonly bundleDir: string;
+  /** The name the directory was looked up by. */
+  readonly bundleName: string;
+  /** `required`: all three files (auth_mode mtls); `optional`: the files that are there. */
+  readonly bundle: "required" | "optional";
 }
 
-export const URL_ENV = "OPENSHELL_GATEWAY_URL";
-export const TOKEN_ENV = "OPENSHELL_TOKEN";
-
-/** The config file used when `--config` is not given. */
-export function defaultConfigPath(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
-  const base = env.XDG_CONFIG_HOME ? env.XDG_CONFIG_HOME : join(home, ".config");
-  return join(base, "openshell-config", "config.json");
+export interface ConnectionFlags {
+  readonly url?: string | undefined;
+  readonly gatewayEndpoint?: string | undefined;
+  readonly gateway?: string | undefined;
+  readonly gatewayInsecure?: boolean | undefined;
+  readonly token?: string | undefined;
+  readonly config?: string | undefined;
 }
 
-interface FileConfig {
-  readonly url?: string;
-  readonly token?: string;
+export interface ResolveOptions {
+  readonly home?: string;
+  readonly read?: ReadText;
+  readonly registry?: Registry;
 }
 
-/** Reads and checks a config file; a missing file is `{}` unless `required`. */
-export function readConfigFile(path: string, required: boolean, read: (path: string) => string = (p) => readFileSync(p, "utf8")): FileConfig {
-  let text: string;
-  try {
-    text = read(path);
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === "ENOENT" && !required) return {};
-    throw new ConfigError(`cannot read config file ${path}: ${code === "ENOENT" ? "no such file" : (err as Error).message}`);
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new ConfigError(`config file ${path} is not valid JSON: ${(err as Error).message}`);
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new ConfigError(`config file ${path} must hold a JSON object like { "url": "...", "token": "..." }`);
-  }
-  const out: { url?: string; token?: string } = {};
-  for (const [key, v] of Object.entries(value)) {
-    if (key !== "url" && key !== "token") throw new ConfigError(`config file ${path}: unknown key "${key}" (expected "url" and "token")`);
-    if (v === null || v === undefined) continue;
-    // Never echo the value: it may be the token.
-    if (typeof v !== "string" || v === "") throw new ConfigError(`config file ${path}: "${key}" must be a non-empty string`);
-    out[key] = v;
-  }
-  return out;
+/** True for a set boolean variable: not empty, "0" or "false" (upstream's reading of OPENSHELL_GATEWAY_INSECURE). */
+export function envFlag(value: string | undefined): boolean {
+  return value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false";
 }
 
-/** Resolves the URL and token: flags win over the environment, which wins over the file. */
-export function resolveConfig(
-  flags: { readonly url?: string | undefined; readonly token?: string | undefined; readonly config?: string | undefined },
-  env: NodeJS.ProcessEnv = process.env,
-  options: { readonly home?: string; readonly read?: (path: string) => string } = {},
-): ResolvedConfig {
-  const file = flags.config ?? defaultConfigPath(env, options.home ?? homedir());
+const nonEmpty = (v: string | undefined) => (v === undefined || v === "" ? undefined : v);
+
+interface Endpoint {
+  readonly url: string;
+  readonly source: Source;
+  readonly from: string;
+}
+
+/** Resolves the gateway and the token (see the first comment). Throws ConfigError. */
+export function resolveConfig(flags: ConnectionFlags, env: NodeJS.ProcessEnv = process.env, options: ResolveOptions = {}): ResolvedConfig {
+  const home = options.home ?? homedir();
+  const registry = options.registry ?? createRegistry(env, home);
+  const file = flags.config ?? defaultConfigPath(env, home);
   // Read the file only when it is needed, so a broken file the flags and env override is harmless.
   let fromFile: FileConfig | undefined;
   const fileConfig = () => (fromFile ??= readConfigFile(file, flags.config !== undefined, options.read));
   if (flags.config !== undefined) fileConfig();
 
-  const pick = (flag: string | undefined, envName: string, key: "url" | "token"): { value: string | undefined; source: Source | undefined } => {
-    if (flag !== undefined) return { value: flag, source: "flag" };
-    const e = env[envName];
-    if (e !== undefined && e !== "") return { value: e, source: "env" };
-    const f = fileConfig()[key];
-    return f !== undefined ? { value: f, source: "file" } : { value: undefined, source: undefined };
-  };
+  const flagEndpoint = pair(flags.url, "--url", flags.gatewayEndpoint, "--gateway-endpoint", "flag");
+  const envEndpoint = pair(nonEmpty(env[URL_ENV]), URL_ENV, nonEmpty(env[ENDPOINT_ENV]), ENDPOINT_ENV, "env");
+  const flagName = flags.gateway;
+  const envName = nonEmpty(env[GATEWAY_ENV]?.trim());
+  if (flagName !== undefined) checkGatewayName(flagName, `-g "${flagName}"`);
+  if (envName !== undefined) checkGatewayName(envName, `${GATEWAY_ENV} "${envName}"`);
 
-  const url = pick(flags.url, URL_ENV, "url");
-  if (url.value === undefined) {
-    throw new ConfigError(`no gateway URL: pass --url, set ${URL_ENV}, or put "url" in ${file}`);
+  let endpoint: Endpoint | undefined;
+  let named: { name: string; source: ResolvedGateway["source"]; activeFile?: string } | undefined;
+  if (flagEndpoint !== undefined || flagName !== undefined) {
+    endpoint = flagEndpoint;
+    const name = flagName ?? (flagEndpoint !== undefined ? envName : undefined);
+    if (name !== undefined) named = { name, source: flagName !== undefined ? "flag" : "env" };
+  } else if (envEndpoint !== undefined || envName !== undefined) {
+    endpoint = envEndpoint;
+    if (envName !== undefined) named = { name: envName, source: "env" };
+  } else if (fileConfig().url !== undefined) {
+    endpoint = { url: fileConfig().url!, source: "file", from: `"url" in ${file}` };
+  } else {
+    const active = registry.active();
+    if (active === undefined) {
+      throw new ConfigError(
+        `no gateway: pass -g NAME or --url URL, set ${GATEWAY_ENV} or ${URL_ENV}, put "url" in ${file}, or register one with the openshell CLI (no active_gateway in ${registry.userDir} or ${registry.systemDir})`,
+      );
+    }
+    named = { name: active.name, source: "active", activeFile: active.file };
   }
-  checkUrl(url.value, url.source!, file);
-  const token = pick(flags.token, TOKEN_ENV, "token");
-  return { url: url.value, urlSource: url.source!, token: token.value, tokenSource: token.source, file };
+
+  let gateway: ResolvedGateway | undefined;
+  if (named !== undefined) {
+    const entry = registry.entry(named.name);
+    // A name with an endpoint needs no metadata (upstream: the endpoint is used directly).
+    if (entry === undefined && endpoint === undefined) throw unknownGateway(named, registry);
+    gateway = { ...named, entry };
+  }
+  const entry = gateway?.entry;
+  if (endpoint === undefined) endpoint = { url: entry!.metadata.endpoint, source: "registry", from: entry!.metadataFile };
+  else checkEndpoint(endpoint.url, (what) => failUrl(endpoint!.from, what));
+
+  const authMode = entry?.metadata.authMode;
+
+  const https = new URL(endpoint.url).protocol === "https:";
+  let tls: ResolvedTls | undefined;
+  if (https) {
+    const bundleName = gateway?.name ?? nameForEndpoint(endpoint.url);
+    tls = { bundleDir: registry.bundleDir(bundleName, entry), bundleName, bundle: authMode === "mtls" ? "required" : "optional" };
+  }
+  const insecure = !https ? undefined : flags.gatewayInsecure ? "flag" : envFlag(env[INSECURE_ENV]) ? "env" : undefined;
+
+  let token: string | undefined;
+  let tokenSource: ResolvedConfig["tokenSource"];
+  if (flags.token !== undefined) [token, tokenSource] = [flags.token, "flag"];
+  else if (nonEmpty(env[TOKEN_ENV]) !== undefined) [token, tokenSource] = [env[TOKEN_ENV], "env"];
+  else if (gateway === undefined && fileConfig().token !== undefined) [token, tokenSource] = [fileConfig().token, "file"];
+  else if (authMode === "oidc") tokenSource = "oidc";
+
+  const fileConsulted = fromFile !== undefined;
+  return { url: endpoint.url, urlSource: endpoint.source, urlFrom: endpoint.from, token, tokenSource, file, fileConsulted, gateway, authMode, tls, insecure, registry };
 }
 
-function checkUrl(value: string, source: Source, file: string): void {
-  const from = source === "flag" ? "--url" : source === "env" ? URL_ENV : `"url" in ${file}`;
-  let u: URL;
-  try {
-    u = new URL(value);
-  } catch {
-    throw new ConfigError(`${from} is not a URL: "${value}" (expected e.g. http://127.0.0.1:8080)`);
+/** Throws ConfigError for a gateway this command line cannot talk to (Cloudflare Access). */
+export function assertSupported(config: ResolvedConfig): void {
+  if (config.authMode === "cloudflare_jwt") {
+    throw new ConfigError(
+      `gateway "${config.gateway!.name}" uses Cloudflare Access (auth_mode cloudflare_jwt), which openshell-config does not support; use a gateway with mtls, oidc or plaintext`,
+    );
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") {
-    throw new ConfigError(`${from} must be an http:// or https:// URL; got "${value}"`);
+}
+
+/** One endpoint from two names for it (--url and --gateway-endpoint; their variables). */
+function pair(a: string | undefined, aName: string, b: string | undefined, bName: string, source: Source): Endpoint | undefined {
+  if (a !== undefined && b !== undefined && a !== b) {
+    // Not the values: a URL may carry credentials (refused later, never echoed).
+    throw new ConfigError(`${aName} and ${bName} name different gateways; give one`);
   }
-  if (u.username !== "" || u.password !== "") {
-    throw new ConfigError(`${from} must not contain credentials; use --token or ${TOKEN_ENV}`);
-  }
+  if (b !== undefined) return { url: b, source, from: bName };
+  if (a !== undefined) return { url: a, source, from: aName };
+  return undefined;
+}
+
+function failUrl(from: string, what: string): never {
+  // checkEndpoint's phrases start with "is"/"must": `--url is not a URL: ...`.
+  throw new ConfigError(`${from} ${what}`);
+}
+
+function unknownGateway(named: { name: string; source: ResolvedGateway["source"]; activeFile?: string }, registry: Registry): ConfigError {
+  const where = `no metadata.json in ${registry.userDir}/gateways/${named.name} or ${registry.systemDir}/gateways/${named.name}`;
+  if (named.source === "active") return new ConfigError(`the active gateway "${named.name}" (named in ${named.activeFile}) is not registered: ${where}`);
+  const by = named.source === "flag" ? "-g" : GATEWAY_ENV;
+  const near = didYouMean(named.name, registry.names());
+  return new ConfigError(`unknown gateway "${named.name}" (${by}): ${where}${near || '; "openshell-config gateway list" shows the registered ones'}`);
 }

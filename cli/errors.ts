@@ -1,16 +1,19 @@
-// Every failure as one line for the user and an exit status: usage and configuration errors 2,
-// everything else 1. Errors come from the SDK (OpenShellConfigError subclasses, by `code`), from
-// raw Connect calls (ConnectError, by status code), or from the CLI itself (a usage error with its
-// hint line, a policy file, the retries of retry.ts running out).
+// Every failure as one line for the user and an exit status: usage and configuration errors 2
+// (a file of a gateway's mTLS bundle that is missing or unreadable among them), everything else 1.
+// Errors come from the SDK (OpenShellConfigError subclasses, by `code`), from raw Connect calls
+// (ConnectError, by status code), or from the CLI itself (a usage error with its hint line, a
+// policy file, the retries of retry.ts running out).
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { OpenShellConfigError, type ErrorCode } from "openshell-config";
+import { OpenShellConfigError, TlsError, type ErrorCode } from "openshell-config";
 import { UsageError } from "./types.js";
 import { ConfigError, TOKEN_ENV, type ResolvedConfig } from "./config.js";
 import { PolicyFileError } from "./policy-file.js";
 import { EXIT } from "./outcome.js";
 import { GatewayUnreachableError, networkCode as retryNetworkCode } from "./retry.js";
 import { Interrupted } from "./commands/context.js";
+import { loginHint } from "./oidc-token-file.js";
+import { describeTlsFailure } from "./tls-errors.js";
 
 // Beyond retry.ts's (which are worth retrying): TLS failures, which are not.
 const TLS_CODES = new Set(["CERT_HAS_EXPIRED", "DEPTH_ZERO_SELF_SIGNED_CERT", "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ERR_TLS_CERT_ALTNAME_INVALID", "EPROTO", "SELF_SIGNED_CERT_IN_CHAIN"]);
@@ -54,8 +57,13 @@ export interface Failure {
 export function describeFailure(err: unknown, config: ResolvedConfig | undefined): Failure {
   if (err instanceof UsageError) return { message: err.message, exitCode: EXIT.usage, details: err.hint };
   if (err instanceof ConfigError) return { message: err.message, exitCode: EXIT.usage };
+  // The bundle as configured cannot be used (a file missing, unreadable, not PEM; a key that is not
+  // the certificate's): configuration, as a ConfigError.
+  if (err instanceof TlsError && (err.reason === "bundle" || err.reason === "key-mismatch")) return { message: err.message, exitCode: EXIT.usage };
   if (err instanceof PolicyFileError) return { message: err.message, exitCode: EXIT.failed };
   if (err instanceof Interrupted) return { message: "interrupted", exitCode: EXIT.interrupted };
+  const tls = describeTlsFailure(err, config);
+  if (tls !== undefined) return { message: tls, exitCode: EXIT.failed };
   const unreachable = inChain(err, GatewayUnreachableError);
   if (unreachable) {
     return { message: `cannot reach the gateway at ${config?.url ?? "the gateway"} (${unreachable.attempts} attempts): ${unreachable.reason}`, exitCode: EXIT.failed };
@@ -84,11 +92,14 @@ export function describeFailure(err: unknown, config: ResolvedConfig | undefined
     case "unauthenticated":
       return {
         message:
-          config?.token === undefined
+          config?.tokenSource === undefined
             ? `not authenticated: no token given; pass --token, set ${TOKEN_ENV}, or put "token" in ${config?.file ?? "the config file"} (the gateway said: ${message})`
-            : `authentication failed: the gateway rejected the token from ${sourceName(config)} (${message})`,
+            : `authentication failed: the gateway rejected the token from ${sourceName(config)} (${message})${config.tokenSource === "oidc" ? `; ${loginHint(config.gateway!.name)}` : ""}`,
         exitCode: EXIT.failed,
       };
+    case "token-provider":
+      // The OIDC session of a registered gateway could not be refreshed.
+      return { message: `${message}${config?.tokenSource === "oidc" ? `; ${loginHint(config.gateway!.name)}` : ""}`, exitCode: EXIT.failed };
     case "permission-denied":
       return { message: `permission denied: ${message}`, exitCode: EXIT.failed };
     case "not-found":
@@ -114,6 +125,8 @@ function sourceName(config: ResolvedConfig): string {
       return "--token";
     case "env":
       return TOKEN_ENV;
+    case "oidc":
+      return `the OIDC session of gateway "${config.gateway!.name}"`;
     default:
       return config.file;
   }

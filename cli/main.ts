@@ -1,13 +1,17 @@
 // `openshell-config`: the command line of the SDK. Parses the command line, resolves the gateway
-// URL and token, builds a client with the SDK's public API (createConfigClient over the Node
-// transport, gRPC by default, with the CLI's one retry rule as an interceptor) and runs one
-// command. The built file (dist/cli/main.js) starts with `#!/usr/bin/env node` (tsup banner).
+// (config.ts: flags, environment, config file, the openshell CLI's registry) and its credentials
+// (gateway-connection.ts: mTLS bundle, token, OIDC session), builds a client with the SDK's
+// public API (createConfigClient over the Node transport, gRPC by default, with the CLI's one
+// retry rule as an interceptor) and runs one command. The built file (dist/cli/main.js) starts
+// with `#!/usr/bin/env node` (tsup banner).
 
 import { createRequire } from "node:module";
 import { createConfigClient } from "openshell-config";
-import { createNodeTransport } from "openshell-config/transport/node";
-import { parseCommandLine } from "./args.js";
-import { resolveConfig, type ResolvedConfig } from "./config.js";
+import { createNodeTransport, INSECURE_WARNING_CODE } from "openshell-config/transport/node";
+import { parseCommandLine, withWorkspaceDefault } from "./args.js";
+import { assertSupported, resolveConfig, type ResolvedConfig } from "./config.js";
+import { gatewayConnection } from "./gateway-connection.js";
+import { createRegistry } from "./registry.js";
 import { connectionArgs, resumeCommand } from "./connection.js";
 import { createOutput } from "./output.js";
 import { describeFailure } from "./errors.js";
@@ -16,6 +20,7 @@ import { lineReport, RETRY_RULE, retryInterceptor } from "./retry.js";
 import type { Command, CommandName } from "./types.js";
 import { Interrupted, type CommandContext } from "./commands/context.js";
 import { completion } from "./commands/completion.js";
+import { gatewayCurrent, gatewayList } from "./commands/gateway.js";
 import { operationGet, operationList, operationWait } from "./commands/operation.js";
 import { policyGet, policyMerge, policySet } from "./commands/policy.js";
 import { policyDiff } from "./commands/policy-diff.js";
@@ -26,7 +31,7 @@ import { policyRolloutStatus } from "./commands/rollout-status.js";
 import { sandboxList } from "./commands/sandbox.js";
 import { settingsDelete, settingsGet, settingsList, settingsSet } from "./commands/settings.js";
 
-type GatewayCommand = Exclude<CommandName, "completion">;
+type GatewayCommand = Exclude<CommandName, "completion" | "gateway list" | "gateway current">;
 type Runner<N extends GatewayCommand> = (ctx: CommandContext, cmd: Extract<Command, { name: N }>) => Promise<number>;
 
 const COMMANDS: { readonly [N in GatewayCommand]: Runner<N> } = {
@@ -70,7 +75,8 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     if (failure.details) plain.note(failure.details);
     return failure.exitCode;
   }
-  const { global, command } = parsed;
+  const { global } = parsed;
+  const command = withWorkspaceDefault(parsed.command, env);
   switch (command.name) {
     case "help":
       process.stdout.write(`${command.text}\n`);
@@ -84,6 +90,12 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
 
   const out = createOutput(global.output, process.stdout, process.stderr);
   out.redact(global.token);
+  // Process warnings as the command line's own lines (redacted, escaped), instead of Node's
+  // "(node:PID) ..." form; the SDK's insecure-TLS one is said by gateway-connection.ts already.
+  process.removeAllListeners("warning");
+  process.on("warning", (w: Error & { code?: string }) => {
+    if (w.code !== INSECURE_WARNING_CODE) out.warn(w.message);
+  });
   let config: ResolvedConfig | undefined;
   const controller = new AbortController();
   const onSigint = () => {
@@ -93,16 +105,21 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   };
   process.on("SIGINT", onSigint);
   try {
+    if (command.name === "gateway list") return gatewayList(out, createRegistry(env));
     config = resolveConfig(global, env);
     out.redact(config.token);
+    if (command.name === "gateway current") return gatewayCurrent(out, config, env);
+    assertSupported(config);
     const resolved = config;
+    const connection = await gatewayConnection(config, { warn: (m) => out.warn(m), redact: (s) => out.redact(s) });
     const client = createConfigClient({
       transport: createNodeTransport({
         baseUrl: config.url,
         protocol: global.protocol,
         interceptors: [retryInterceptor(lineReport((line) => out.note(line)))],
+        ...(connection.tls !== undefined ? { tls: connection.tls } : {}),
       }),
-      token: config.token,
+      token: connection.token,
       allowInsecureToken: global.allowInsecureToken,
       retry: SDK_RETRY,
     });

@@ -20,8 +20,8 @@ export interface OptionSpec {
   readonly choices?: readonly string[];
   /** Given more than once, each value is kept (`--selector a=b --selector c=d`). */
   readonly repeatable?: boolean;
-  /** What completion offers for the value: files, or nothing. */
-  readonly complete?: "file";
+  /** What completion offers for the value: files, the registry's gateway names, or nothing. */
+  readonly complete?: "file" | "gateway";
 }
 
 export interface CommandSpec {
@@ -41,7 +41,7 @@ export interface CommandSpec {
 }
 
 const sandbox: OptionSpec = { flags: "-s, --sandbox <S>", help: "the sandbox name (required)" };
-const workspace: OptionSpec = { flags: "--workspace <W>", help: "the sandbox's workspace (default: the gateway's default workspace)" };
+const workspace: OptionSpec = { flags: "--workspace <W>", help: "the sandbox's workspace (default: $OPENSHELL_WORKSPACE, else the gateway's default workspace)" };
 const policyFile: OptionSpec = { flags: "-f, --file <FILE>", help: "the policy file: YAML, or JSON for *.json (required)", complete: "file" };
 const selector: OptionSpec = {
   flags: "-l, --selector <SELECTOR>",
@@ -258,6 +258,22 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
   },
   {
+    name: "gateway list",
+    summary: "the gateways of the openshell CLI's registry (* marks the active one)",
+    description:
+      "Lists the gateways registered with the openshell CLI: the user registry ($XDG_CONFIG_HOME/openshell, default ~/.config/openshell) and the system registry ($OPENSHELL_SYSTEM_GATEWAY_DIR, else /etc/openshell), a user entry hiding a system entry of the same name. For each: whether it is the active gateway (*), its name, endpoint, auth mode (mtls, plaintext, oidc, cloudflare_jwt) and registry (user or system). An entry that cannot be read is skipped with a warning on stderr; an empty registry prints nothing on stdout.",
+    usage: "[options]",
+    options: [],
+  },
+  {
+    name: "gateway current",
+    summary: "the gateway a command would use, where that came from, and the files it reads",
+    description:
+      "Shows the gateway the other commands would use with these flags and this environment: its name, endpoint, auth mode and TLS, the token's source, each with where it came from (a flag, the environment, the config file, the registry), and every file a command would read (metadata.json, the mTLS bundle, oidc_token.json) with whether it exists. It reads no key or token and prints no secret.",
+    usage: "[options]",
+    options: [],
+  },
+  {
     name: "completion",
     summary: "print a completion script for bash or zsh",
     description:
@@ -269,7 +285,10 @@ export const COMMANDS: readonly CommandSpec[] = [
 ];
 
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
-  { flags: "--url <URL>", help: 'gateway URL (env OPENSHELL_GATEWAY_URL, or "url" in the config file)' },
+  { flags: "-g, --gateway <NAME>", help: "a gateway registered with the openshell CLI (env OPENSHELL_GATEWAY; default: its active gateway)", complete: "gateway" },
+  { flags: "--gateway-endpoint <URL>", help: "connect to this URL directly, without registry metadata (env OPENSHELL_GATEWAY_ENDPOINT)" },
+  { flags: "--gateway-insecure", help: "do not verify the gateway's TLS certificate (env OPENSHELL_GATEWAY_INSECURE); warns" },
+  { flags: "--url <URL>", help: 'the same as --gateway-endpoint (env OPENSHELL_GATEWAY_URL, or "url" in the config file)' },
   { flags: "--token <TOKEN>", help: 'bearer token (env OPENSHELL_TOKEN, or "token" in the config file); prefer those: a flag is visible to other users' },
   { flags: "--config <FILE>", help: "config file (default ~/.config/openshell-config/config.json)", complete: "file" },
   { flags: "--protocol <P>", help: "grpc (default), connect or grpc-web", choices: PROTOCOLS },
@@ -288,7 +307,20 @@ const GROUP_SUMMARIES: Readonly<Record<string, string>> = {
   settings: "a sandbox's settings: get, list, set, delete",
   operation: "update operations: get, wait, list",
   sandbox: "sandboxes: list",
+  gateway: "the openshell CLI's gateways: list, current",
 };
+
+/** Which gateway and token a command uses (the program's --help; config.ts has the details). */
+export const GATEWAY_HELP = `Which gateway: the flags (--gateway-endpoint or --url, and/or -g), else the
+environment (OPENSHELL_GATEWAY_ENDPOINT or OPENSHELL_GATEWAY_URL, and/or
+OPENSHELL_GATEWAY), else "url" in the config file, else the openshell CLI's
+active gateway (~/.config/openshell, else $OPENSHELL_SYSTEM_GATEWAY_DIR or
+/etc/openshell). An endpoint with a name: that endpoint, with the name's
+credentials. The token: --token, else OPENSHELL_TOKEN, else "token" in the
+config file (not for a gateway chosen by name), else the gateway's OIDC token.
+"openshell-config gateway current" shows what a command would use. A gateway
+that cannot be used as configured (a file of its mTLS bundle or its OIDC token
+missing, a broken registry entry) is exit status 2, as a usage error.`;
 
 /** The depth-2 name of a command: `policy set`, `completion`. */
 export function commandPath(cmd: Command): string {
@@ -330,7 +362,7 @@ export function buildProgram(version: string, onRun: (spec: CommandSpec, args: s
     if (o.flags === "--version") program.version(`openshell-config ${version}`, o.flags, o.help);
     else program.option(o.flags, o.help);
   }
-  program.addHelpText("after", '\nRun "openshell-config <command> --help" for its options and exit statuses.');
+  program.addHelpText("after", `\n${GATEWAY_HELP}\n\nRun "openshell-config <command> --help" for its options and exit statuses.`);
   // Each command under its parent: `policy` for `policy set`, `policy rollout` for `policy rollout undo`.
   const byPath = new Map<string, Command>([["", program]]);
   for (const spec of COMMANDS) {

@@ -16,7 +16,14 @@ export const SHELLS: readonly Shell[] = ["bash", "zsh"];
 
 /** Options every command accepts. */
 export interface GlobalOptions {
+  /** `--url`: the same as `--gateway-endpoint`. */
   readonly url: string | undefined;
+  /** `--gateway-endpoint URL`: connect to this URL directly. */
+  readonly gatewayEndpoint: string | undefined;
+  /** `-g, --gateway NAME`: a gateway of the openshell CLI's registry. */
+  readonly gateway: string | undefined;
+  /** `--gateway-insecure`: do not verify the gateway's certificate. */
+  readonly gatewayInsecure: boolean;
   readonly token: string | undefined;
   /** `--config FILE`: a config file other than the default one. */
   readonly config: string | undefined;
@@ -155,6 +162,8 @@ export type Command =
       readonly watch: boolean;
     }
   | { readonly name: "completion"; readonly shell: Shell }
+  | { readonly name: "gateway list" }
+  | { readonly name: "gateway current" }
   /** `--help`, `help <command>`: the help text to print on stdout. */
   | { readonly name: "help"; readonly topic: string | undefined; readonly text: string }
   | { readonly name: "version" };

@@ -54,6 +54,20 @@ describe("command-line parsing", () => {
     expect(global).toMatchObject({ url: "http://127.0.0.1:8080", protocol: "connect", protocolGiven: true, output: "json", token: undefined });
   });
 
+  it("reads the gateway flags (-g, --gateway-endpoint, --gateway-insecure) before or after the command, and the gateway commands", () => {
+    expect(parseCommandLine(["-g", "lab", "sandbox", "list"]).global).toMatchObject({ gateway: "lab", gatewayEndpoint: undefined, gatewayInsecure: false });
+    expect(parseCommandLine(["sandbox", "list", "--gateway", "lab", "--gateway-endpoint", "https://10.0.0.1:17670", "--gateway-insecure"]).global).toMatchObject({
+      gateway: "lab",
+      gatewayEndpoint: "https://10.0.0.1:17670",
+      gatewayInsecure: true,
+    });
+    expect(parseCommandLine(["gateway", "list"]).command).toEqual({ name: "gateway list" });
+    expect(parseCommandLine(["-g", "lab", "gateway", "current", "-o", "json"])).toMatchObject({ command: { name: "gateway current" }, global: { gateway: "lab", output: "json" } });
+    expect(usageError(["-g", "", "sandbox", "list"]).message).toBe("--gateway must not be empty");
+    expect(usageError(["gateway", "lst"]).message).toBe('unknown command "gateway lst"; did you mean "gateway list"?');
+    expect(usageError(["gateway"]).message).toBe('"gateway" needs a subcommand: list, current');
+  });
+
   it("does not wait by default, and defaults to gRPC, tables and a 60 s timeout", () => {
     const { global, command } = parseCommandLine(["policy", "set", "-s", "web", "-f", "p.yaml"]);
     expect(command).toMatchObject({ wait: false, dryRun: false, timeoutMs: DEFAULT_TIMEOUT_MS, idempotencyKey: undefined, workspace: undefined });
@@ -170,7 +184,7 @@ describe("usage errors: one line, a hint, and a suggestion for a typo", () => {
   });
 
   it("rejects a missing command or subcommand, naming what there is", () => {
-    expect(usageError([]).message).toBe("no command given; commands: policy, settings, operation, sandbox, completion");
+    expect(usageError([]).message).toBe("no command given; commands: policy, settings, operation, sandbox, gateway, completion");
     expect(usageError(["policy"]).message).toBe('"policy" needs a subcommand: get, set, diff, history, merge, rollout');
     expect(usageError(["policy"]).hint).toBe("run 'openshell-config policy --help' for usage");
   });

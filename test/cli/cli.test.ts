@@ -400,7 +400,7 @@ describe("openshell-config: a sandbox that fails closed", () => {
 describe("openshell-config errors and configuration", () => {
   it("usage errors exit 2 with one line saying what is wrong and one pointing to --help, never the whole usage", async () => {
     const cases: [string[], string, string][] = [
-      [[], "no command given; commands: policy, settings, operation, sandbox, completion", "openshell-config"],
+      [[], "no command given; commands: policy, settings, operation, sandbox, gateway, completion", "openshell-config"],
       [["policy", "set", "--sandbox", web], "policy set needs --file", "openshell-config policy set"],
       [["policy", "set", "--sandbox", web, "--file", files.ok, "--frobnicate"], 'unknown option "--frobnicate" for policy set', "openshell-config policy set"],
       [["settings", "set", "-s", web, "--key", "k", "--value", "x", "--type", "int"], '--value must be an integer for --type int; got "x"', "openshell-config settings set"],

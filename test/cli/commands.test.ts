@@ -372,7 +372,7 @@ describe("shell completion", () => {
       expect(r.code, r.stderr).toBe(0);
       return r.stdout.trim().split(" ");
     };
-    expect(await complete("openshell-config", "")).toEqual(["policy", "settings", "operation", "sandbox", "completion"]);
+    expect(await complete("openshell-config", "")).toEqual(["policy", "settings", "operation", "sandbox", "gateway", "completion"]);
     expect(await complete("openshell-config", "policy", "h")).toEqual(["history"]);
     expect(await complete("openshell-config", "--url", "http://x", "policy", "set", "--d")).toEqual(["--dry-run"]);
     expect(await complete("openshell-config", "settings", "set", "--type", "")).toEqual(["string", "bool", "int", "bytes-base64"]);

@@ -85,14 +85,29 @@ describe("configuration precedence", () => {
 });
 
 describe("configuration errors", () => {
-  it("names all three places a URL can come from when there is none", () => {
-    const err = configError(() => resolveConfig({}, {}, { home: home() }));
-    expect(err.message).toMatch(/no gateway URL: pass --url, set OPENSHELL_GATEWAY_URL, or put "url" in .*config\.json/);
+  it("names every place a gateway can come from when there is none", () => {
+    const dir = home();
+    const err = configError(() => resolveConfig({}, { OPENSHELL_SYSTEM_GATEWAY_DIR: join(dir, "system") }, { home: dir }));
+    expect(err.message).toBe(
+      `no gateway: pass -g NAME or --url URL, set OPENSHELL_GATEWAY or OPENSHELL_GATEWAY_URL, put "url" in ${join(dir, ".config", "openshell-config", "config.json")}, or register one with the openshell CLI (no active_gateway in ${join(dir, ".config", "openshell")} or ${join(dir, "system")})`,
+    );
   });
 
   it("rejects a config file that is not a JSON object, naming the file", () => {
-    expect(configError(() => resolveConfig({}, {}, { home: home("{ url: ") })).message).toMatch(/config file .*config\.json is not valid JSON/);
+    expect(configError(() => resolveConfig({}, {}, { home: home("{ url: ") })).message).toMatch(/config file .*config\.json is not valid JSON \(at position 2\)$/);
+    // The parser's own message would quote the text, which may be the token.
+    const quoted = configError(() => resolveConfig({}, {}, { home: home("s3cret-token") })).message;
+    expect(quoted).toMatch(/config file .*config\.json is not valid JSON$/);
+    expect(quoted).not.toContain("s3cret");
     expect(configError(() => resolveConfig({}, {}, { home: home("[]") })).message).toMatch(/must hold a JSON object/);
+  });
+
+  it("refuses a config file larger than 64 KiB, or one that is not a regular file, naming it", () => {
+    const big = home(JSON.stringify({ url: FILE.url, token: "x".repeat(70_000) }));
+    expect(configError(() => resolveConfig({}, {}, { home: big })).message).toMatch(/^cannot read config file .*config\.json: it is larger than 64 KiB \(\d+ bytes\)$/);
+    const dir = home();
+    mkdirSync(join(dir, "as-dir.json"));
+    expect(configError(() => resolveConfig({ config: join(dir, "as-dir.json") }, {})).message).toBe(`cannot read config file ${join(dir, "as-dir.json")}: it is a directory`);
   });
 
   it("rejects unknown keys and non-string values without echoing the values", () => {

@@ -36,7 +36,8 @@ export interface FakeHome {
 }
 
 export function createFakeHome(): FakeHome {
-  const dir = mkdtempSync(join(tmpdir(), "openshell-registry-"));
+  // A short name: `gateway current` prints whole paths, and its 80-column screen is tested.
+  const dir = mkdtempSync(join(tmpdir(), "osr-"));
   const xdg = join(dir, "xdg");
   const user = join(xdg, "openshell");
   const system = join(dir, "etc-openshell");
