@@ -7,7 +7,9 @@
 
 import { statSync } from "node:fs";
 import { readMtlsBundle, type NodeTransportOptions } from "openshell-config/transport/node";
-import type { ResolvedConfig } from "./config.js";
+import { kindOf } from "./bounded-file.js";
+import { ConfigError, type ResolvedConfig } from "./config.js";
+import { bundleFiles } from "./registry-paths.js";
 import { oidcSession, type SessionHooks } from "./oidc-session.js";
 import { tooOpen } from "./oidc-token-file.js";
 
@@ -20,6 +22,11 @@ export interface GatewayConnection {
 export async function gatewayConnection(config: ResolvedConfig, hooks: SessionHooks): Promise<GatewayConnection> {
   let tls: NodeTransportOptions["tls"];
   if (config.tls !== undefined) {
+    // readMtlsBundle opens without O_NONBLOCK: a FIFO put in place of a file would hang it.
+    for (const path of Object.values(bundleFiles(config.tls.bundleDir))) {
+      const kind = kindOf(path);
+      if (kind !== "file" && kind !== "missing") throw new ConfigError(`cannot read ${path}: ${kind === "directory" ? "it is a directory" : "it is not a regular file"}`);
+    }
     const bundle = readMtlsBundle(config.tls.bundleDir, { optional: config.tls.bundle === "optional" });
     if (bundle.key !== undefined) {
       const mode = modeOf(bundle.files.key);

@@ -3,7 +3,7 @@
 // these fail or answer before any connection). The 80-column screens come from a real
 // pseudo-terminal (tmux) and are saved to test-results/.
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -178,6 +178,20 @@ describe("a registry gateway that cannot be used: one line, exit 2", () => {
     expect(r.stdout).toBe("");
     expect(r.stderr).toBe(`error: no mTLS client key at ${join(home.user, "gateways", "nokey", "mtls", "tls.key")}\n`);
     expect(r.code).toBe(2);
+  });
+
+  it("a FIFO in place of a bundle file is refused at once, not waited on", async () => {
+    home.gateway("fifo", "https://127.0.0.1:1");
+    const mtls = home.bundle("fifo", pki.ca, pki.client);
+    rmSync(join(mtls, "tls.key"));
+    execFileSync("mkfifo", [join(mtls, "tls.key")]);
+    try {
+      const r = await cli(["sandbox", "list", "-g", "fifo"]);
+      expect(r.stderr).toBe(`error: cannot read ${join(mtls, "tls.key")}: it is not a regular file\n`);
+      expect(r.code).toBe(2);
+    } finally {
+      rmSync(join(home.user, "gateways", "fifo"), { recursive: true });
+    }
   });
 
   it("a Cloudflare Access gateway is not supported", async () => {
