@@ -67,12 +67,11 @@ export default defineConfig([
     // Each CJS entry is self-contained (no chunks).
     splitting: false,
     clean: ["!**/*.js", "!cli/**"],
-    // p-retry is ESM-only. esbuild's Node-mode interop would turn `import pRetry from "p-retry"`
-    // into the module namespace (not the function) under require(esm), and Node before 20.19
-    // cannot require it at all; bundling it keeps `require("openshell-config")` working on
-    // every Node 20. oauth4webapi (only in dist/oidc.cjs) is ESM-only too, for the same reason.
-    // The ESM build keeps both external.
-    noExternal: ["p-retry", "oauth4webapi"],
+    // oauth4webapi (only in dist/oidc.cjs) is ESM-only: Node before 20.19 cannot require it at
+    // all, and esbuild's Node-mode interop would hand later ones the module namespace; bundling it
+    // keeps `require("openshell-config/oidc")` working on every Node 20. The ESM build keeps it
+    // external.
+    noExternal: ["oauth4webapi"],
   },
   cli,
 ]);

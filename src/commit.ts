@@ -11,7 +11,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { UpdateConfigRequest, UpdateConfigResponse } from "./gen/openshell/v1/config_pb.js";
 import { CommitOutcomeUnknownError, operationIdOf } from "./errors.js";
-import { isTransient, sleep, withRetry } from "./retry.js";
+import { backoffDelay, isTransient, sleep, withRetry } from "./retry.js";
 import { tlsFailureOf } from "./tls-failure.js";
 import { workspaceScope } from "./workspace.js";
 import type { ClientContext } from "./context.js";
@@ -126,7 +126,7 @@ export async function sendUpdate(ctx: ClientContext, request: UpdateConfigReques
       if (arrived && resendBy !== "key") resendBy = await resendSafety(ctx, request, workspace, signal, "lost", err);
       options.onRetry?.(err, attempt);
     }
-    await sleep(Math.min(maxDelayMs, minDelayMs * 2 ** (attempt - 1) * (1 + Math.random())), signal);
+    await sleep(backoffDelay(attempt, minDelayMs, maxDelayMs), signal);
   }
 }
 
@@ -155,12 +155,11 @@ function outcomeUnknown(
   const where = `sandbox "${request.sandbox}"${named ? ` in workspace "${workspace}"` : ""}`;
   const check = `"openshell-config ${request.settingKey !== "" ? "settings list" : "policy history"} --sandbox ${shellWord(request.sandbox)}${named ? ` --workspace ${shellWord(workspace)}` : ""}"`;
   const gateway = ctx.operations === "untracked" ? "this gateway does not track operations" : "whether this gateway tracks operations could not be learned";
+  const tail = `so it may or may not have been committed; check ${check} before sending it again`;
   const message =
     why === "resume"
-      ? `the update to ${where} cannot be resumed by its idempotency key: ${gateway}, so sending it again could commit it a second time; check ${check} to see whether it was committed`
-      : why === "refused"
-        ? `the answer to the commit to ${where} was lost and ${gateway}; its retry, pinned to resource version ${request.expectedResourceVersion}, was refused because the sandbox changed, by this commit or another, so it may or may not have been committed; check ${check} before sending it again`
-        : `the answer to the commit to ${where} was lost and ${gateway}, so it may or may not have been committed; check ${check} before sending it again, or pin expectedResourceVersion`;
+      ? `the update to ${where} cannot be resumed by its idempotency key: ${gateway}, ${tail}`
+      : `the answer to the commit to ${where} was lost and ${gateway}${why === "refused" ? `; its retry, pinned to resource version ${request.expectedResourceVersion}, was refused because the sandbox changed, by this commit or another,` : ","} ${tail}${why === "lost" ? ", or pin expectedResourceVersion" : ""}`;
   return new CommitOutcomeUnknownError(message, {
     sandbox: request.sandbox,
     ...(workspace !== undefined ? { workspace } : {}),

@@ -1,9 +1,10 @@
 // Recognises a TLS failure in any error an RPC can end with, and says in one line what to do about
-// it: toSdkError and the retry rule consult tlsFailureOf on every path. Browser-safe and small on
-// purpose: the gateway's own answers (UNAUTHENTICATED `client certificate required` / `client
-// certificate rejected: <why>`) are recognised here, with any transport; Node's TLS errors only
-// Node produces, and the Node transport installs their classifier (transport/tls-classify.ts)
-// when it loads, so that browser bundles do not carry those texts.
+// it: toSdkError and the retry rule consult tlsFailureOf on every path. Browser-safe and nearly
+// empty on purpose: only a Node process presents or verifies certificates itself, so the Node
+// transport installs the classifier (transport/tls-classify.ts: Node's TLS errors and the
+// gateway's own answers, UNAUTHENTICATED `client certificate required` / `client certificate
+// rejected: <why>`) when it loads, and browser bundles carry none of those texts. In a browser
+// the gateway's answer stays an UnauthenticatedError whose message says the same.
 
 /** Why a TLS connection to the gateway failed, or why its TLS settings cannot be used. */
 export type TlsFailure =
@@ -30,23 +31,6 @@ export interface TlsFailureFound {
   readonly message: string;
 }
 
-/** What to do when the gateway asks for a client certificate and got none. */
-export const CERTIFICATE_REQUIRED =
-  "the gateway requires a client certificate: pass tls.cert and tls.key (the mTLS bundle's tls.crt and tls.key)";
-
-/** The failure for a client certificate the gateway refused, `why` being its reason or alert. */
-export function rejected(why: string): TlsFailureFound {
-  return {
-    reason: "client-certificate-rejected",
-    message: `the gateway rejected the client certificate (${why}): pass a certificate and key issued by a CA the gateway trusts (the mTLS bundle's tls.crt and tls.key)`,
-  };
-}
-
-/** `text` on one line. */
-export function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
-}
-
 type Classifier = (chain: readonly object[]) => TlsFailureFound | undefined;
 // On globalThis under a registry symbol: every copy of this package shares the one installed.
 const CLASSIFIER = Symbol.for("openshell-config.tls.classifier");
@@ -56,20 +40,14 @@ export function setTlsClassifier(classifier: Classifier): void {
   (globalThis as { [CLASSIFIER]?: Classifier })[CLASSIFIER] = classifier;
 }
 
-const UNAUTHENTICATED = 16; // Code.Unauthenticated, matched on the number: any copy of Connect
-
-/** The TLS failure `err` (or one of its causes) reports, with its one-line message; else undefined. */
+/**
+ * The TLS failure `err` (or one of its causes) reports, with its one-line message; else
+ * undefined. Without an installed classifier (a browser bundle), nothing is one.
+ */
 export function tlsFailureOf(err: unknown): TlsFailureFound | undefined {
+  const classify = (globalThis as { [CLASSIFIER]?: Classifier })[CLASSIFIER];
+  if (classify === undefined) return undefined;
   const chain: object[] = [];
-  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
-    chain.push(e);
-    // The gateway's answer when it checks client certificates itself, after the handshake.
-    const { code, rawMessage } = e as { code?: unknown; rawMessage?: unknown };
-    if (code === UNAUTHENTICATED && typeof rawMessage === "string") {
-      if (/^client certificate required\b/.test(rawMessage)) return { reason: "client-certificate-required", message: CERTIFICATE_REQUIRED };
-      const m = /^client certificate rejected(?::\s*(.*))?/.exec(rawMessage);
-      if (m) return rejected(oneLine(m[1] || "the gateway gave no reason"));
-    }
-  }
-  return (globalThis as { [CLASSIFIER]?: Classifier })[CLASSIFIER]?.(chain);
+  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 6; e = (e as { cause?: unknown }).cause, depth++) chain.push(e);
+  return classify(chain);
 }

@@ -1,11 +1,40 @@
 // Recognises the TLS failures Node reports (certificate checks, TLS alerts, handshakes that are
-// not TLS at all) in the errors connect-node raises, and says in one line what to do. Installed
+// not TLS at all) in the errors connect-node raises, and the gateway's own answers about client
+// certificates, and says in one line what to do. Installed
 // into tls-failure.ts (which toSdkError and the retry rule consult) when the Node transport loads,
 // so that browser bundles, which never see these errors, do not carry their texts. The socket
 // observer (tls-connection.ts) attaches what it knows about the connection under TLS_CONNECTION.
 // Node only; imported by transport/node.ts and tls-connection.ts alone.
 
-import { CERTIFICATE_REQUIRED, oneLine, rejected, setTlsClassifier, type TlsFailureFound } from "../tls-failure.js";
+import { setTlsClassifier, type TlsFailureFound } from "../tls-failure.js";
+
+/** What to do when the gateway asks for a client certificate and got none. */
+export const CERTIFICATE_REQUIRED =
+  "the gateway requires a client certificate: pass tls.cert and tls.key (the mTLS bundle's tls.crt and tls.key)";
+
+/** The failure for a client certificate the gateway refused, `why` being its reason or alert. */
+export function rejected(why: string): TlsFailureFound {
+  return {
+    reason: "client-certificate-rejected",
+    message: `the gateway rejected the client certificate (${why}): pass a certificate and key issued by a CA the gateway trusts (the mTLS bundle's tls.crt and tls.key)`,
+  };
+}
+
+/** `text` on one line. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
+const UNAUTHENTICATED = 16; // Code.Unauthenticated, matched on the number: any copy of Connect
+
+/** The gateway's own answer when it checks client certificates after the handshake, if `e` is one. */
+function gatewayAnswer(e: object): TlsFailureFound | undefined {
+  const { code, rawMessage } = e as { code?: unknown; rawMessage?: unknown };
+  if (code !== UNAUTHENTICATED || typeof rawMessage !== "string") return undefined;
+  if (/^client certificate required\b/.test(rawMessage)) return { reason: "client-certificate-required", message: CERTIFICATE_REQUIRED };
+  const m = /^client certificate rejected(?::\s*(.*))?/.exec(rawMessage);
+  return m ? rejected(oneLine(m[1] || "the gateway gave no reason")) : undefined;
+}
 
 /** What the Node transport attaches to a failed TLS socket's error. */
 export interface TlsConnectionInfo {
@@ -30,7 +59,7 @@ export function classifyNodeTlsFailure(chain: readonly object[]): TlsFailureFoun
   let info: TlsConnectionInfo | undefined;
   for (const e of chain) info ??= (e as { [TLS_CONNECTION]?: TlsConnectionInfo })[TLS_CONNECTION];
   for (const e of chain) {
-    const found = classify(e, info);
+    const found = gatewayAnswer(e) ?? classify(e, info);
     if (found) return found;
   }
   return undefined;

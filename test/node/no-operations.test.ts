@@ -179,7 +179,7 @@ describe("a gateway without operations", () => {
     const err = await rejectionOf(client().awaitCompletion(ref, { timeoutMs: 1_000 }));
     expect(err).toBeInstanceOf(CommitOutcomeUnknownError);
     expect((err as Error).message).toBe(
-      'the update to sandbox "dev" cannot be resumed by its idempotency key: this gateway does not track operations, so sending it again could commit it a second time; check "openshell-config policy history --sandbox dev" to see whether it was committed',
+      'the update to sandbox "dev" cannot be resumed by its idempotency key: this gateway does not track operations, so it may or may not have been committed; check "openshell-config policy history --sandbox dev" before sending it again',
     );
     await expect(client().getOperation(ref)).rejects.toBeInstanceOf(CommitOutcomeUnknownError);
     expect(gw.calls.updateConfig).toBe(1);

@@ -26,11 +26,13 @@ function viaConnect(cause: Error, code = Code.Internal): ConnectError {
 }
 
 describe("without the Node transport (a browser bundle)", () => {
-  it("recognises the gateway's answers, and leaves Node's TLS errors to the classifier the Node transport installs", () => {
-    expect(tlsFailureOf(new ConnectError("client certificate required", Code.Unauthenticated))?.reason).toBe("client-certificate-required");
+  it("recognises no TLS failure until the Node transport installs its classifier: browsers present no certificates, and carry none of the texts", () => {
+    const required = new ConnectError("client certificate required", Code.Unauthenticated);
     const unknownCa = viaConnect(nodeError("UNABLE_TO_VERIFY_LEAF_SIGNATURE", "unable to verify the first certificate"));
+    expect(tlsFailureOf(required)).toBeUndefined();
     expect(tlsFailureOf(unknownCa)).toBeUndefined();
     installTlsClassifier();
+    expect(tlsFailureOf(required)?.reason).toBe("client-certificate-required");
     expect(tlsFailureOf(unknownCa)?.reason).toBe("unknown-ca");
   });
 });
