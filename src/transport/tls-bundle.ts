@@ -2,7 +2,7 @@
 // as the openshell CLI and the gateway's installer write it) into createNodeTransport's `tls`
 // options. Every failure names the file. Node only; imported by transport/node.ts alone.
 
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { TlsError } from "../errors.js";
 
@@ -86,7 +86,8 @@ export function readMtlsBundle(dir: string, options: ReadMtlsBundleOptions = {})
 function readBounded(path: string): Buffer | undefined {
   let fd: number;
   try {
-    fd = openSync(path, "r");
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     if ((err as { code?: unknown }).code === "ENOENT") return undefined;
     throw bundleError(`cannot read ${path}: ${reasonOf(err)}`, path, err);

@@ -3,6 +3,7 @@
 // "bundle" whose one line names the file.
 
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -97,6 +98,14 @@ describe("readMtlsBundle", () => {
     unlinkSync(join(dir, "tls.crt"));
     mkdirSync(join(dir, "tls.crt"));
     expect(failure(dir).message).toBe(`cannot read ${join(dir, "tls.crt")}: not a regular file`);
+  });
+
+  it("a FIFO where a file should be fails at once with 'not a regular file' instead of waiting for a writer", () => {
+    const dir = bundle();
+    const key = join(dir, "tls.key");
+    unlinkSync(key);
+    execFileSync("mkfifo", [key]);
+    expect(failure(dir).message).toBe(`cannot read ${key}: not a regular file`);
   });
 
   it("a file of 1 MiB is read whole, one byte more is refused", () => {
