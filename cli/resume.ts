@@ -54,6 +54,17 @@ export function rolloutStatusCommand(repeat: Repeat, id: string): string {
   return line(["policy", "rollout", "status", id, ...tail(repeat)]);
 }
 
+/**
+ * Where a change to a gateway that tracks no operations can be checked: `policy history` (or
+ * `settings list` for a setting) of its sandbox. Such a gateway ignores idempotency keys, so the
+ * same command again could commit the change a second time.
+ */
+export function checkCommand(repeat: Repeat, options: { readonly sandbox: string; readonly workspace?: string | undefined; readonly settings: boolean }): string {
+  const args = options.settings ? ["settings", "list", "--sandbox", options.sandbox] : ["policy", "history", "--sandbox", options.sandbox];
+  if (options.workspace !== undefined) args.push("--workspace", options.workspace);
+  return line([...args, ...repeat.connectionArgs]);
+}
+
 const TOKEN_FLAG = /^--token(=|$)/;
 
 /**

@@ -15,7 +15,7 @@ import {
 } from "openshell-config";
 import { EXIT, exitCodeOf, reportProblems, statusJson, statusRows, summarize } from "../outcome.js";
 import { startSpinner, type Spinner } from "../spinner.js";
-import { formatTimeoutFlag, rerunCommand, waitCommand, type Repeat } from "../resume.js";
+import { checkCommand, formatTimeoutFlag, rerunCommand, waitCommand, type Repeat } from "../resume.js";
 import { DEFAULT_TIMEOUT_MS, type WaitFlags } from "../args.js";
 import type { CommandContext } from "./context.js";
 
@@ -129,6 +129,7 @@ export async function runUpdate(ctx: CommandContext, spec: UpdateSpec): Promise<
         subject: committed,
         workspace: spec.workspace,
         idempotencyKey,
+        check: checkCommand(repeatOf(ctx), { sandbox: spec.sandbox, workspace: spec.workspace, settings: spec.what !== "policy" }),
         extra: { ...spec.json(res), idempotencyKey },
       });
     }
@@ -149,7 +150,9 @@ export async function runUpdate(ctx: CommandContext, spec: UpdateSpec): Promise<
 function reportNotConfirmed(ctx: CommandContext, spec: UpdateSpec, idempotencyKey: string): number {
   const rerun = rerunCommand(process.argv.slice(2), idempotencyKey);
   ctx.out.json({ sandbox: spec.sandbox, idempotencyKey, operationId: null, state: "unknown", timedOut: false, interrupted: true, resume: rerun });
-  ctx.out.note(`interrupted before the gateway confirmed the ${spec.what} of sandbox ${spec.sandbox}: it may or may not be committed; the same command with its idempotency key commits it at most once`);
+  ctx.out.note(
+    `interrupted before the gateway confirmed the ${spec.what} of sandbox ${spec.sandbox}: it may or may not be committed; the same command with its idempotency key commits it at most once on a gateway that tracks operations (on one that does not, check ${checkCommand(repeatOf(ctx), { sandbox: spec.sandbox, workspace: spec.workspace, settings: spec.what !== "policy" })} first)`,
+  );
   ctx.out.note(`resume with: ${rerun}`);
   return EXIT.interrupted;
 }
@@ -201,6 +204,11 @@ export async function reportWaitEnded(
     readonly describe?: (status: OperationStatus) => string | undefined;
     /** For an update whose operation id never arrived: resending with this key resumes it. */
     readonly idempotencyKey?: string;
+    /**
+     * For an update committed without an operation (a gateway that tracks none, and so ignores
+     * idempotency keys): the command that shows what became of it, printed instead of a resend.
+     */
+    readonly check?: string;
     readonly extra?: Record<string, unknown>;
   },
 ): Promise<number> {
@@ -224,9 +232,11 @@ export async function reportWaitEnded(
         : info.subject.includes(id)
           ? `${info.subject}: ${still}`
           : `${info.subject} committed; ${still} (operation ${id})`;
+  } else if (info.check !== undefined) {
+    // Committed on a gateway that tracks no operation: it ignores idempotency keys, so the same
+    // command again could commit a second revision. Point at where the outcome shows instead.
+    message = `${committed ?? info.subject} committed; ${still} (the gateway tracks no operation for it, and a resend could commit it again)`;
   } else {
-    // Committed on a gateway that tracks no operation: the same command with the same key waits
-    // again without a second revision.
     message = `${committed ?? info.subject} committed; ${still} (the gateway tracks no operation for it)`;
     if (info.idempotencyKey !== undefined) resume = rerunCommand(process.argv.slice(2), info.idempotencyKey);
   }
@@ -239,8 +249,10 @@ export async function reportWaitEnded(
     timedOut: !interrupted,
     interrupted,
     resume: resume ?? null,
+    ...(id === undefined && info.check !== undefined ? { check: info.check } : {}),
   });
   out.note(message);
   if (resume !== undefined) out.note(`resume with: ${resume}`);
+  else if (id === undefined && info.check !== undefined) out.note(`follow it with: ${info.check}`);
   return interrupted ? EXIT.interrupted : EXIT.timeout;
 }

@@ -165,4 +165,20 @@ describe("a commit whose answer a proxy drops", () => {
     ]);
     expect(await versions(cliSandbox)).toEqual([...before, before.at(-1)! + 1]);
   });
+
+  it("a CLI wait that ends before the outcome points at the policy history, never at a resend, which such a gateway would commit again", async () => {
+    const before = await versions(idleSandbox);
+    const run = await runBinary(["policy", "merge", "--sandbox", idleSandbox, "--add-rule", "pypi", "--host", "pypi.org", "--port", "443", "--timeout", "1s"], cliDir, {
+      PATH: process.env.PATH,
+      HOME: join(cliDir, "home"),
+      OPENSHELL_GATEWAY_URL: stack.url,
+      OPENSHELL_TOKEN: stack.adminToken,
+    });
+    expect(run.code, run.stderr).toBe(124);
+    expect(run.stderr).toMatch(/committed; still pending after 1s \(the gateway tracks no operation for it, and a resend could commit it again\)/);
+    expect(run.stderr).toContain(`follow it with: openshell-config policy history --sandbox ${idleSandbox}`);
+    expect(run.stderr).not.toContain("resume with:");
+    expect(run.stderr).not.toContain("--idempotency-key");
+    expect(await versions(idleSandbox)).toEqual([...before, before.at(-1)! + 1]);
+  });
 });
