@@ -15,7 +15,14 @@ export interface MtlsBundle {
   /** `tls.key`: the client certificate's private key. */
   readonly key?: Buffer;
   /** The absolute paths of the three files, whether they were there or not. */
-  readonly files: { readonly ca: string; readonly cert: string; readonly key: string };
+  readonly files: {
+    /** `<dir>/ca.crt`. */
+    readonly ca: string;
+    /** `<dir>/tls.crt`. */
+    readonly cert: string;
+    /** `<dir>/tls.key`. */
+    readonly key: string;
+  };
 }
 
 /** Options of `readMtlsBundle`. */

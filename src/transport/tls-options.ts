@@ -54,7 +54,14 @@ export interface NodeTlsOptions {
    */
   readonly insecureSkipVerify?: boolean;
   /** Where `ca`, `cert` and `key` were read from, named in errors; `readMtlsBundle` fills it in. */
-  readonly files?: { readonly ca?: string; readonly cert?: string; readonly key?: string };
+  readonly files?: {
+    /** The file `ca` came from. */
+    readonly ca?: string;
+    /** The file `cert` came from. */
+    readonly cert?: string;
+    /** The file `key` came from. */
+    readonly key?: string;
+  };
 }
 
 /** What every TLS connection of one transport is opened with. */
