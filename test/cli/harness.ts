@@ -3,7 +3,7 @@
 // and writing policy files.
 
 import { spawn } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SandboxPhase } from "openshell-config/raw";
@@ -41,7 +41,7 @@ function distIsFresh(): boolean {
   const newest = (d: string): number =>
     Math.max(0, ...readdirSync(d, { withFileTypes: true }).map((e) => (e.isDirectory() ? newest(join(d, e.name)) : mtime(join(d, e.name)))));
   try {
-    const outputs = ["dist/cli/main.js", "dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/raw.js", "dist/rollout.js", "dist/transport/node.js"].map((p) => mtime(join(ROOT, p)));
+    const outputs = ["dist/cli/main.js", "dist/index.js", "dist/index.cjs", "dist/index.d.ts", "dist/raw.js", "dist/rollout.js", "dist/oidc.js", "dist/transport/node.js"].map((p) => mtime(join(ROOT, p)));
     const inputs = [newest(join(ROOT, "src")), newest(join(ROOT, "cli")), ...["package.json", "tsup.config.ts", "tsconfig.json"].map((p) => mtime(join(ROOT, p)))];
     return Math.min(...outputs) > Math.max(...inputs);
   } catch {
@@ -49,9 +49,41 @@ function distIsFresh(): boolean {
   }
 }
 
-/** `npm run build`, unless dist/ is newer than every source and build input. */
-export function build(): Promise<void> {
-  if (distIsFresh()) return Promise.resolve();
+/** A build's lock: test files run in parallel processes, and two builds at once clean each other's dist/. */
+const BUILD_LOCK = join(ROOT, "test-results", ".build.lock");
+/** A lock older than this was left by a test process that died mid-build. */
+const STALE_LOCK_MS = 10 * 60_000;
+
+/**
+ * `npm run build`, unless dist/ is newer than every source and build input. Test files that need
+ * the build at the same time (a fresh clone has no dist/) take turns through a lock directory:
+ * one builds, the others wait for it and then find dist/ fresh.
+ */
+export async function build(): Promise<void> {
+  if (distIsFresh()) return;
+  mkdirSync(dirname(BUILD_LOCK), { recursive: true });
+  for (;;) {
+    try {
+      mkdirSync(BUILD_LOCK);
+      break;
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== "EEXIST") throw err;
+      try {
+        if (Date.now() - statSync(BUILD_LOCK).mtimeMs > STALE_LOCK_MS) rmSync(BUILD_LOCK, { recursive: true, force: true });
+      } catch {
+        // released meanwhile
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  try {
+    if (!distIsFresh()) await runBuild();
+  } finally {
+    rmSync(BUILD_LOCK, { recursive: true, force: true });
+  }
+}
+
+function runBuild(): Promise<void> {
   return new Promise((res, rej) => {
     const child = spawn("npm", ["run", "build"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";

@@ -10,6 +10,8 @@
 //   gateway-serve  the reference gateway's two commands, on a free port, its files in a temporary
 //                  directory and the README's auth file with real tokens
 //   dashboard      `npm run dashboard` serves the dashboard and prints a working `export` line
+//   connect, connect-local  (readme-connect.test.ts) the command line against a stock install's
+//                  gateway registry, and `npm run gateway -- --mtls` with the line it printed
 // Real processes throughout: the commands start the gateway and supervisors themselves. The
 // session uses a fresh npm cache, as on a machine where `npx openshell-config` never ran.
 
@@ -25,7 +27,7 @@ import { missingLines, readmeBlocks, shellCommands, shownOutputs, type ShellComm
 
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 const BLOCKS = readmeBlocks(README);
-const HANDLED = ["try-it", "cli-setup", "cli-session", "gateway-serve", "dashboard"];
+const HANDLED = ["try-it", "cli-setup", "cli-session", "gateway-serve", "dashboard", "connect", "connect-local"];
 /** The port the README's commands and outputs name; the test runs on free ports instead. */
 const README_PORT = "8080";
 
