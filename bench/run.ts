@@ -7,7 +7,10 @@
 //
 //   node --import tsx bench/run.ts [--full] [--only latency,probe,fleet,scale,recovery,tls,size] [--cpu-prof]
 //                                  [--fleet-sandboxes N] [--fleet-ops N] [--probe-ops N] [--scale N,N]
-//                                  [--recovery N] [--backend sqlite,postgres] [--no-floor]
+//                                  [--recovery N] [--backend sqlite,postgres] [--no-floor] [--out NAME]
+//
+// --out NAME writes bench/results/NAME.{json,md} instead of latest.* and quick.*/full.* (a partial
+// run, e.g. --only tls, that should not replace the last whole one).
 
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -45,8 +48,10 @@ const { values } = parseArgs({
     scale: { type: "string" },
     recovery: { type: "string" },
     backend: { type: "string" },
+    out: { type: "string" },
   },
 });
+if (values.out !== undefined && !/^[a-z0-9-]+$/.test(values.out)) throw new Error(`--out: use lower-case letters, digits and '-' (got ${values.out})`);
 const full = values.full === true;
 const only = new Set((values.only ?? SCENARIOS.join(",")).split(",").map((s) => s.trim()));
 for (const s of only) if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`--only: unknown scenario ${s} (${SCENARIOS.join(", ")})`);
@@ -132,7 +137,7 @@ function write(): void {
   const json = `${JSON.stringify(results, null, 2)}\n`;
   const md = renderMarkdown(results);
   // latest.* is the last run of either kind; quick.* / full.* keep the last of each.
-  for (const name of ["latest", results.meta.mode]) {
+  for (const name of values.out !== undefined ? [values.out] : ["latest", results.meta.mode]) {
     writeFileSync(join(resultsDir, `${name}.json`), json);
     writeFileSync(join(resultsDir, `${name}.md`), md);
   }
@@ -275,7 +280,7 @@ async function main(): Promise<void> {
     say("targets of the performance issue (reported, not enforced):");
     for (const t of issue15Targets(results)) console.log(`  ${t.verdict.padEnd(7)}  ${t.measure}: ${t.now} (target ${t.target})`);
   }
-  say(`wrote bench/results/latest.md and latest.json${results.failures.length > 0 ? `; ${results.failures.length} FAILURE(S)` : ""}`);
+  say(`wrote bench/results/${values.out ?? "latest"}.md and ${values.out ?? "latest"}.json${results.failures.length > 0 ? `; ${results.failures.length} FAILURE(S)` : ""}`);
 }
 
 // Interrupted: stop every stack (processes, databases) before leaving.

@@ -69,6 +69,15 @@ describe("a stock install's registry, no flags", () => {
     expect(r.stdout).toMatch(new RegExp(`^${web}\\s+default\\s+ready\\s`, "m"));
   });
 
+  it("sandbox list works over Connect and gRPC-Web too (--protocol), with the same bundle", async () => {
+    for (const protocol of ["connect", "grpc-web"]) {
+      const r = await cli(["sandbox", "list", "--protocol", protocol]);
+      expect(r.stderr, protocol).toBe("");
+      expect(r.code, protocol).toBe(0);
+      expect(r.stdout, protocol).toMatch(new RegExp(`^${web}\\s+default\\s+ready\\s`, "m"));
+    }
+  });
+
   it("policy set --wait commits and waits, and operation get shows the operation", async () => {
     const file = join(dir, "policy.yaml");
     writeFileSync(file, policyYaml({ github: { host: "api.github.com" } }));
