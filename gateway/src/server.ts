@@ -47,6 +47,8 @@ export interface ServerOptions {
   readonly tls?: TlsMaterial;
   /** A TLS handshake not finished by then drops the connection. Default 10 s. */
   readonly tlsHandshakeTimeoutMs?: number;
+  /** With a client CA: a connection without a verified certificate is closed this long after its handshake. Default 10 s. */
+  readonly unverifiedLifetimeMs?: number;
   /**
    * A second listener for supervisors (`--sandbox-port`): same interface and TLS certificate, no
    * client certificate asked, and only `paths` (default: the supervisor's methods) and `/healthz`.
@@ -74,6 +76,8 @@ const COMPRESS_MIN_BYTES = 1024 * 1024;
 const READ_MAX_BYTES = 16 * 1024 * 1024;
 /** A connection that sends nothing for this long before its first bytes is dropped. */
 const FIRST_BYTES_TIMEOUT_MS = 30_000;
+/** A connection without a verified client certificate is closed this long after its handshake. */
+const UNVERIFIED_LIFETIME_MS = 10_000;
 /** After the grace period, handlers are aborted and given this long to answer before sockets are cut. */
 const ABORT_SETTLE_MS = 250;
 /** Default bound on a TLS handshake. */
@@ -125,6 +129,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       const peer = peerOf(req);
       if (peer?.status !== "verified" && pathOf(req) !== "/healthz") {
         const message = peer?.status === "rejected" ? `${CLIENT_CERTIFICATE_REJECTED}: ${peer.reason}` : CLIENT_CERTIFICATE_REQUIRED;
+        // HTTP/1.1 ends the connection with this answer; HTTP/2 keeps it for the client's next call
+        // to get the same clear answer, until the connection's time is up (UNVERIFIED_LIFETIME_MS).
+        if (!("stream" in res)) res.shouldKeepAlive = false;
         refuseRequest(req, res, Code.Unauthenticated, message);
         return;
       }
@@ -188,7 +195,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       onSecure: (secure, raw) => {
         connections.addSecureSocket(raw, secure);
         secure.on("error", (err) => logger.debug({ err }, "TLS connection error"));
-        if (askClientCertificate) (secure as TLSSocket & WithPeer)[PEER] = describePeerCertificate(secure);
+        if (askClientCertificate) {
+          const peer = describePeerCertificate(secure);
+          (secure as TLSSocket & WithPeer)[PEER] = peer;
+          // A connection without a verified certificate can get nothing but /healthz and refusals:
+          // it is closed after a while, busy or not, so that such clients cannot hold thousands
+          // of connections open (a timer of its own: the protocol sniffer sets the socket's).
+          if (peer.status !== "verified") {
+            const timer = setTimeout(() => secure.destroy(), options.unverifiedLifetimeMs ?? UNVERIFIED_LIFETIME_MS);
+            secure.once("close", () => clearTimeout(timer));
+          }
+        }
         // A client that negotiated no ALPN speaks HTTP/1.1 (node's HTTP/2 server refuses it anyway).
         sniffProtocol(secure, FIRST_BYTES_TIMEOUT_MS, () => dispatch(secure, secure.alpnProtocol === "h2" ? "h2" : "http/1.1"));
       },

@@ -30,8 +30,9 @@ export function createTlsAcceptor(options: TlsAcceptorOptions): (raw: Socket) =>
     handshakeTimeout: options.handshakeTimeoutMs,
     ...(options.requestClientCertificate ? { requestCert: true, rejectUnauthorized: false, ca: material.clientCa } : {}),
   });
-  // node does not say which TCP socket a TLS socket runs on; on one listener the peer's address
-  // and port tell live connections apart, and the TLS socket reports those of its TCP socket.
+  // node does not say which TCP socket a TLS socket runs on; the four addresses and ports of a
+  // connection tell live connections apart (the peer's alone may repeat across local addresses of
+  // a wildcard listener), and the TLS socket reports those of its TCP socket.
   const handshaking = new Map<string, Socket>();
   server.on("secureConnection", (secure: tls.TLSSocket) => {
     const key = peerKey(secure);
@@ -64,6 +65,7 @@ export function createTlsAcceptor(options: TlsAcceptorOptions): (raw: Socket) =>
 }
 
 function peerKey(socket: Socket): string | undefined {
-  const { remoteAddress, remotePort } = socket;
-  return remoteAddress === undefined || remotePort === undefined ? undefined : `${remoteAddress} ${remotePort}`;
+  const { remoteAddress, remotePort, localAddress, localPort } = socket;
+  if (remoteAddress === undefined || remotePort === undefined || localAddress === undefined || localPort === undefined) return undefined;
+  return `${remoteAddress} ${remotePort} ${localAddress} ${localPort}`;
 }

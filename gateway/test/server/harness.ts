@@ -66,7 +66,7 @@ export interface TestServer {
 /** Starts a server on 127.0.0.1:0 with the test routes. */
 export async function startTestServer(
   options: Partial<
-    Pick<ServerOptions, "interceptors" | "corsOrigins" | "isHealthy" | "onShutdown" | "tls" | "tlsHandshakeTimeoutMs" | "sandboxListener" | "logger">
+    Pick<ServerOptions, "interceptors" | "corsOrigins" | "isHealthy" | "onShutdown" | "tls" | "tlsHandshakeTimeoutMs" | "unverifiedLifetimeMs" | "sandboxListener" | "logger">
   > = {},
 ): Promise<TestServer> {
   const probe: Probe = { inFlight: 0, maxInFlight: 0, aborted: 0 };
