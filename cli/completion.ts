@@ -82,7 +82,9 @@ const gatewayNames = (shell: Shell) => `_openshell_config_gateways() {${shell ==
   local sys="\${OPENSHELL_SYSTEM_GATEWAY_DIR:-/etc/openshell}" f
   [[ $sys == /* ]] || sys=/etc/openshell
   for f in "\${XDG_CONFIG_HOME:-$HOME/.config}"/openshell/gateways/*/metadata.json "$sys"/gateways/*/metadata.json; do
-    [[ -f $f ]] && f=\${f%/metadata.json} && printf '%s\\n' "\${f##*/}"
+    f=\${f%/metadata.json}
+    # Plain names only: a directory name is data, never shell syntax for compgen to expand.
+    [[ -f $f/metadata.json && \${f##*/} =~ ^[A-Za-z0-9._-]+$ ]] && printf '%s\\n' "\${f##*/}"
   done
 }`;
 
@@ -125,7 +127,7 @@ _openshell_config() {
   case "$prev" in
 ${t.choices.map(([flags, values]) => `    ${flags.join("|")}) COMPREPLY=($(compgen -W ${sq(values.join(" "))} -- "$cur")); return ;;`).join("\n")}
     ${t.files.join("|")}) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    ${t.gateways.join("|")}) COMPREPLY=($(compgen -W "$(_openshell_config_gateways | sort -u)" -- "$cur")); return ;;
+    ${t.gateways.join("|")}) local n; COMPREPLY=(); while IFS= read -r n; do [[ $n == "$cur"* ]] && COMPREPLY+=("$n"); done < <(_openshell_config_gateways | sort -u); return ;;
   esac
   # Some other value (a sandbox name, a duration): nothing to offer.
   [[ $valued == *" $prev "* ]] && return

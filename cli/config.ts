@@ -15,8 +15,9 @@
 // does the same). A -g flag beats an endpoint from the environment: flags beat the environment.
 //
 // The bearer token comes from the first of: --token, OPENSHELL_TOKEN, "token" in the config file
-// (only for a gateway not chosen by name: that token is for the config file's gateway, and must
-// not go to a registered one), the registered gateway's oidc_token.json (auth_mode oidc).
+// (only for a gateway not chosen by name, and not for an endpoint named by the openshell CLI's
+// --gateway-endpoint or OPENSHELL_GATEWAY_ENDPOINT unless it is the file's own "url": that token
+// is for the config file's gateway), the registered gateway's oidc_token.json (auth_mode oidc).
 // --gateway-insecure (OPENSHELL_GATEWAY_INSECURE) skips the verification of an https gateway's
 // certificate. OPENSHELL_WORKSPACE is the default of --workspace (args.ts).
 //
@@ -180,11 +181,32 @@ export function resolveConfig(flags: ConnectionFlags, env: NodeJS.ProcessEnv = p
   let tokenSource: ResolvedConfig["tokenSource"];
   if (flags.token !== undefined) [token, tokenSource] = [flags.token, "flag"];
   else if (nonEmpty(env[TOKEN_ENV]) !== undefined) [token, tokenSource] = [env[TOKEN_ENV], "env"];
-  else if (gateway === undefined && fileConfig().token !== undefined) [token, tokenSource] = [fileConfig().token, "file"];
+  else if (gateway === undefined && fileConfig().token !== undefined && fileTokenFits(endpoint, fileConfig(), flags, env)) [token, tokenSource] = [fileConfig().token, "file"];
   else if (authMode === "oidc") tokenSource = "oidc";
 
   const fileConsulted = fromFile !== undefined;
   return { url: endpoint.url, urlSource: endpoint.source, urlFrom: endpoint.from, token, tokenSource, file, fileConsulted, gateway, authMode, tls, insecure, registry };
+}
+
+/**
+ * Whether the config file's token may go to `endpoint`. As before the registry, with a URL from
+ * this command line's own names (--url, OPENSHELL_GATEWAY_URL, the file): the URL and the token
+ * are taken independently. Not to a URL from the openshell CLI's OPENSHELL_GATEWAY_ENDPOINT or
+ * --gateway-endpoint, which are set for that tool and its gateways, unless it is the file's own
+ * gateway (same origin as its "url").
+ */
+function fileTokenFits(endpoint: Endpoint, file: FileConfig, flags: { readonly url?: string | undefined }, env: NodeJS.ProcessEnv): boolean {
+  if (endpoint.source === "file") return true;
+  const ours = endpoint.source === "flag" ? flags.url !== undefined : endpoint.source === "env" && nonEmpty(env[URL_ENV]) !== undefined;
+  return ours || (file.url !== undefined && sameOrigin(file.url, endpoint.url));
+}
+
+function sameOrigin(a: string, b: string): boolean {
+  try {
+    return new URL(a).origin === new URL(b).origin;
+  } catch {
+    return false;
+  }
 }
 
 /** Throws ConfigError for a gateway this command line cannot talk to (Cloudflare Access). */

@@ -4,7 +4,7 @@
 // pseudo-terminal (tmux) and are saved to test-results/.
 
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPki, type TestPki } from "../../examples/tls/pki.js";
@@ -235,6 +235,17 @@ describe("completion", () => {
     expect(await complete("openshell-config", "-g", "")).toEqual(["cf", "expired", "lab", "nokey", "openshell", "plain", "sys"]);
     expect(await complete("openshell-config", "sandbox", "list", "--gateway", "o")).toEqual(["openshell"]);
     expect(await complete("openshell-config", "gateway", "")).toEqual(["list", "current"]);
+
+    // A directory name is data: one that reads as shell syntax is neither offered nor run.
+    const evil = join(home.env.OPENSHELL_SYSTEM_GATEWAY_DIR!, "gateways", "$(touch pwned)");
+    mkdirSync(evil, { recursive: true });
+    writeFileSync(join(evil, "metadata.json"), "{}");
+    try {
+      expect(await complete("openshell-config", "-g", "")).toEqual(["cf", "expired", "lab", "nokey", "openshell", "plain", "sys"]);
+      expect(existsSync(join(process.cwd(), "pwned"))).toBe(false);
+    } finally {
+      rmSync(evil, { recursive: true, force: true });
+    }
   });
 });
 

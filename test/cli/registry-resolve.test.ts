@@ -166,6 +166,14 @@ describe("the token", () => {
     expect(resolve({ url: "https://other.example" })).toMatchObject({ token: "file-token", tokenSource: "file" });
   });
 
+  it("sends the config file's token to an endpoint of the openshell CLI's names only when it is the file's own gateway", () => {
+    expect(resolve({}, { OPENSHELL_GATEWAY_ENDPOINT: "https://elsewhere.example" })).toMatchObject({ url: "https://elsewhere.example", token: undefined, tokenSource: undefined });
+    expect(resolve({ gatewayEndpoint: "https://elsewhere.example" })).toMatchObject({ token: undefined, tokenSource: undefined });
+    expect(resolve({}, { OPENSHELL_GATEWAY_ENDPOINT: "http://from-file.example:9" })).toMatchObject({ token: "file-token", tokenSource: "file" });
+    // This command line's own names take the file's token as they always did.
+    expect(resolve({}, { OPENSHELL_GATEWAY_URL: "https://elsewhere.example" })).toMatchObject({ token: "file-token", tokenSource: "file" });
+  });
+
   it("never sends the config file's token to a gateway chosen by name (-g, OPENSHELL_GATEWAY, active)", () => {
     expect(resolve({ gateway: "openshell" })).toMatchObject({ token: undefined, tokenSource: undefined });
     expect(resolve({}, { OPENSHELL_GATEWAY: "plain" })).toMatchObject({ token: undefined, tokenSource: undefined });
