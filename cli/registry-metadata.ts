@@ -122,7 +122,8 @@ export function checkEndpoint(value: string, fail: (what: string) => never): URL
   return u;
 }
 
-/** A value cut for an error line. */
-function clip(s: string): string {
+/** A value for an error line: any `user:password@` cut out (never echoed), then cut to 80 characters. */
+function clip(value: string): string {
+  const s = value.replace(/^([^/?#]*\/\/)[^/?#]*@/, "$1…@");
   return s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }

@@ -14,10 +14,14 @@ export async function authorizationHeader(token: TokenSource | undefined): Promi
   return value === "" ? undefined : `Bearer ${value}`;
 }
 
-/** True for hosts that never leave this machine. */
+/**
+ * True for hosts that never leave this machine: `localhost`, 127.0.0.0/8 and ::1. Not other
+ * `*.localhost` names: browsers map them to loopback, but Node asks the system resolver, which
+ * need not (a token or a client secret could go to whatever a DNS server says).
+ */
 export function isLoopbackHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h.endsWith(".localhost") || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
+  return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h);
 }
 
 /**

@@ -123,5 +123,11 @@ describe("configuration errors", () => {
     const err = configError(() => resolveConfig({}, {}, { home: home({ url: "https://user:hunter2@gw.example" }) }));
     expect(err.message).toMatch(/"url" in .*config\.json must not contain credentials/);
     expect(err.message).not.toContain("hunter2");
+    // Neither when the URL is refused for another reason first (a bad port, another scheme).
+    for (const url of ["https://admin:s3cretpassword@gw:99999", "ftp://admin:s3cretpassword@gw/"]) {
+      const bad = configError(() => resolveConfig({ url }, {}));
+      expect(bad.message).toContain("…@gw");
+      expect(bad.message, bad.message).not.toContain("s3cretpassword");
+    }
   });
 });
