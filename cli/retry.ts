@@ -11,6 +11,7 @@
 // certificates fail the same way.
 
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { tlsErrorOf } from "openshell-config";
 
 export interface RetryRule {
   /** The pauses before each retry; their number is the number of retries. */
@@ -30,11 +31,15 @@ export function networkCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** Where the SDK's Node transport records a failed socket's TLS state. */
+const TLS_CONNECTION = Symbol.for("openshell-config.tls.connection");
+
 // Node's certificate and handshake errors, and the SDK's TlsError that names them.
 const TLS_CODE = /^(ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_(GET|VERIFY)_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|HOSTNAME_MISMATCH$|EPROTO$)/;
 
-/** True when a TLS failure is anywhere in the cause chain. */
+/** True when a TLS failure is anywhere in the cause chain (also as the SDK's Node transport classifies it). */
 export function isTlsFailure(err: unknown): boolean {
+  if (tlsErrorOf(err) !== undefined) return true;
   for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
     const { code, name } = e as { code?: unknown; name?: unknown };
     if (name === "TlsError" || (typeof code === "string" && TLS_CODE.test(code))) return true;
@@ -49,6 +54,8 @@ export function isTlsFailure(err: unknown): boolean {
 export function neverSent(err: unknown): boolean {
   for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
     const { code, syscall } = e as { code?: unknown; syscall?: unknown };
+    // The SDK's Node transport marks a socket's error with whether its TLS handshake had completed.
+    if ((e as { [TLS_CONNECTION]?: { secured?: unknown } })[TLS_CONNECTION]?.secured === false) return true;
     if (typeof code !== "string") continue;
     if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "UND_ERR_CONNECT_TIMEOUT") return true;
     if (syscall === "connect" || syscall === "getaddrinfo") return true;

@@ -57,6 +57,9 @@ export async function learnTracking(ctx: ClientContext, workspace: string | unde
   return ctx.operations;
 }
 
+/** Where the Node transport records a failed socket's TLS state (transport/tls-classify.ts). */
+const TLS_CONNECTION = Symbol.for("openshell-config.tls.connection");
+
 // System error codes that only a connection attempt or a name lookup produces.
 const BEFORE_SENDING = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
 // Node's certificate and handshake errors: no request goes out before the handshake completes.
@@ -71,6 +74,8 @@ export function neverSent(err: unknown): boolean {
   for (let e = err, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
     const { code, syscall, name } = e as { code?: unknown; syscall?: unknown; name?: unknown };
     if (name === "TlsError") return true;
+    // The Node transport marks a socket's error with whether its TLS handshake had completed.
+    if ((e as { [TLS_CONNECTION]?: { secured?: unknown } })[TLS_CONNECTION]?.secured === false) return true;
     if (typeof code !== "string") continue;
     if (BEFORE_SENDING.has(code) || TLS_CODE.test(code)) return true;
     if (syscall === "connect" || syscall === "getaddrinfo") return true;

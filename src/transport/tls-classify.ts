@@ -44,6 +44,8 @@ export interface TlsConnectionInfo {
   readonly clientCertificate: boolean;
   /** The gateway's leaf certificate, when the handshake got that far. */
   readonly peer?: { readonly validFrom: string; readonly validTo: string } | undefined;
+  /** False until the TLS handshake completed: a failure before that means nothing was sent. */
+  readonly secured?: boolean;
 }
 
 /** The property (a registry symbol, shared by every copy of this package) holding TlsConnectionInfo. */
@@ -94,6 +96,15 @@ function classify(
   if (typeof e.code !== "string") return undefined;
   const code = e.code;
   const text = typeof e.message === "string" ? e.message : "";
+  // A gateway that refuses a client certificate during a TLS 1.2 handshake may just close the
+  // connection, without an alert (node's own TLS server does): a reset before the handshake
+  // completed, with a certificate offered, is that refusal far more often than a crash.
+  if (info?.secured === false && info.clientCertificate && (code === "ECONNRESET" || code === "EPIPE")) {
+    return {
+      reason: "client-certificate-rejected",
+      message: `the gateway (${info.host}) closed the connection during the TLS handshake, after the client certificate was offered: it most likely refused the certificate; pass a certificate and key issued by a CA the gateway trusts (the mTLS bundle's tls.crt and tls.key)`,
+    };
+  }
   const gateway = info ? `the gateway's certificate (${info.host})` : "the gateway's certificate";
   if (UNKNOWN_CA.has(code)) {
     return {

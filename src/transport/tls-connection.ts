@@ -65,7 +65,8 @@ function connectionOptions(settings: TlsSettings): tls.ConnectionOptions {
 }
 
 function observe<S extends tls.TLSSocket>(socket: S, host: string, clientCertificate: boolean): S {
-  const info: { -readonly [K in keyof TlsConnectionInfo]: TlsConnectionInfo[K] } = { host, clientCertificate };
+  const info: { -readonly [K in keyof TlsConnectionInfo]: TlsConnectionInfo[K] } = { host, clientCertificate, secured: false };
+  socket.once("secureConnect", () => (info.secured = true));
   // "secure" is the socket's own event, on which it checks the gateway's certificate and, when
   // the check fails, destroys itself: listening first is the last chance to read the certificate.
   // (Should a Node release rename it, messages only lose the date.)

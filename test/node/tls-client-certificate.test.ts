@@ -70,6 +70,16 @@ describe("refused in the TLS handshake", () => {
     expect(s.connections()).toBe(1);
   });
 
+  it.each(["2", "1.1"] as const)("over TLS 1.2 a server that refuses a certificate by closing the connection, without an alert, is client-certificate-rejected after one connection, and nothing is committed (HTTP/%s)", async (httpVersion) => {
+    const s = await startTlsGateway({ server: pki.server, clientCa: pki.ca.cert, clientCheck: "tls", maxVersion: "TLSv1.2" });
+    server = s;
+    const err = await tlsErrorOf(client({ protocol: "connect", httpVersion, tls: foreign() }).updatePolicy({ sandbox: "dev", policy: samplePolicy() }));
+    expect(err.reason).toBe("client-certificate-rejected");
+    expect(err.message).toMatch(/closed the connection during the TLS handshake, after the client certificate was offered/);
+    expect(s.connections()).toBe(1);
+    expect(s.gateway.commits).toHaveLength(0);
+  });
+
   it.skipIf(!OPENSSL).each(["2", "1.1"] as const)("an OpenSSL server refusing a certificate from an unknown CA: client-certificate-rejected from its alert (HTTP/%s)", async (httpVersion) => {
     const files = { cert: join(dir, "server.crt"), key: join(dir, "server.key"), ca: join(dir, "ca.crt") };
     writeFileSync(files.cert, pki.server.cert);
