@@ -1,7 +1,8 @@
 // Sending an UpdateConfig without ever committing it twice. A gateway that tracks operations
-// replays a resent request by its idempotency key; one that does not (an upstream release before
-// durable operations, or a fork gateway with push delivery off) ignores the key, so a resend of a
-// request that may have arrived can make a second revision. What the client has learnt about the
+// replays a resent request by its idempotency key; an upstream release before durable operations
+// ignores the key, so a resend of a request that may have arrived can make a second revision. A
+// fork gateway with push delivery off still replays keys but returns no operation either; the
+// client cannot tell the two apart from an answer, and treats both as the older release. What the client has learnt about the
 // gateway decides which failures may be sent again:
 // - a failure that proves the request never left (connection refused, DNS, TLS): as any request;
 // - one after which it may have arrived (a reset, UNAVAILABLE, a lost answer): only when the

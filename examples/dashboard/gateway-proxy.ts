@@ -191,7 +191,9 @@ export function createGatewayProxy(options: GatewayProxyOptions): GatewayProxy {
       const refuse = (code: ProxyCode, message: string) => failAfterBody(req, res, code, message, 2 * maxBody, bodyTimeoutMs);
       if (req.method !== "POST") return refuse("unimplemented", `only POST is forwarded, not ${req.method}`);
       const origin = req.headers.origin;
-      // A browser sends Origin with every POST; it must be this page's own (Vite has checked Host).
+      // A browser sends Origin with every POST; it must be this page's own (Vite has checked Host),
+      // so no other site can drive the gateway through a user's browser. A local program sends
+      // what it likes: whoever can connect to this port is the admin, as with --no-auth.
       if (origin !== undefined && origin !== `http://${req.headers.host}`) {
         return refuse("permission_denied", `calls from ${origin} are not forwarded (only from the dashboard's own page)`);
       }
