@@ -11,29 +11,14 @@
 //
 // Env: OPENSHELL_GATEWAY_PORT (default 8080), OPENSHELL_LOCAL_DIR (default ./.openshell-local).
 
-import { mkdirSync } from "node:fs";
-import { resolve } from "node:path";
 import { OpenShell } from "openshell-config/raw";
 import { DEMO_SANDBOXES, ensureDemoSandboxes } from "./demo-sandboxes.js";
 import { startLocalStack } from "./local-stack.js";
 import { createStackAdminClient } from "./stack-admin.js";
+import { parseStackArgs } from "./stack-args.js";
 import { registryExportLine } from "./tls-stack.js";
 
-const USAGE = "usage: npm run gateway [-- --mtls]";
-const args = process.argv.slice(2);
-if (args.includes("--help") || args.includes("-h")) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const unknown = args.find((a) => a !== "--mtls");
-if (unknown !== undefined) {
-  console.error(`npm run gateway: unknown argument ${JSON.stringify(unknown)} (${USAGE})`);
-  process.exit(2);
-}
-const mtls = args.includes("--mtls");
-
-const dir = resolve(process.env.OPENSHELL_LOCAL_DIR ?? ".openshell-local");
-mkdirSync(dir, { recursive: true });
+const { mtls, dir } = parseStackArgs("gateway");
 const port = Number(process.env.OPENSHELL_GATEWAY_PORT ?? 8080);
 
 const stack = await startLocalStack({

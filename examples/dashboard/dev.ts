@@ -11,32 +11,17 @@
 //
 // Env: OPENSHELL_GATEWAY_PORT (default 8080), DASHBOARD_PORT (default 5173), OPENSHELL_LOCAL_DIR.
 
-import { mkdirSync } from "node:fs";
-import { resolve } from "node:path";
 import { createServer, type Plugin } from "vite";
 import { OpenShell } from "openshell-config/raw";
 import { DEMO_SANDBOXES, ensureDemoSandboxes } from "../demo-sandboxes.js";
 import { startLocalStack } from "../local-stack.js";
 import { createStackAdminClient } from "../stack-admin.js";
+import { parseStackArgs } from "../stack-args.js";
 import { registryExportLine } from "../tls-stack.js";
 import { createGatewayProxy, type GatewayProxy } from "./gateway-proxy.js";
 import { dashboardConfig } from "./vite.config.js";
 
-const USAGE = "usage: npm run dashboard [-- --mtls]";
-const args = process.argv.slice(2);
-if (args.includes("--help") || args.includes("-h")) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const unknown = args.find((a) => a !== "--mtls");
-if (unknown !== undefined) {
-  console.error(`npm run dashboard: unknown argument ${JSON.stringify(unknown)} (${USAGE})`);
-  process.exit(2);
-}
-const mtls = args.includes("--mtls");
-
-const dir = resolve(process.env.OPENSHELL_LOCAL_DIR ?? ".openshell-local");
-mkdirSync(dir, { recursive: true });
+const { mtls, dir } = parseStackArgs("dashboard");
 const gatewayPort = Number(process.env.OPENSHELL_GATEWAY_PORT ?? 8080);
 const dashboardPort = Number(process.env.DASHBOARD_PORT ?? 5173);
 

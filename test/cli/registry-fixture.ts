@@ -6,7 +6,9 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { expect } from "vitest";
 import { writeMtlsBundle, type Pem } from "../../examples/tls/pki.js";
+import { ConfigError } from "../../cli/config.js";
 
 export type Which = "user" | "system";
 
@@ -86,4 +88,15 @@ export function createFakeHome(): FakeHome {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The message of the ConfigError `f` throws; fails the test when it throws none. */
+export function configError(f: () => unknown): string {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error("expected a ConfigError");
 }

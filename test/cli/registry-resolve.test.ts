@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseCommandLine, withWorkspaceDefault } from "../../cli/args.js";
 import { assertSupported, ConfigError, resolveConfig, type ConnectionFlags } from "../../cli/config.js";
 import { resumeCommand } from "../../cli/connection.js";
-import { createFakeHome, type FakeHome } from "./registry-fixture.js";
+import { createFakeHome, type FakeHome, configError } from "./registry-fixture.js";
 
 let home: FakeHome;
 let configFile: string;
@@ -36,15 +36,6 @@ function writeConfig(content: unknown): void {
 
 const resolve = (flags: ConnectionFlags = {}, env: Record<string, string> = {}) => resolveConfig(flags, { ...home.env, ...env }, { home: home.dir });
 
-function configError(f: () => unknown): string {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 const ENV_ENDPOINT = { OPENSHELL_GATEWAY_ENDPOINT: "https://env-endpoint.example:1" };
 

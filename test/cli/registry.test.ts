@@ -11,7 +11,7 @@ import { ConfigError } from "../../cli/config-error.js";
 import { createRegistry, MAX_ENTRIES } from "../../cli/registry.js";
 import { MAX_METADATA_BYTES, parseGatewayMetadata } from "../../cli/registry-metadata.js";
 import { gatewayNameProblem, mtlsDir, nameForEndpoint, sanitizeName, systemRegistryDir, userRegistryDir } from "../../cli/registry-paths.js";
-import { createFakeHome, type FakeHome } from "./registry-fixture.js";
+import { createFakeHome, type FakeHome, configError } from "./registry-fixture.js";
 
 let home: FakeHome;
 beforeEach(() => {
@@ -21,15 +21,6 @@ afterEach(() => home.cleanup());
 
 const registry = () => createRegistry(home.env, home.dir);
 
-function configError(f: () => unknown): string {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as Error).message;
-  }
-  throw new Error("expected a ConfigError");
-}
 
 describe("where the registries are", () => {
   it("puts the user registry under $XDG_CONFIG_HOME/openshell, else ~/.config/openshell", () => {

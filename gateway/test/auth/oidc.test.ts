@@ -3,7 +3,7 @@
 // UNAUTHENTICATED with a short reason; no token reaches a log line; an unreachable issuer makes
 // its tokens UNAVAILABLE without stopping the gateway; key fetches are bounded.
 
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import { startOidcIssuer, type OidcIssuer } from "../../../test/support/oidc-iss
 import { parseAuthFile } from "../../src/auth/auth-file.js";
 import { createOidcVerifier, OIDC_UNREACHABLE, type OidcVerifier } from "../../src/auth/oidc-verifier.js";
 import { policy } from "../rpc/fixtures.js";
-import { openShell } from "../server/harness.js";
+import { openShell, rpcFailure as failure } from "../server/harness.js";
 import { startTlsTestGateway, type TlsTestGateway } from "../server/tls-gateway.js";
 
 const AUDIENCE = "openshell-gateway";
@@ -39,15 +39,6 @@ function client(token: string, url = gw.server.url) {
   return openShell(createGrpcTransport({ baseUrl: url, interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${token}`), next(req))] }));
 }
 
-async function failure(call: Promise<unknown>): Promise<{ code: Code; message: string }> {
-  try {
-    await call;
-  } catch (err) {
-    const e = ConnectError.from(err);
-    return { code: e.code, message: e.rawMessage };
-  }
-  throw new Error("call succeeded");
-}
 
 const update = (token: string, host = "a.example.com") => client(token).updateConfig({ sandbox: "dev", policy: policy({ a: host }), workspaceScope: workspaceScope() });
 

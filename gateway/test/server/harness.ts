@@ -3,7 +3,7 @@
 // SDK's real transports pointed at it.
 
 import { setTimeout as sleep } from "node:timers/promises";
-import { createClient, type Client, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
 import { OpenShell, ServiceStatus } from "openshell-config/raw";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { createWebTransport } from "openshell-config/transport/web";
@@ -127,4 +127,15 @@ export async function countingProxy(port: number): Promise<{ url: string; connec
         proxy.close(() => resolve());
       }),
   };
+}
+
+/** The code and message a call failed with; throws when it succeeded. */
+export async function rpcFailure(call: Promise<unknown>): Promise<{ code: Code; message: string }> {
+  try {
+    await call;
+  } catch (err) {
+    const e = ConnectError.from(err);
+    return { code: e.code, message: e.rawMessage };
+  }
+  throw new Error("call succeeded");
 }

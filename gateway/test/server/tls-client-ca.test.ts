@@ -4,13 +4,13 @@
 
 import * as http2 from "node:http2";
 import * as tls from "node:tls";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceStatus } from "openshell-config/raw";
 import { EMPTY_AUTH_FILE, parseAuthFile } from "../../src/auth/auth-file.js";
 import { createAuthInterceptor } from "../../src/auth/interceptor.js";
 import { CLIENT_CERTIFICATE_REQUIRED } from "../../src/server.js";
-import { openShell, PRINCIPAL_HEADER, startTestServer, type TestServer } from "./harness.js";
+import { openShell, PRINCIPAL_HEADER, startTestServer, type TestServer, rpcFailure as failure } from "./harness.js";
 import { credentials, h1Request, h2Request, serverTls, testPki, tlsTransports } from "./tls-support.js";
 
 let t: TestServer | undefined;
@@ -28,15 +28,6 @@ async function startMtls(): Promise<TestServer> {
   return startTestServer({ tls: serverTls(pki, { clientCa: true }), interceptors: [createAuthInterceptor(auth)] });
 }
 
-async function failure(call: Promise<unknown>): Promise<{ code: Code; message: string }> {
-  try {
-    await call;
-  } catch (err) {
-    const e = ConnectError.from(err);
-    return { code: e.code, message: e.rawMessage };
-  }
-  throw new Error("call succeeded");
-}
 
 describe("client certificates required (--tls-client-ca)", () => {
   it("exports the exact refusal message the SDK maps", () => {

@@ -5,12 +5,12 @@
 
 import * as net from "node:net";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SupervisorMessageSchema, workspaceScope, type SupervisorMessage } from "openshell-config/raw";
 import { parseAuthFile } from "../../src/auth/auth-file.js";
 import { policy } from "../rpc/fixtures.js";
-import { openShell } from "./harness.js";
+import { openShell, rpcFailure as failure } from "./harness.js";
 import { startTlsTestGateway, type TlsTestGateway } from "./tls-gateway.js";
 import { credentials, h1Request, h2Request, serverTls, testPki, tlsTransports, type TestPki } from "./tls-support.js";
 
@@ -35,15 +35,6 @@ afterAll(() => gw?.close());
 const main = (client = pki.client) => openShell(tlsTransports(gw.server.url, credentials(pki, client))["gRPC over HTTP/2"]!);
 const sandboxTransports = () => tlsTransports(gw.server.sandboxUrl!, credentials(pki));
 
-async function codeOf(call: Promise<unknown>): Promise<{ code: Code; message: string }> {
-  try {
-    await call;
-  } catch (err) {
-    const e = ConnectError.from(err);
-    return { code: e.code, message: e.rawMessage };
-  }
-  throw new Error("call succeeded");
-}
 
 /** Opens a supervisor session and returns the case of the gateway's first message. */
 async function firstSupervisorMessage(client: ReturnType<typeof openShell>, token: string): Promise<string | undefined> {
@@ -80,7 +71,7 @@ describe("a gateway with client certificates and a sandbox listener", () => {
     const user = main(pki.client2);
     const listed = await user.listSandboxes({ workspaceScope: workspaceScope() });
     expect(listed.sandboxes.map((s) => s.metadata?.name)).toEqual(["dev"]);
-    expect(await codeOf(user.updateConfig({ sandbox: "dev", policy: policy({ b: "b.example.com" }), workspaceScope: workspaceScope() }))).toEqual({
+    expect(await failure(user.updateConfig({ sandbox: "dev", policy: policy({ b: "b.example.com" }), workspaceScope: workspaceScope() }))).toEqual({
       code: Code.PermissionDenied,
       message: "this method requires the admin role",
     });
@@ -103,12 +94,12 @@ describe("a gateway with client certificates and a sandbox listener", () => {
     for (const [name, transport] of Object.entries(sandboxTransports())) {
       const client = openShell(transport);
       const headers = { authorization: `Bearer ${ADMIN}` };
-      const refused = await codeOf(client.updateConfig({ sandbox: "dev", policy: policy({ c: "c.example.com" }), workspaceScope: workspaceScope() }, { headers }));
+      const refused = await failure(client.updateConfig({ sandbox: "dev", policy: policy({ c: "c.example.com" }), workspaceScope: workspaceScope() }, { headers }));
       expect(refused.code, name).toBe(Code.PermissionDenied);
       expect(refused.message, name).toBe(
         "UpdateConfig is not served on the sandbox listener, which serves supervisors only (ConnectSupervisor, GetSandboxConfig, ReportPolicyStatus, Health); call the gateway's main port",
       );
-      expect((await codeOf(client.listSandboxes({ workspaceScope: workspaceScope() }, { headers }))).code, name).toBe(Code.PermissionDenied);
+      expect((await failure(client.listSandboxes({ workspaceScope: workspaceScope() }, { headers }))).code, name).toBe(Code.PermissionDenied);
     }
     const revisions = await main().listSandboxPolicies({ sandbox: "dev", workspaceScope: workspaceScope() });
     expect(revisions.revisions).toHaveLength(2);
