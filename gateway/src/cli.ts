@@ -61,7 +61,7 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
   const tls = config.tls ? await loadTls(config.tls, logger) : undefined;
   const oidc = config.oidc ? await startOidc(config.oidc, auth, logger) : undefined;
   const metrics = createMetrics();
-  const store = await openStore(config.db, config.dbPoolSize !== undefined ? { poolSize: config.dbPoolSize } : {});
+  const store = await openStore(config.db, { log: logger, ...(config.dbPoolSize !== undefined ? { poolSize: config.dbPoolSize } : {}) });
   const gateway = createGateway({
     store,
     logger,

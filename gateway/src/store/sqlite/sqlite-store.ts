@@ -21,70 +21,44 @@
 // the check phase of the event loop (setImmediate), after the loop has read every request that
 // was ready, so concurrent requests share a COMMIT while a lone one waits for nothing but that
 // turn of the loop.
+//
+// Secrets on disk: the files are their owner's only (sqlite-file-modes.ts), deleted content is
+// zeroed (secure_delete), and a commit that wrote credentials truncates the WAL before it is
+// acknowledged (sqlite-credential-scrub.ts).
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { closeSync, fsync, openSync } from "node:fs";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
-import { migrateSqlite } from "../migrations/migrate.js";
-import { StoreConflictError, StoreUnavailableError, type Dimension, type SessionOwnerRecord, type Store, type StoreListenHandlers, type StoreTx } from "../store.js";
+import { StoreUnavailableError, type Dimension, type SessionOwnerRecord, type Store, type StoreListenHandlers, type StoreTx } from "../store.js";
 import { createInProcessChannels } from "../in-process-channels.js";
 import * as cluster from "./sqlite-cluster.js";
-import { sqliteMigrations } from "./migrations.js";
+import { BUSY_TIMEOUT_MS, openSqliteConnection } from "./sqlite-connection.js";
+import { createCredentialScrub, type CredentialScrub } from "./sqlite-credential-scrub.js";
+import { guarded, toStoreError } from "./sqlite-errors.js";
+import type { SqliteStoreLog } from "./sqlite-file-modes.js";
 import { SqliteQueries } from "./sqlite-queries.js";
 
-/** SQLite failures become store errors; anything else (our own checks, caller errors) passes. */
-function toStoreError(err: unknown): unknown {
-  if (err instanceof Database.SqliteError) {
-    if (err.code === "SQLITE_CONSTRAINT_UNIQUE" || err.code === "SQLITE_CONSTRAINT_PRIMARYKEY") {
-      return new StoreConflictError(`SQLite: ${err.message}`, { cause: err });
-    }
-    // The extended code (SQLITE_FULL, SQLITE_IOERR_WRITE, SQLITE_READONLY…) is what tells an
-    // operator a full disk from a lost file.
-    return new StoreUnavailableError(`SQLite ${err.code}: ${err.message}`, { cause: err });
-  }
-  return err;
-}
+export type { SqliteStoreLog } from "./sqlite-file-modes.js";
 
-function guarded<T>(f: () => T): T {
-  try {
-    return f();
-  } catch (err) {
-    throw toStoreError(err);
-  }
-}
-
-/** Opens (creating if needed) and migrates a SQLite store. Synchronous: there is no I/O to wait on. */
 export interface SqliteStoreOptions {
   /** Replaces the WAL fsync (tests inject slow or failing syncs). */
   readonly syncWal?: (fd: number) => Promise<void>;
+  /** Where the store reports file modes it tightened and postponed WAL truncations. */
+  readonly log?: SqliteStoreLog;
+  /** How long a postponed WAL truncation waits before it is tried again (default 1 s). */
+  readonly scrubRetryMs?: number;
 }
 
+/** Opens (creating if needed) and migrates a SQLite store. Synchronous: there is no I/O to wait on. */
 export function openSqliteStore(path: string | ":memory:", options: SqliteStoreOptions = {}): Store {
-  let db: Database.Database | undefined;
+  const { db, file, syncsWal, wal } = openSqliteConnection(path, options.log);
   try {
-    db = new Database(path);
-    db.pragma("journal_mode = WAL");
-    db.pragma(walSync(path) ? "synchronous = NORMAL" : "synchronous = FULL");
-    db.pragma("fullfsync = ON");
-    db.pragma("checkpoint_fullfsync = ON");
-    // Another process holding the write lock (a second gateway on the same file, a backup) is
-    // waited for, not reported as an error.
-    db.pragma("busy_timeout = 5000");
-    db.pragma("foreign_keys = ON");
-    // 64-bit columns come back as BigInt; sqlite-rows.ts narrows the `number` fields.
-    db.defaultSafeIntegers(true);
-    migrateSqlite(db, sqliteMigrations);
+    return new SqliteStore(db, syncsWal ? `${db.name}-wal` : undefined, options.syncWal ?? fsyncAsync, wal && file !== "" ? file : undefined, options);
   } catch (err) {
-    db?.close();
+    db.close();
     throw toStoreError(err);
   }
-  return new SqliteStore(db, walSync(path) ? `${db.name}-wal` : undefined, options.syncWal ?? fsyncAsync);
-}
-
-/** Whether this store fsyncs the WAL itself (see the durability note above). */
-function walSync(path: string): boolean {
-  return path !== ":memory:" && path !== "" && process.platform === "linux";
 }
 
 function fsyncAsync(fd: number): Promise<void> {
@@ -126,14 +100,29 @@ class SqliteStore implements Store {
 
   /** The WAL file's descriptor, opened at the first commit (only with `walPath`). */
   private walFd: number | undefined;
+  private readonly scrub: CredentialScrub | undefined;
 
   /** `walPath`: fsync this file after each COMMIT, before acknowledging (synchronous=NORMAL). */
   constructor(
     private readonly db: Database.Database,
     private readonly walPath: string | undefined,
     private readonly syncWal: (fd: number) => Promise<void>,
+    scrubFile: string | undefined,
+    options: SqliteStoreOptions,
   ) {
     this.q = new SqliteQueries(db);
+    this.scrub =
+      scrubFile === undefined
+        ? undefined
+        : createCredentialScrub({
+            db,
+            file: scrubFile,
+            busyTimeoutMs: BUSY_TIMEOUT_MS,
+            log: options.log,
+            retryMs: options.scrubRetryMs ?? 1000,
+            exclusive: (fn) => this.exclusive(fn),
+            syncWal: async () => (this.walFd === undefined ? undefined : this.syncWal(this.walFd)),
+          });
     this.begin = db.prepare("BEGIN IMMEDIATE");
     this.commit = db.prepare("COMMIT");
     this.rollback = db.prepare("ROLLBACK");
@@ -252,9 +241,20 @@ class SqliteStore implements Store {
         return;
       }
     }
+    await this.scrub?.afterCommit();
     this.commits++;
     this.transactions += done.length;
     for (const d of done) d.job.resolve(d.result);
+  }
+
+  /** Runs `fn` between transactions, unless the store has closed meanwhile. */
+  private async exclusive(fn: () => Promise<void>): Promise<void> {
+    const release = await this.mutex.lock();
+    try {
+      if (!this.closed) await fn();
+    } finally {
+      release();
+    }
   }
 
   /**
@@ -372,6 +372,10 @@ class SqliteStore implements Store {
     this.closing ??= (async () => {
       const release = await this.mutex.lock();
       try {
+        // Closing the last connection checkpoints and deletes the WAL anyway; not so while
+        // another connection (a backup) is open.
+        this.scrub?.stop();
+        if (!this.closed) await this.scrub?.afterCommit();
         this.closed = true;
         if (this.walFd !== undefined) closeSync(this.walFd);
         this.db.close();
