@@ -181,6 +181,7 @@ const TX_METHODS: Record<keyof import("./store.js").StoreTx, true> = {
   updateProvider: true,
   sandboxesWithProvider: true,
   putEnforcement: true,
+  recordSandboxEvent: true,
 };
 
 /**

@@ -137,6 +137,36 @@ export interface SessionOwnerRecord {
   readonly acquiredAt: Date;
 }
 
+/**
+ * Who created or deleted a sandbox instance, and when: one row per instance and event, kept after
+ * the sandbox is gone (an audit record, and how a supervisor of a deleted instance is told so).
+ */
+export interface SandboxLifecycleRecord {
+  readonly sandboxId: string;
+  readonly event: "created" | "deleted";
+  readonly workspace: string;
+  readonly name: string;
+  /** The principal's name (as in logs), never a credential. */
+  readonly principal: string;
+  readonly at: Date;
+}
+
+/**
+ * The sandbox instance a supervisor credential serves. Written at the credential's first accepted
+ * session (or from the auth file's `sandboxId`), so that a sandbox deleted and re-created under
+ * the same name does not inherit the old instance's supervisors.
+ */
+export interface SupervisorBindingRecord {
+  /** The credential's key (auth/principal-credential.ts): a digest or certificate identity, never a secret. */
+  readonly credential: string;
+  readonly workspace: string;
+  readonly sandboxName: string;
+  readonly sandboxId: string;
+  /** The principal's name when it bound (for operators reading the table). */
+  readonly principal: string;
+  readonly boundAt: Date;
+}
+
 /** Callbacks of a `Store.listen` subscription. */
 export interface StoreListenHandlers {
   onMessage(message: string): void;
@@ -228,6 +258,9 @@ export interface StoreTx {
 
   /** Replaces the sandbox's enforcement record (creates it on the first result). */
   putEnforcement(record: EnforcementRecord): Promise<void>;
+
+  /** Create-only: rejects (throws StoreConflictError) when the instance already has this event. */
+  recordSandboxEvent(record: SandboxLifecycleRecord): Promise<void>;
 }
 
 /** Thrown by create-only inserts on a duplicate key, and by stores on serialization conflicts. */
@@ -284,6 +317,18 @@ export interface Store {
   providerByName(workspace: string, name: string): Promise<ProviderRecord | undefined>;
   /** The enforcement records of those of these sandboxes that have one, in no particular order. */
   enforcements(sandboxIds: readonly string[]): Promise<EnforcementRecord[]>;
+
+  // Sandbox instances: lifecycle records and supervisor bindings. Each call is atomic on its own.
+
+  /** The lifecycle records of one sandbox instance ("created" before "deleted"); [] for none. */
+  sandboxEvents(sandboxId: string): Promise<SandboxLifecycleRecord[]>;
+  supervisorBinding(credential: string): Promise<SupervisorBindingRecord | undefined>;
+  /**
+   * Stores `record` unless the credential is bound already, and returns the binding now in force:
+   * the first one stays, so two first sessions racing agree on one instance. With `replace`,
+   * `record` replaces any binding (the auth file pins the credential to an instance).
+   */
+  bindSupervisor(record: SupervisorBindingRecord, replace?: boolean): Promise<SupervisorBindingRecord>;
 
   // Session ownership (several gateway replicas on one database). Each call is atomic on its own.
 

@@ -146,4 +146,31 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 5,
+    name: "sandbox instances: lifecycle records and supervisor bindings",
+    // A sandbox re-created under a deleted one's name is a new instance: who created and deleted
+    // each instance is kept after it is gone, and each supervisor credential is bound to the
+    // instance it serves, keyed by the credential's digest (never the credential).
+    sql: `
+      CREATE TABLE sandbox_lifecycle (
+        sandbox_id text NOT NULL,
+        event text NOT NULL CHECK (event IN ('created', 'deleted')),
+        workspace text COLLATE "C" NOT NULL,
+        name text COLLATE "C" NOT NULL,
+        principal text NOT NULL,
+        at timestamptz NOT NULL,
+        PRIMARY KEY (sandbox_id, event)
+      );
+
+      CREATE TABLE supervisor_bindings (
+        credential text PRIMARY KEY,
+        workspace text COLLATE "C" NOT NULL,
+        sandbox_name text COLLATE "C" NOT NULL,
+        sandbox_id text NOT NULL,
+        principal text NOT NULL,
+        bound_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];

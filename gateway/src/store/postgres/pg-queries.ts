@@ -18,6 +18,8 @@
 
 import type pg from "pg";
 import { inline, type QueryResult } from "./pg-batch.js";
+import { INSERT_SANDBOX_EVENT, sandboxEventValues } from "./pg-instances.js";
+import type { SandboxLifecycleRecord } from "../store.js";
 import {
   OPERATION_STATE_PENDING,
   clampPageSize,
@@ -301,6 +303,11 @@ export class PgQueries {
          detail = excluded.detail, observed_at = excluded.observed_at`,
       [e.sandboxId, e.state, e.policyVersion, e.detail, e.observedAt],
     );
+  }
+
+  /** Who created or deleted an instance, in the same transaction as the change (pg-instances.ts). */
+  async recordSandboxEvent(r: SandboxLifecycleRecord): Promise<void> {
+    await this.insertOnce(INSERT_SANDBOX_EVENT, sandboxEventValues(r), `the "${r.event}" record of sandbox ${r.sandboxId}`);
   }
 
   async enforcements(sandboxIds: readonly string[]): Promise<EnforcementRecord[]> {

@@ -29,8 +29,10 @@ import {
   type Store,
   type StoreListenHandlers,
   type StoreTx,
+  type SupervisorBindingRecord,
 } from "../store.js";
 import * as cluster from "./pg-cluster.js";
+import * as instances from "./pg-instances.js";
 import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
@@ -309,6 +311,15 @@ class PostgresStore implements Store {
   }
   enforcements(sandboxIds: readonly string[]) {
     return this.read((q) => q.enforcements(sandboxIds));
+  }
+  sandboxEvents(sandboxId: string) {
+    return instances.sandboxEvents(this.run, sandboxId);
+  }
+  supervisorBinding(credential: string) {
+    return instances.supervisorBinding(this.run, credential);
+  }
+  bindSupervisor(record: SupervisorBindingRecord, replace = false) {
+    return instances.bindSupervisor(this.run, record, replace);
   }
 
   /** Ends the pool once checked-out clients are released. Idempotent. */

@@ -145,4 +145,31 @@ export const sqliteMigrations: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 5,
+    name: "sandbox instances: lifecycle records and supervisor bindings",
+    // A sandbox re-created under a deleted one's name is a new instance: who created and deleted
+    // each instance is kept after it is gone, and each supervisor credential is bound to the
+    // instance it serves, keyed by the credential's digest (never the credential).
+    sql: `
+      CREATE TABLE sandbox_lifecycle (
+        sandbox_id TEXT NOT NULL,
+        event TEXT NOT NULL CHECK (event IN ('created', 'deleted')),
+        workspace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (sandbox_id, event)
+      ) STRICT;
+
+      CREATE TABLE supervisor_bindings (
+        credential TEXT PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        sandbox_name TEXT NOT NULL,
+        sandbox_id TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        bound_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];

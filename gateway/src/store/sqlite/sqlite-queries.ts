@@ -55,6 +55,8 @@ import {
   type SettingRow,
 } from "./sqlite-rows.js";
 import { SqliteRowCache } from "./sqlite-row-cache.js";
+import { recordSandboxEvent } from "./sqlite-instances.js";
+import type { SandboxLifecycleRecord } from "../store.js";
 
 /** `?, ?, …` for an n-column insert; built once per width (inserts run on every update). */
 const placeholderLists = new Map<number, string>();
@@ -235,6 +237,11 @@ export class SqliteQueries {
     if (sandboxIds.length === 0) return [];
     const sql = "SELECT * FROM sandbox_enforcement WHERE sandbox_id IN (SELECT value FROM json_each(?))";
     return this.all<EnforcementRow>(sql, JSON.stringify(sandboxIds)).map(enforcementFromRow);
+  }
+
+  /** Who created or deleted an instance, in the same transaction as the change (sqlite-instances.ts). */
+  recordSandboxEvent(r: SandboxLifecycleRecord): void {
+    recordSandboxEvent(this.db, r);
   }
 
   // --- policy revisions ---

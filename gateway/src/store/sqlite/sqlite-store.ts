@@ -30,9 +30,10 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { closeSync, fsync, openSync } from "node:fs";
 import type Database from "better-sqlite3";
 import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
-import { StoreUnavailableError, type Dimension, type SessionOwnerRecord, type Store, type StoreListenHandlers, type StoreTx } from "../store.js";
+import { StoreUnavailableError, type Dimension, type SessionOwnerRecord, type Store, type StoreListenHandlers, type StoreTx, type SupervisorBindingRecord } from "../store.js";
 import { createInProcessChannels } from "../in-process-channels.js";
 import * as cluster from "./sqlite-cluster.js";
+import * as instances from "./sqlite-instances.js";
 import { BUSY_TIMEOUT_MS, openSqliteConnection } from "./sqlite-connection.js";
 import { createCredentialScrub, type CredentialScrub } from "./sqlite-credential-scrub.js";
 import { guarded, toStoreError } from "./sqlite-errors.js";
@@ -365,6 +366,15 @@ class SqliteStore implements Store {
   }
   enforcements(sandboxIds: readonly string[]) {
     return this.read((q) => q.enforcements(sandboxIds));
+  }
+  sandboxEvents(sandboxId: string) {
+    return this.read(() => instances.sandboxEvents(this.db, sandboxId));
+  }
+  supervisorBinding(credential: string) {
+    return this.read(() => instances.supervisorBinding(this.db, credential));
+  }
+  bindSupervisor(record: SupervisorBindingRecord, replace = false) {
+    return this.transaction(async () => guarded(() => instances.bindSupervisor(this.db, record, replace)));
   }
 
   /** Waits for the running and already queued transactions, then closes the connection. Idempotent. */
