@@ -171,16 +171,26 @@ describe("every outcome through real processes", () => {
     expect((await stack.client.getOperation({ operationId: c.operationId })).state).toBe("cancelled");
   });
 
-  it("deleting a sandbox ends its supervisor's session, and a sandbox re-created under the same name gets that supervisor back", async () => {
-    const ended = () => stack.supervisorLines(fast, reborn, "supervisor stream ended; reconnecting").length;
-    expect(ended()).toBe(0);
+  // Until issue 29 (finding 2) the re-created sandbox got the old supervisor back, which then
+  // enforced whatever policy whoever re-created the name chose.
+  it("deleting a sandbox ends its supervisor's session, and a sandbox re-created under the same name is a new instance that supervisor is refused for, while its fleet carries on", async () => {
+    const ends = () => stack.supervisorLines(fast, reborn, "supervisor stream ended; reconnecting");
+    expect(ends()).toEqual([]);
+    const first = (await stack.raw.getSandbox({ name: reborn, workspaceScope: workspaceScope() })).sandbox!.metadata!.id;
     await stack.raw.deleteSandbox({ name: reborn, workspaceScope: workspaceScope() });
-    await until(() => ended() > 0, "the deleted sandbox's session to end", 5_000);
+    await until(() => ends().length > 0, "the deleted sandbox's session to end", 5_000);
     await stack.createSandbox(reborn, policy({ ...base, again: { host: "again.example.com" } }));
-    await stack.waitPhase(reborn, SandboxPhase.READY);
-    const res = await stack.client.updatePolicy({ sandbox: reborn, policy: policy({ ...base, later: { host: "later.example.com" } }), wait: { timeoutMs: 10_000 } });
+    const refused = await until(
+      () => ends().find((l) => String(l.reason).includes(`the sandbox "${reborn}" this supervisor served (id ${first}) was deleted; a new instance needs its own credential`)),
+      "the old supervisor's reconnect to be refused",
+      15_000,
+    );
+    expect(refused.reason).toMatch(/^stream failed: \[PermissionDenied\] /);
+    expect(await stack.phase(reborn)).toBe(SandboxPhase.PROVISIONING);
+    expect(Object.keys(stack.effective(reborn)!.policy.networkPolicies ?? {})).toEqual(["github"]);
+    expect(fast.running).toBe(true);
+    const res = await stack.client.updatePolicy({ sandbox: web, policy: policy({ ...base, later: { host: "later.example.com" } }), wait: { timeoutMs: 10_000 } });
     expectCompletion(res.completion, { state: "applied", outcome: "applied" });
-    expect(Object.keys(stack.effective(reborn)!.policy.networkPolicies ?? {}).sort()).toEqual(["github", "later"]);
   });
 
   it("a sandbox with a local policy reports failed/retained-local-override and stores the gateway's policy without enforcing it", async () => {

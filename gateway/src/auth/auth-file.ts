@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { parseCertificatePrincipals, type CertificatePrincipals } from "./certificate-principals.js";
 import { parseOidcRoleMapping, type OidcRoleMapping } from "./oidc-roles.js";
+import { tokenCredential } from "./principal-credential.js";
 import { entryPrincipal, isObject, type Fail } from "./principal-entry.js";
 import type { Principal } from "./principal.js";
 
@@ -84,7 +85,7 @@ export function parseAuthFile(json: unknown, source = "auth file"): AuthFile {
     const previous = seen.get(hex);
     if (previous !== undefined) fail(`${at("token")}: same token as tokens[${previous}]`);
     seen.set(hex, i);
-    entries.push({ digest, principal: entryPrincipal(e, at, fail) });
+    entries.push({ digest, principal: entryPrincipal(e, at, fail, tokenCredential(digest)) });
   });
   const certificates =
     file.clientCertificates !== undefined || file.defaultClientCertificate !== undefined

@@ -51,7 +51,7 @@ export function parseCertificatePrincipals(entries: unknown, defaultValue: unkno
     const previous = seen.get(key);
     if (previous !== undefined) fail(`${at(hasSubject ? "subject" : "fingerprint256")}: same certificate as clientCertificates[${previous}]`);
     seen.set(key, i);
-    const principal = entryPrincipal(e, at, fail);
+    const principal = entryPrincipal(e, at, fail, `certificate-${hasSubject ? "subject" : "sha256"}:${key.slice(2)}`);
     (hasSubject ? bySubject : byFingerprint).set(key.slice(2), principal);
   });
   return { bySubject, byFingerprint, defaultPrincipal: (defaultValue as "admin" | "none" | undefined) ?? "admin" };

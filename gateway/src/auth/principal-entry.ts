@@ -1,14 +1,21 @@
 // How an auth-file entry names a principal (`principal`, `role`, `workspaces`, or a supervisor's
-// `workspace` and `sandbox`): shared by token entries and client-certificate entries, so both
-// validate the same way and report the same field names.
+// `workspace`, `sandbox` and optionally `sandboxId`): shared by token entries and
+// client-certificate entries, so both validate the same way and report the same field names.
 
+import { withCredential } from "./principal-credential.js";
 import type { Principal } from "./principal.js";
 
 /** Reports a validation error; never returns. */
 export type Fail = (message: string) => never;
 
-/** The principal an entry describes. `at(field)` names a field in errors, e.g. `tokens[2].role`. */
-export function entryPrincipal(e: Record<string, unknown>, at: (field: string) => string, fail: Fail): Principal {
+/** Longest `sandboxId` accepted (sandbox ids are UUIDs; this leaves room for other stores' ids). */
+const MAX_SANDBOX_ID = 128;
+
+/**
+ * The principal an entry describes. `at(field)` names a field in errors, e.g. `tokens[2].role`.
+ * `credential`: the entry's credential key (principal-credential.ts), kept for supervisors.
+ */
+export function entryPrincipal(e: Record<string, unknown>, at: (field: string) => string, fail: Fail, credential?: string): Principal {
   const name = e.principal;
   if (typeof name !== "string" || name.trim() === "") fail(`${at("principal")}: must be a non-empty string`);
   const role = e.role;
@@ -18,17 +25,22 @@ export function entryPrincipal(e: Record<string, unknown>, at: (field: string) =
     if (typeof workspace !== "string" || workspace === "") fail(`${at("workspace")}: a supervisor needs its sandbox's workspace`);
     if (typeof sandbox !== "string" || sandbox === "") fail(`${at("sandbox")}: a supervisor needs the name of its sandbox`);
     if (e.workspaces !== undefined) fail(`${at("workspaces")}: not allowed for a supervisor (use "workspace")`);
-    return {
+    const id = e.sandboxId;
+    if (id !== undefined && (typeof id !== "string" || !/^[\x21-\x7e]+$/.test(id) || id.length > MAX_SANDBOX_ID)) {
+      fail(`${at("sandboxId")}: must be the id of the sandbox instance (1-${MAX_SANDBOX_ID} printable ASCII characters, no spaces)`);
+    }
+    const principal: Principal = {
       name: name as string,
       role,
       workspaces: Object.freeze([workspace as string]),
-      sandbox: Object.freeze({ workspace: workspace as string, name: sandbox as string }),
+      sandbox: Object.freeze({ workspace: workspace as string, name: sandbox as string, ...(id !== undefined ? { id: id as string } : {}) }),
     };
+    return credential === undefined ? principal : withCredential(principal, credential);
   }
   if (role !== "admin" && role !== "user") fail(`${at("role")}: must be "admin", "user" or "supervisor"`);
   const workspaces = workspaceList(e.workspaces, at("workspaces"), fail);
-  if (e.sandbox !== undefined || e.workspace !== undefined) {
-    fail(`${at(e.sandbox !== undefined ? "sandbox" : "workspace")}: only supervisor entries name a sandbox`);
+  for (const field of ["sandbox", "sandboxId", "workspace"]) {
+    if (e[field] !== undefined) fail(`${at(field)}: only supervisor entries name a sandbox`);
   }
   return Object.freeze({ name: name as string, role: role as "admin" | "user", workspaces });
 }

@@ -10,8 +10,12 @@ export interface Principal {
   readonly role: Role;
   /** Workspaces this principal may use; `"*"` = all. */
   readonly workspaces: "*" | readonly string[];
-  /** For supervisors: the one sandbox they represent. */
-  readonly sandbox?: { readonly workspace: string; readonly name: string };
+  /**
+   * For supervisors: the one sandbox they represent, by name, and by id when the auth file pins
+   * the instance (`sandboxId`). Without an id the credential binds to the instance it first
+   * serves (rpc/supervisor-identity.ts).
+   */
+  readonly sandbox?: { readonly workspace: string; readonly name: string; readonly id?: string };
 }
 
 /** The principal of `--no-auth` mode: every request is an admin of every workspace. */

@@ -18,6 +18,8 @@ import { NO_AUTH_PRINCIPAL } from "../auth/principal.js";
 import { assertWorkspace, DEFAULT_WORKSPACE, principalOf, requireUser, singleWorkspace } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
 import { encodeMessage } from "../model/binary-encoder.js";
+import type { SandboxRecord } from "../store/store.js";
+import { supervisorSandbox, supervisorScope } from "./supervisor-identity.js";
 
 /** The newest global policy version (0 = none). */
 export async function globalPolicyVersion(deps: Pick<GatewayDeps, "store">): Promise<number> {
@@ -28,13 +30,17 @@ export async function globalPolicyVersion(deps: Pick<GatewayDeps, "store">): Pro
 export async function getSandboxConfig(deps: GatewayDeps, req: GetSandboxConfigRequest, ctx: HandlerContext): Promise<GetSandboxConfigResponse> {
   const p = principalOf(ctx);
   let workspace: string;
+  let own: SandboxRecord | undefined;
   if (p.role === "supervisor") {
-    // A supervisor may omit the scope; it can only ever read its own sandbox.
+    // A supervisor may omit the scope; it can only ever read its own sandbox, the instance its
+    // credential serves (supervisor-identity.ts).
     if (!p.sandbox || (req.name !== "" && req.name !== p.sandbox.name)) {
       throw new ConnectError(`sandbox "${req.name}" not found`, Code.NotFound);
     }
     workspace = p.sandbox.workspace;
     req.name = p.sandbox.name;
+    own = await supervisorSandbox(deps, supervisorScope(p, "GetSandboxConfig"), req.name);
+    if (!own) throw new ConnectError(`sandbox "${req.name}" not found`, Code.NotFound);
   } else {
     requireUser(ctx);
     if (req.name === "") throw new ConnectError("name is required", Code.InvalidArgument);
@@ -45,7 +51,7 @@ export async function getSandboxConfig(deps: GatewayDeps, req: GetSandboxConfigR
     workspace = omitted ? DEFAULT_WORKSPACE : singleWorkspace(req.workspaceScope);
     assertWorkspace(p, workspace, `sandbox "${req.name}"`);
   }
-  const sb = await deps.store.sandboxByName(workspace, req.name);
+  const sb = own ?? (await deps.store.sandboxByName(workspace, req.name));
   if (!sb) throw new ConnectError(`sandbox "${req.name}" not found`, Code.NotFound);
   const snapshot = await buildSnapshot(deps.store, sb, await globalPolicyVersion(deps));
   // Same field numbers, different message: convert through the wire format.

@@ -1,5 +1,8 @@
 // Sandbox lifecycle: create, read, list, stop, start, delete. Stopping and deleting resolve the
 // sandbox's pending operations (INACTIVE, CANCELLED) in the same transaction as the phase change.
+// Creating and deleting record which principal did it (a log line, and a lifecycle record stored
+// with the change and kept after the sandbox is gone); a re-created sandbox is a new instance,
+// which the deleted one's supervisors do not serve (supervisor-identity.ts).
 
 import { randomBytes, randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -92,6 +95,7 @@ export async function createSandbox(deps: GatewayDeps, req: CreateSandboxRequest
         deletionAt: undefined,
       };
       await tx.insertSandbox(record);
+      await tx.recordSandboxEvent({ sandboxId: record.id, event: "created", workspace, name, principal: p.name, at: now });
       await tx.insertPolicyRevision({
         sandboxId: record.id,
         version: 1,
@@ -187,13 +191,15 @@ export function startSandbox(deps: GatewayDeps, req: StartSandboxRequest, ctx: H
 }
 
 export async function deleteSandbox(deps: GatewayDeps, req: DeleteSandboxRequest, ctx: HandlerContext): Promise<DeleteSandboxResponse> {
-  const { workspace } = await visibleSandbox(deps, ctx, req.name, req.workspaceScope);
+  const { p, workspace } = await visibleSandbox(deps, ctx, req.name, req.workspaceScope);
   const result = await deps.store.transaction(async (tx) => {
     const sb = await tx.sandboxByName(workspace, req.name);
     if (!sb) return undefined;
     // The row lock serializes this with concurrent commits: they see the sandbox gone.
     const touched = await resolvePending(tx, sb, State.CANCELLED, "sandbox no longer exists");
     await tx.deleteSandbox(sb.id);
+    // Kept after the sandbox: who deleted it, and what its supervisors are told when they return.
+    await tx.recordSandboxEvent({ sandboxId: sb.id, event: "deleted", workspace, name: sb.name, principal: p.name, at: new Date() });
     return { sb, touched };
   });
   if (!result) {
@@ -201,9 +207,10 @@ export async function deleteSandbox(deps: GatewayDeps, req: DeleteSandboxRequest
     return { $typeName: "openshell.v1.DeleteSandboxResponse", outcome: DeletionOutcome.ALREADY_ABSENT, sandboxId: "" };
   }
   deps.transitions.announce(result.touched);
-  // Its supervisor session, if any, finds the sandbox gone and ends (NOT_FOUND), so the supervisor
-  // reconnects, and meets a sandbox re-created under the same name instead of a dead session.
+  // Its supervisor session, if any, finds the sandbox gone and ends (NOT_FOUND). When the
+  // supervisor reconnects it is refused: its credential served this instance, and a sandbox
+  // re-created under the same name is another one (supervisor-identity.ts).
   deps.publish(result.sb.id);
-  deps.logger.info({ sandbox: req.name, workspace, id: result.sb.id }, "sandbox deleted");
+  deps.logger.info({ sandbox: req.name, workspace, id: result.sb.id, principal: p.name }, "sandbox deleted");
   return { $typeName: "openshell.v1.DeleteSandboxResponse", outcome: DeletionOutcome.COMPLETED, sandboxId: result.sb.id };
 }

@@ -62,6 +62,18 @@ describe("the supervisor stream under generated messages", () => {
     await gw.client("admin").createSandbox({ name: "dev", spec: { policy: policy() }, workspaceScope: workspaceScope() });
     // A pending operation that a made-up result must not complete.
     await gw.client("admin").updateConfig({ sandbox: "dev", policy: policy({ a: "a.example.com" }), workspaceScope: workspaceScope() });
+    // A credential's first accepted hello binds it to its sandbox's instance (a row, issue 29
+    // finding 2). Made here, so that every conversation below finds it bound already.
+    const bound = new AbortController();
+    async function* hello() {
+      yield { payload: { case: "hello" as const, value: { sandboxId: "dev", supportsConfigSnapshots: true, supportsConfigApply: true } } };
+      await new Promise((r) => bound.signal.addEventListener("abort", r));
+    }
+    await settle(
+      (async () => {
+        for await (const _ of gw.client("supervisor").connectSupervisor(hello(), { signal: bound.signal })) bound.abort();
+      })(),
+    );
   });
   afterAll(async () => {
     console.log(tally.report());
