@@ -11,6 +11,7 @@ import { Code, ConnectError, createContextValues, type ConnectRouter, type Inter
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Registry } from "prom-client";
 import { describePeerCertificate, peerCertificateKey, type PeerCertificate } from "./auth/peer-certificate.js";
+import { withTransportStream } from "./delivery/transport-stream.js";
 import { Connections } from "./http/connections.js";
 import { createCors } from "./http/cors.js";
 import { createEndpoints } from "./http/endpoints.js";
@@ -110,9 +111,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     compressMinBytes: COMPRESS_MIN_BYTES,
     readMaxBytes: READ_MAX_BYTES,
     shutdownSignal: shutdownSignal.signal,
-    ...(requireClientCertificate
-      ? { contextValues: (req: http.IncomingMessage | http2.Http2ServerRequest) => createContextValues().set(peerCertificateKey, peerOf(req)) }
-      : {}),
+    // Every call gets its HTTP/2 stream, so that a handler can reset a stream whose write is stuck
+    // (see delivery/transport-stream.ts); with a client CA, the peer's certificate too.
+    contextValues: (req: http.IncomingMessage | http2.Http2ServerRequest) => {
+      const values = withTransportStream(createContextValues(), req);
+      return requireClientCertificate ? values.set(peerCertificateKey, peerOf(req)) : values;
+    },
   });
   const cors = createCors(options.corsOrigins ?? []);
   const endpoints = createEndpoints({
