@@ -32,6 +32,8 @@ import { createReconciler, type Reconciler } from "./operations/reconciler.js";
 import type { GatewayDeps } from "./rpc/deps.js";
 import { createCluster, type Cluster, type ClusterOptions } from "./cluster/cluster.js";
 import { createDesiredCache } from "./delivery/desired-cache.js";
+import { DEFAULT_STREAM_BOUNDS } from "./delivery/stream-lifetime.js";
+import { createSupervisorStreams, DEFAULT_SUPERVISOR_STREAM_LIMITS, type SupervisorStreamLimits, type SupervisorStreams } from "./delivery/stream-limits.js";
 
 export interface GatewayOptions {
   readonly store: Store;
@@ -46,8 +48,13 @@ export interface GatewayOptions {
   /** Wait when a caller gives none (default 60 s). */
   readonly waitDefaultMs?: number;
   readonly version?: string;
-  /** Supervisor delivery bounds; defaults follow upstream (1 min ack, 15 s heartbeat, 45 s bootstrap, 3 MiB). */
+  /**
+   * Supervisor delivery bounds; defaults follow upstream (1 min ack, 15 s heartbeat, 45 s bootstrap,
+   * 3 MiB), plus 20 s to write a message and 10 s for the hello (DEFAULT_STREAM_BOUNDS).
+   */
   readonly session?: Partial<SessionOptions>;
+  /** Caps on ConnectSupervisor streams (default DEFAULT_SUPERVISOR_STREAM_LIMITS: 20,000 per gateway, 4 per token, 2 per sandbox). */
+  readonly supervisorStreams?: Partial<SupervisorStreamLimits>;
   /** Reconciler period (default 1 s). */
   readonly reconcileIntervalMs?: number;
   /** Request size and per-caller wait limits (default 4 MiB, 1000 waits). */
@@ -78,6 +85,8 @@ export interface Gateway {
   readonly transitions: Transitions;
   /** Connected supervisor sessions. */
   readonly sessions: SessionRegistry;
+  /** ConnectSupervisor streams open, from their handler's start until they have ended. */
+  readonly supervisorStreams: SupervisorStreams;
   readonly reconciler: Reconciler;
   readonly deps: GatewayDeps;
   /** Present when running as one of several replicas. */
@@ -103,8 +112,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     heartbeatMs: 15_000,
     bootstrapTimeoutMs: 45_000,
     maxMessageBytes: 3 * 1024 * 1024,
+    ...DEFAULT_STREAM_BOUNDS,
     ...options.session,
   };
+  const supervisorStreams = createSupervisorStreams({ ...DEFAULT_SUPERVISOR_STREAM_LIMITS, ...options.supervisorStreams }, metrics.registry);
   metrics.setPendingSource(() => store.countPending());
   metrics.setStoreStatsSource(() => options.store.writeStats());
   const deps: GatewayDeps = {
@@ -161,7 +172,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       createProvider: (req, ctx) => createProvider(deps, req, ctx),
       updateProvider: (req, ctx) => updateProvider(deps, req, ctx),
       reportPolicyStatus: (req, ctx) => reportPolicyStatus(deps, req, ctx),
-      connectSupervisor: (requests, ctx) => connectSupervisor(deps, registry, sessionOptions, requests, ctx),
+      connectSupervisor: (requests, ctx) =>
+        connectSupervisor(deps, { registry, streams: supervisorStreams, options: sessionOptions }, requests, ctx),
     });
   };
 
@@ -182,6 +194,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     transitions,
     deps,
     sessions: registry,
+    supervisorStreams,
     reconciler,
     cluster,
     async start() {

@@ -1,5 +1,9 @@
-// An unbounded async queue with an end: the outbound side of a supervisor stream. Producers push
-// without waiting; the stream drains it. Closing wakes the consumer so the stream can end.
+// A bounded async queue with an end: the outbound side of a supervisor stream. Producers push
+// without waiting; the stream drains it. Closing wakes the consumer so the stream can end. A
+// consumer that stops taking items (its peer stopped reading) must not let the queue grow: one
+// push past `maxItems` closes the queue with RESOURCE_EXHAUSTED instead.
+
+import { Code, ConnectError } from "@connectrpc/connect";
 
 export interface AsyncQueue<T> extends AsyncIterable<T> {
   push(item: T): void;
@@ -8,7 +12,18 @@ export interface AsyncQueue<T> extends AsyncIterable<T> {
   readonly closed: boolean;
 }
 
-export function createAsyncQueue<T>(): AsyncQueue<T> {
+/** Items one queue holds at most unless told otherwise. */
+export const DEFAULT_QUEUE_MAX_ITEMS = 64;
+
+export interface AsyncQueueOptions {
+  /** Default DEFAULT_QUEUE_MAX_ITEMS. */
+  readonly maxItems?: number;
+  /** Called once when the queue closes, by `close` or by overflowing. */
+  readonly onClose?: (error: unknown) => void;
+}
+
+export function createAsyncQueue<T>(options: AsyncQueueOptions = {}): AsyncQueue<T> {
+  const maxItems = options.maxItems ?? DEFAULT_QUEUE_MAX_ITEMS;
   const items: T[] = [];
   let wake: (() => void) | undefined;
   let failure: unknown;
@@ -18,6 +33,12 @@ export function createAsyncQueue<T>(): AsyncQueue<T> {
     closed: false,
     push(item: T) {
       if (queue.closed) return;
+      if (items.length >= maxItems) {
+        // What is queued is dropped: the consumer throws at once instead of draining a backlog.
+        items.length = 0;
+        queue.close(new ConnectError(`more than ${maxItems} messages are waiting for the peer to read`, Code.ResourceExhausted));
+        return;
+      }
       items.push(item);
       wake?.();
     },
@@ -26,6 +47,7 @@ export function createAsyncQueue<T>(): AsyncQueue<T> {
       queue.closed = true;
       failure = error;
       wake?.();
+      options.onClose?.(error);
     },
     async *[Symbol.asyncIterator]() {
       for (;;) {

@@ -46,6 +46,10 @@ export interface SessionOptions {
   readonly bootstrapTimeoutMs: number;
   /** Messages larger than this are never sent (upstream: 3 MiB, under gRPC's usual 4 MiB). */
   readonly maxMessageBytes: number;
+  /** A message the stream cannot take for this long (its 16 KiB buffer full: nothing read) ends it. */
+  readonly writeTimeoutMs: number;
+  /** A stream that sends no SupervisorHello within this long ends DEADLINE_EXCEEDED. */
+  readonly helloTimeoutMs: number;
 }
 
 interface InFlight {
@@ -90,6 +94,8 @@ export interface Session {
   notify(view?: CommittedView): void;
   onMessage(msg: SupervisorMessage): Promise<void>;
   close(error?: unknown): void;
+  /** Calls `listener` once when the session closes, whatever the reason (one listener: the stream's). */
+  onClose(listener: (error: unknown) => void): void;
   readonly closed: boolean;
 }
 
@@ -106,7 +112,9 @@ function remember(slot: Slot, fingerprint: string, outcome: Outcome, stillPendin
 
 export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options: SessionOptions): Session {
   const id = randomUUID();
-  const outbound = createAsyncQueue<GatewayMessage>();
+  // Closing the session closes the queue, and so does the queue's overflow: either ends the session.
+  const outbound = createAsyncQueue<GatewayMessage>({ onClose: (error) => ended(error) });
+  let closeListener: ((error: unknown) => void) | undefined;
   const slots = { sandbox: emptySlot(), provider: emptySlot() };
   let bootstrapped = false;
   /**
@@ -140,13 +148,16 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   const log = lazyChild(deps.logger, { sandboxId: sandbox.id, session: id });
 
   function close(error?: unknown): void {
-    if (outbound.closed) return;
+    outbound.close(error);
+  }
+
+  function ended(error: unknown): void {
     for (const t of timers) clearTimeout(t);
     clearTimeout(bootstrapTimer);
     for (const s of [slots.sandbox, slots.provider]) if (s.inflight?.timer) clearTimeout(s.inflight.timer);
-    outbound.close(error);
     api.closed = true;
     log.info({ reason: error instanceof Error ? error.message : "closed" }, "supervisor session ended");
+    closeListener?.(error);
   }
 
   /**
@@ -304,11 +315,17 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     closed: false,
     notify,
     close,
+    onClose(listener) {
+      closeListener = listener;
+    },
     async accept() {
+      if (outbound.closed) throw new ConnectError("the session closed before its bootstrap was built", Code.Canceled);
       // A bootstrap keeps no snapshot in the cache: with thousands of sessions opening, each would hold one.
       const { desired, provider } = await snapshots(sandbox, false);
       const { snap, revision } = desired;
       await associate(deps, sandbox.id, snap, revision, desired.revisionBytes);
+      // Closed meanwhile: the timers below would keep this session and its bootstrap alive for good.
+      if (outbound.closed) throw new ConnectError("the session closed before its bootstrap was sent", Code.Canceled);
       bootstrap = {
         sandbox: flight(slots.sandbox, revision, desired.fingerprint, snap, false),
         provider: flight(slots.provider, providerRevision(provider), providerFingerprint(provider), provider, false),
