@@ -24,7 +24,9 @@ import { getGatewayConfig, getSandboxConfig } from "./rpc/sandbox-config.js";
 import { createProvider, updateProvider } from "./rpc/providers.js";
 import { health } from "./rpc/health.js";
 import { createStoreErrorInterceptor } from "./rpc/store-errors.js";
-import { createRequestLimitsInterceptor, DEFAULT_REQUEST_LIMITS, type RequestLimits } from "./rpc/request-limits.js";
+import { createRequestLimitsInterceptor, DEFAULT_REQUEST_LIMITS, MAX_MESSAGE_BYTES_CEILING, type RequestLimits } from "./rpc/request-limits.js";
+import { guardRequestBodies } from "./rpc/request-body-guard.js";
+import { strictJsonOptions } from "./rpc/json-text.js";
 import { connectSupervisor } from "./rpc/supervisor-session.js";
 import { createSessionRegistry, type SessionRegistry } from "./delivery/registry.js";
 import type { SessionOptions } from "./delivery/session.js";
@@ -174,7 +176,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       reportPolicyStatus: (req, ctx) => reportPolicyStatus(deps, req, ctx),
       connectSupervisor: (requests, ctx) =>
         connectSupervisor(deps, { registry, streams: supervisorStreams, options: sessionOptions }, requests, ctx),
-    });
+    }, { jsonOptions: strictJsonOptions });
+    // Binary messages are checked before protobuf-es decodes them (text that is not UTF-8, nesting).
+    guardRequestBodies(router, MAX_MESSAGE_BYTES_CEILING);
   };
 
   if (!options.auth) logger.warn("authentication is DISABLED: every caller is treated as an admin of every workspace");

@@ -1,5 +1,6 @@
-// One walk over a message for what the RPC edge and the delivery check: whether any text holds
-// U+0000 (findNulText, in nul-text.ts, then names the field), and an upper bound on the size of
+// One walk over a message for what the RPC edge and the delivery check: whether any value is one
+// the gateway must refuse (text holding U+0000 or an unpaired surrogate, a Duration or Timestamp
+// out of its range; findInvalidValue, in nul-text.ts, then names the field), and an upper bound on the size of
 // its binary encoding, never below `toBinary(...).length`, so that a message under a limit by
 // the bound needs no encoding to tell. Compiled once per message type: a walk over every property
 // of every message, set or not (a network endpoint has 26), was about 1.5% of the gateway's CPU
@@ -8,27 +9,33 @@
 
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { heldAsMessage, perMessageType } from "../model/per-message-type.js";
+import { isWellFormedText, timeValueFault, TIME_TYPES, WALK_DEPTH } from "./nul-text.js";
 
 /** More than a tag and a length take (5 bytes each at most). */
 const FIELD_OVERHEAD = 16;
 /** A scalar field: its tag and its value (a 10-byte varint at most). */
 const SCALAR_BOUND = FIELD_OVERHEAD + 10;
-/** Messages nest only so deep in practice; deeper input gets no bound (the caller encodes it). */
-const MAX_DEPTH = 64;
+/** Deeper than any request decodes (MAX_NESTING); deeper input gets no bound (the caller encodes it). */
+const MAX_DEPTH = WALK_DEPTH;
 
 interface State {
   nul: boolean;
+  /** A value to refuse: NUL or an unpaired surrogate in text, a Duration or Timestamp out of range. */
+  invalid: boolean;
   size: number;
 }
 
 type Scanner = (m: Record<string, unknown>, st: State, depth: number) => void;
 type ValueScan = (v: unknown, st: State, depth: number) => void;
 
-/** NUL anywhere in the text of `message` (a `desc` message), and a bound on its encoded size. */
-export function scanMessage(desc: DescMessage, message: object): { readonly nul: boolean; readonly sizeBound: number } {
-  const st: State = { nul: false, size: 0 };
+/**
+ * NUL anywhere in the text of `message` (a `desc` message), whether any value is invalid (NUL
+ * included), and a bound on its encoded size.
+ */
+export function scanMessage(desc: DescMessage, message: object): { readonly nul: boolean; readonly invalid: boolean; readonly sizeBound: number } {
+  const st: State = { nul: false, invalid: false, size: 0 };
   scannerOf(desc)(message as Record<string, unknown>, st, 0);
-  return { nul: st.nul, sizeBound: st.size };
+  return { nul: st.nul, invalid: st.invalid, sizeBound: st.size };
 }
 
 const scannerOf = perMessageType<Scanner>((desc) => compile(desc));
@@ -42,11 +49,13 @@ function compile(desc: DescMessage): Scanner {
     if (part === undefined) fixed += SCALAR_BOUND;
     else parts.push(part);
   }
+  const time = TIME_TYPES.has(desc.typeName);
   return (m, st, depth) => {
     if (depth > MAX_DEPTH) {
       st.size = Infinity;
       return;
     }
+    if (time && timeValueFault(desc.typeName, m) !== undefined) st.invalid = true;
     st.size += fixed;
     for (let i = 0; i < parts.length; i++) parts[i]!(m, st, depth);
     const unknown = m.$unknown as { data: Uint8Array }[] | undefined;
@@ -60,7 +69,14 @@ function text(v: unknown, st: State): void {
     return;
   }
   st.size += FIELD_OVERHEAD + 3 * v.length;
-  if (!st.nul && v.includes("\u0000")) st.nul = true;
+  if (!st.nul && v.includes("\u0000")) st.nul = st.invalid = true;
+  if (!st.invalid && !isWellFormedText(v)) st.invalid = true;
+}
+
+/** A map or Struct key: caller text too. */
+function keyText(k: string, st: State): void {
+  if (!st.nul && k.includes("\u0000")) st.nul = st.invalid = true;
+  if (!st.invalid && !isWellFormedText(k)) st.invalid = true;
 }
 
 /** How one value of a kind is scanned; undefined for scalars other than string and bytes. */
@@ -110,7 +126,7 @@ function jsonScan(v: unknown, st: State, depth: number): void {
   }
   for (const [k, x] of Object.entries(v)) {
     st.size += FIELD_OVERHEAD + FIELD_OVERHEAD + 3 * k.length;
-    if (!st.nul && k.includes("\u0000")) st.nul = true;
+    keyText(k, st);
     jsonScan(x, st, depth + 1);
   }
 }
@@ -157,7 +173,7 @@ function fieldScan(f: DescField): ((m: Record<string, unknown>, st: State, depth
           if (!Object.prototype.hasOwnProperty.call(map, k)) continue;
           // The entry, its key (an integer key "-1" is a 10-byte varint) and its value.
           st.size += FIELD_OVERHEAD + FIELD_OVERHEAD + 10 + 3 * k.length;
-          if (!st.nul && k.includes("\u0000")) st.nul = true;
+          keyText(k, st);
           const v = map[k];
           if (scan === undefined) st.size += SCALAR_BOUND;
           else scan(v, st, depth);

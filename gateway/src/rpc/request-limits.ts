@@ -1,12 +1,14 @@
 // Per-request limits enforced at the RPC edge, before a handler reads or writes the store: the
 // size of each request message, how many server-side waits one caller may hold open at once
-// (both RESOURCE_EXHAUSTED), and text the store cannot hold (NUL, INVALID_ARGUMENT). A call
-// over a limit changes nothing.
+// (both RESOURCE_EXHAUSTED), and values the gateway refuses (INVALID_ARGUMENT naming the field:
+// text the store cannot hold (NUL) or that is not UTF-8, a Duration or Timestamp out of range). A
+// call over a limit changes nothing. What decoding itself cannot be trusted with (bytes that are
+// not UTF-8, nesting) is refused before decoding (request-body-guard.ts).
 
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ConfigUpdateWaitMode, type UpdateConfigRequest } from "openshell-config/raw";
 import { principalKey } from "../auth/interceptor.js";
-import { findNulText } from "./nul-text.js";
+import { findInvalidValue } from "./nul-text.js";
 import { scanMessage } from "./message-scan.js";
 import { encodeMessage } from "../model/binary-encoder.js";
 
@@ -119,14 +121,14 @@ export function createRequestLimitsInterceptor(limits: RequestLimits = DEFAULT_R
   const slots = createWaiterSlots(limits.maxWaitersPerCaller);
   return (next) => async (req) => {
     const checkSize = (message: unknown) => {
-      // One walk finds NUL text and bounds the size; only a message the bound cannot clear is encoded to measure it.
+      // One walk finds invalid values and bounds the size; only a message the bound cannot clear is encoded to measure it.
       const scan = scanMessage(req.method.input, message as object);
       if (scan.sizeBound > limits.maxMessageBytes) {
         const size = encodeMessage(req.method.input, message as never).byteLength;
         if (size > limits.maxMessageBytes) throw tooLarge(size, limits.maxMessageBytes);
       }
-      const nul = scan.nul ? findNulText(message) : undefined;
-      if (nul) throw new ConnectError(`${nul} must not contain NUL characters (U+0000)`, Code.InvalidArgument);
+      const invalid = scan.invalid ? findInvalidValue(message) : undefined;
+      if (invalid) throw new ConnectError(`${invalid.path} ${invalid.reason}`, Code.InvalidArgument);
     };
     const principal = req.contextValues.get(principalKey);
     let release: (() => void) | undefined;

@@ -15,7 +15,7 @@ import {
   SupervisorMessageSchema,
   UpdateConfigRequestSchema,
 } from "openshell-config/raw";
-import { findNulText } from "../../src/rpc/nul-text.js";
+import { findNulText, WALK_DEPTH } from "../../src/rpc/nul-text.js";
 import { scanMessage } from "../../src/rpc/message-scan.js";
 import { randomMessage, rng } from "./random-message.js";
 import { policy } from "./fixtures.js";
@@ -85,9 +85,10 @@ describe("scanMessage", () => {
 
   it("has no bound for a message nested deeper than any scan goes", () => {
     let policy = create(SandboxPolicySchema, { version: 1 });
-    // A request holding its policy 70 levels down is not a real message type; a Struct nests freely.
+    // A request holding its policy this far down is not a real message type; a Struct nests freely.
+    // (The scan goes deeper than any request decodes, MAX_NESTING; it was 64 levels before that limit.)
     let struct: Record<string, unknown> = { leaf: "x" };
-    for (let i = 0; i < 70; i++) struct = { next: struct };
+    for (let i = 0; i < WALK_DEPTH + 10; i++) struct = { next: struct };
     policy = create(SandboxPolicySchema, { networkMiddlewares: { mw: { name: "mw", config: struct as never } } });
     expect(scanMessage(SandboxPolicySchema, policy).sizeBound).toBe(Infinity);
   });
