@@ -4,6 +4,7 @@
 
 import { withCredential } from "./principal-credential.js";
 import type { Principal } from "./principal.js";
+import { isWorkspaceName, quotedName, WORKSPACE_NAME_RULE } from "../model/workspace-name.js";
 
 /** Reports a validation error; never returns. */
 export type Fail = (message: string) => never;
@@ -23,6 +24,7 @@ export function entryPrincipal(e: Record<string, unknown>, at: (field: string) =
     const workspace = e.workspace;
     const sandbox = e.sandbox;
     if (typeof workspace !== "string" || workspace === "") fail(`${at("workspace")}: a supervisor needs its sandbox's workspace`);
+    if (!isWorkspaceName(workspace as string)) fail(`${at("workspace")}: ${quotedName(workspace as string)} is not a workspace name (${WORKSPACE_NAME_RULE})`);
     if (typeof sandbox !== "string" || sandbox === "") fail(`${at("sandbox")}: a supervisor needs the name of its sandbox`);
     if (e.workspaces !== undefined) fail(`${at("workspaces")}: not allowed for a supervisor (use "workspace")`);
     const id = e.sandboxId;
@@ -51,6 +53,9 @@ export function workspaceList(value: unknown, field: string, fail: Fail): "*" | 
   if (!Array.isArray(value) || value.length === 0 || !value.every((w) => typeof w === "string" && w !== "")) {
     fail(`${field}: must be "*" or a non-empty array of workspace names`);
   }
+  (value as string[]).forEach((w, i) => {
+    if (!isWorkspaceName(w)) fail(`${field}[${i}]: ${quotedName(w)} is not a workspace name (${WORKSPACE_NAME_RULE})`);
+  });
   return Object.freeze([...(value as string[])]);
 }
 

@@ -5,6 +5,7 @@ import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { WorkspaceSelector } from "openshell-config/raw";
 import { principalKey } from "../auth/interceptor.js";
 import { canAccessWorkspace, type Principal } from "../auth/principal.js";
+import { isWorkspaceName, quotedName, WORKSPACE_NAME_RULE } from "../model/workspace-name.js";
 
 export const DEFAULT_WORKSPACE = "default";
 
@@ -43,13 +44,17 @@ export function requirePlatformAdmin(ctx: HandlerContext): Principal {
  * configuration may omit the scope (§2.6: GetSandboxConfig, "scope optional for sandbox callers at
  * bootstrap"), so getSandboxConfig does not call this for supervisor principals (nor, under
  * --no-auth, for a request without a scope, which may be a tokenless polling supervisor). Global
- * requests must omit it (§2.2) and never get here.
+ * requests must omit it (§2.2) and never get here. A name not of the form workspace-name.ts
+ * defines is INVALID_ARGUMENT, for reads as for writes.
  */
 export function singleWorkspace(selector: WorkspaceSelector | undefined, field = "workspace_scope"): string {
   const s = selector?.selection;
   if (s === undefined || s.case === undefined) throw new ConnectError(`${field} is required`, Code.InvalidArgument);
   if (s.case === "allWorkspaces") throw new ConnectError(`${field} must name one workspace for this method`, Code.InvalidArgument);
   if (s.value === "") throw new ConnectError(`${field}.workspace must not be empty`, Code.InvalidArgument);
+  if (!isWorkspaceName(s.value)) {
+    throw new ConnectError(`${field}.workspace ${quotedName(s.value)} is not a workspace name: ${WORKSPACE_NAME_RULE}`, Code.InvalidArgument);
+  }
   return s.value;
 }
 
