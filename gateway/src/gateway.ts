@@ -135,6 +135,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     // Replicas share the database: each re-reads the global versions on every use.
     desired: createDesiredCache(store, { shared: cluster !== undefined }),
+    // What a supervisor accepts is what a commit may leave (operations/snapshot-cap.ts).
+    maxSnapshotBytes: sessionOptions.maxMessageBytes,
   };
   const reconciler = createReconciler(store, registry, logger, {
     intervalMs: reconcileIntervalMs,

@@ -110,14 +110,23 @@ export async function buildSnapshot(reader: Reader, sb: SandboxRecord, globalPol
  * already decoded (used only when no global policy is in force).
  */
 export function snapshotFromParts(sb: SandboxRecord, parts: SnapshotParts, globalPolicyVersion: number, ownPolicy?: SandboxPolicy): SandboxConfigSnapshot {
+  const rev = parts.global ?? parts.own;
+  const policy =
+    ownPolicy && !parts.global && rev ? ownPolicy : rev ? fromBinary(SandboxPolicySchema, rev.policy) : create(SandboxPolicySchema);
+  return snapshotWithPolicy(sb, parts, globalPolicyVersion, policy);
+}
+
+/**
+ * The snapshot from parts already read, with `policy` as the policy in force (the global one's,
+ * when `parts.global` is set), already decoded.
+ */
+export function snapshotWithPolicy(sb: SandboxRecord, parts: SnapshotParts, globalPolicyVersion: number, policy: SandboxPolicy): SandboxConfigSnapshot {
   const d = desiredOf(parts);
   const settings: Record<string, EffectiveSetting> = {};
   for (const [key, s] of d.settings) {
     settings[key] = { $typeName: "openshell.sandbox.v1.EffectiveSetting", value: fromBinary(SettingValueSchema, s.value), scope: s.scope };
   }
   const policyHash = d.policyRev?.hash ?? "";
-  const policy =
-    ownPolicy && !d.global && d.policyRev ? ownPolicy : d.policyRev ? fromBinary(SandboxPolicySchema, d.policyRev.policy) : create(SandboxPolicySchema);
   return create(SandboxConfigSnapshotSchema, {
     policy,
     supervisorMiddlewareServices: middlewareServices(policy),
@@ -152,7 +161,7 @@ export function configRevision(policyHash: string, settings: ReadonlyMap<string,
  * The middleware services the supervisor must reach: each policy middleware whose `config`
  * names a `grpc_endpoint` (host:port). This reference gateway has no separate service registry.
  */
-function middlewareServices(policy: SandboxPolicy) {
+export function middlewareServices(policy: SandboxPolicy) {
   const services = [];
   for (const [name, mw] of Object.entries(policy.networkMiddlewares)) {
     const endpoint = mw.config?.grpc_endpoint;

@@ -2,7 +2,8 @@
 // expected_resource_version check, the desired-state change (policy revision or setting), the
 // annotation merge, superseding older pending operations, the new operation and the idempotency
 // record. All of it commits together or not at all; nothing here waits on anything but the
-// database. A gateway without operations (`trackOperations: false`) commits the same change with
+// database. A change that would leave a configuration larger than a supervisor accepts is
+// refused inside the transaction (snapshot-cap.ts), so nothing of it is stored. A gateway without operations (`trackOperations: false`) commits the same change with
 // no operation and no idempotency record, as an upstream release before #3273 did.
 
 import { randomUUID } from "node:crypto";
@@ -21,7 +22,7 @@ import {
   type UpdateConfigRequest,
   type UpdateConfigResponse,
 } from "openshell-config/raw";
-import type { Dimension, OperationRecord, PolicyRevisionRecord, SandboxRecord, StoreTx, Store } from "../store/store.js";
+import type { Dimension, OperationRecord, PolicyRevisionRecord, SandboxRecord, SettingRecord, StoreTx, Store } from "../store/store.js";
 import { applyMergeOperations, checkStaticFields, policyHash, validatePolicy } from "../model/policy.js";
 import { initialState, SUPERSEDED_ERROR } from "./states.js";
 import { currentRevision } from "../model/snapshot.js";
@@ -31,6 +32,7 @@ import { resolveInTx } from "./transitions.js";
 import { FIRST_CHECK_MS } from "./reconciler.js";
 import type { DesiredCache } from "../delivery/desired-cache.js";
 import { encodeMessage } from "../model/binary-encoder.js";
+import { assertWithinSnapshotCap, configurationBytes, DEFAULT_MAX_SNAPSHOT_BYTES, ownConfigurationBytes } from "./snapshot-cap.js";
 
 export interface CommitResult {
   readonly response: UpdateConfigResponse;
@@ -76,6 +78,8 @@ export async function commitSandboxUpdate(
     readonly operationId?: string | undefined;
     /** False: create no operation (the caller has cleared the idempotency key). Default true. */
     readonly trackOperation?: boolean | undefined;
+    /** The largest bootstrap a supervisor accepts (default DEFAULT_MAX_SNAPSHOT_BYTES). */
+    readonly maxSnapshotBytes?: number | undefined;
   } = {},
 ): Promise<CommitResult> {
   const { desired, policyJson } = options;
@@ -106,9 +110,11 @@ export async function commitSandboxUpdate(
     const change = dimension === "policy" ? await changePolicy(tx, sb, req, policyJson) : await changeSetting(tx, sb, req);
     const annotations = { ...sb.annotations, ...req.annotations };
     const annotationsChanged = !sameMap(annotations, sb.annotations);
+    const previous = sb;
     if (change.changed || annotationsChanged) {
       sb = await tx.updateSandbox(sb.id, { ...change.patch, annotations });
     }
+    if (change.changed) await checkSnapshotCap(tx, previous, sb, change, options.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES);
     const desiredRevision = dimension === "policy" ? BigInt(sb.policyVersion) : sb.settingsRevision;
 
     const touched: OperationRecord[] = [];
@@ -191,6 +197,23 @@ export async function commitSandboxUpdate(
   });
 }
 
+/**
+ * Refuses (RESOURCE_EXHAUSTED, rolling the transaction back) a change after which `sb`'s
+ * bootstrap would be over `maxBytes` and larger than before. A new policy is measured as the
+ * sandbox's own configuration, global policy or not; a setting as the sandbox receives it now.
+ */
+async function checkSnapshotCap(tx: StoreTx, previous: SandboxRecord, sb: SandboxRecord, change: Change, maxBytes: number): Promise<void> {
+  if (change.policy) {
+    const own = { policy: change.policy.decoded, bytes: change.policy.record.policy.length, hash: change.policy.record.hash };
+    await assertWithinSnapshotCap(await ownConfigurationBytes(tx, sb, own), maxBytes, () => ownConfigurationBytes(tx, previous, undefined));
+    return;
+  }
+  const settings = change.settings!;
+  await assertWithinSnapshotCap(await configurationBytes(tx, sb, { sandbox: settings.after, global: settings.global }), maxBytes, () =>
+    configurationBytes(tx, previous, { sandbox: settings.before, global: settings.global }),
+  );
+}
+
 /** Decoded create-time policies by sandbox id, with the spec bytes they came from. */
 const createTimePolicies = new Map<string, { readonly spec: Uint8Array; readonly policy: SandboxPolicy }>();
 const MAX_CREATE_TIME_POLICIES = 1024;
@@ -214,6 +237,8 @@ interface Change {
   deleted: boolean;
   patch: { policyVersion?: number; policyHash?: string; settingsRevision?: bigint };
   policy?: { readonly record: PolicyRevisionRecord; readonly decoded: SandboxPolicy };
+  /** A setting change: the sandbox's settings before and after it, and the global settings (as read for it). */
+  settings?: { readonly before: readonly SettingRecord[]; readonly after: readonly SettingRecord[]; readonly global: readonly SettingRecord[] };
 }
 
 async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRequest, policyJson: string | undefined): Promise<Change> {
@@ -249,18 +274,22 @@ async function changeSetting(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigRe
   if (global.some((s) => s.key === key)) {
     throw new ConnectError(`setting '${key}' is managed globally; delete the global setting first`, Code.FailedPrecondition);
   }
-  const current = (await tx.settings(sb.id)).find((s) => s.key === key);
+  const settingsBefore = await tx.settings(sb.id);
+  const current = settingsBefore.find((s) => s.key === key);
   const revision = sb.settingsRevision + 1n;
   if (req.deleteSetting) {
     if (!current) return { changed: false, deleted: false, patch: {} };
     await tx.deleteSetting(sb.id, key);
-    return { changed: true, deleted: true, patch: { settingsRevision: revision } };
+    const after = settingsBefore.filter((s) => s.key !== key);
+    return { changed: true, deleted: true, patch: { settingsRevision: revision }, settings: { before: settingsBefore, after, global } };
   }
   if (!req.settingValue || req.settingValue.value.case === undefined) {
     throw new ConnectError("setting_value is required unless delete_setting is set", Code.InvalidArgument);
   }
   const value = encodeMessage(SettingValueSchema, req.settingValue);
   if (current && bytesEqual(current.value, value)) return { changed: false, deleted: false, patch: {} };
-  await tx.putSetting({ sandboxId: sb.id, key, value });
-  return { changed: true, deleted: false, patch: { settingsRevision: revision } };
+  const record = { sandboxId: sb.id, key, value };
+  await tx.putSetting(record);
+  const after = [...settingsBefore.filter((s) => s.key !== key), record];
+  return { changed: true, deleted: false, patch: { settingsRevision: revision }, settings: { before: settingsBefore, after, global } };
 }

@@ -23,8 +23,10 @@ import type { GatewayDeps } from "./deps.js";
 import type { WaitStart } from "../operations/waiters.js";
 
 const MAX_KEY_BYTES = 256;
+/** Longest setting key (a review stored a 100 KB one): the same bound as idempotency keys. */
+const MAX_SETTING_KEY_BYTES = 256;
 /**
- * Characters an idempotency key may not contain: controls, format characters (zero-width and
+ * Characters an idempotency key or a setting key may not contain: controls, format characters (zero-width and
  * bidi marks), surrogates, private-use and unassigned code points, line separators, and U+FFFD
  * (what invalid UTF-8 decodes to). Two keys that print alike must be the same key.
  */
@@ -36,6 +38,14 @@ function invalid(message: string): ConnectError {
   return new ConnectError(message, Code.InvalidArgument);
 }
 
+function checkPrintable(field: string, key: string): void {
+  const bad = KEY_FORBIDDEN.exec(key);
+  if (bad) {
+    const code = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0");
+    throw invalid(`${field} must contain only printable characters (U+${code} at index ${bad.index})`);
+  }
+}
+
 /** Checks everything that needs no database, in upstream's order. */
 export function validateUpdate(req: UpdateConfigRequest): void {
   if (!(req.waitMode in ConfigUpdateWaitMode)) throw invalid(`wait_mode: unknown configuration update wait mode ${req.waitMode}`);
@@ -45,10 +55,12 @@ export function validateUpdate(req: UpdateConfigRequest): void {
   if (req.idempotencyKey.trim() !== req.idempotencyKey) {
     throw invalid("idempotency_key must not have leading or trailing whitespace");
   }
-  const bad = KEY_FORBIDDEN.exec(req.idempotencyKey);
-  if (bad) {
-    const code = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0");
-    throw invalid(`idempotency_key must contain only printable characters (U+${code} at index ${bad.index})`);
+  checkPrintable("idempotency_key", req.idempotencyKey);
+  // A key over the bound may still be deleted: one stored before the bound existed.
+  if (req.settingKey !== "" && !req.deleteSetting) {
+    if (Buffer.byteLength(req.settingKey, "utf8") > MAX_SETTING_KEY_BYTES) throw invalid(`setting_key exceeds ${MAX_SETTING_KEY_BYTES} bytes`);
+    if (req.settingKey.trim() !== req.settingKey) throw invalid("setting_key must not have leading or trailing whitespace");
+    checkPrintable("setting_key", req.settingKey);
   }
   if (req.requestId !== "" && (!REQUEST_ID.test(req.requestId) || /^[0-]+$/.test(req.requestId))) {
     throw invalid("request_id must be a non-nil UUID");
@@ -147,7 +159,12 @@ async function commitUntracked(
   fingerprint: string,
   policyJson: string | undefined,
 ): Promise<UpdateConfigResponse> {
-  const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, { desired: deps.desired, policyJson, trackOperation: false });
+  const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, {
+    desired: deps.desired,
+    policyJson,
+    trackOperation: false,
+    maxSnapshotBytes: deps.maxSnapshotBytes,
+  });
   if (result.policy) deps.desired?.committedPolicy(result.policy.record, result.policy.decoded);
   deps.transitions.announce(result.touched);
   deps.publish(result.sandbox.id, result.pending ? { sandbox: result.sandbox, pending: result.pending } : undefined);
@@ -165,7 +182,12 @@ async function commitAndWait(
   policyJson: string | undefined,
   start: WaitStart | undefined,
 ): Promise<UpdateConfigResponse> {
-  const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, { desired: deps.desired, policyJson, operationId: start?.id });
+  const result = await commitSandboxUpdate(deps.store, workspace, req, fingerprint, {
+    desired: deps.desired,
+    policyJson,
+    operationId: start?.id,
+    maxSnapshotBytes: deps.maxSnapshotBytes,
+  });
   // Present: this path tracks operations.
   const committed = result.operation!;
   // Durable now: the next snapshot of this revision may use the policy as committed.

@@ -27,6 +27,11 @@ export interface GatewayDeps {
   readonly publish: (sandboxId?: string, view?: CommittedView) => void;
   /** Snapshots and revisions kept between deliveries (absent: every one is read and built anew). */
   readonly desired?: DesiredCache;
+  /**
+   * The largest message a supervisor accepts (the session's limit, 3 MiB by default): a commit
+   * whose configuration would not fit in a bootstrap is refused (operations/snapshot-cap.ts).
+   */
+  readonly maxSnapshotBytes?: number;
 }
 
 /**

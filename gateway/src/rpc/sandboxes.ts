@@ -32,6 +32,7 @@ import { resolveInTx } from "../operations/transitions.js";
 import { assertWorkspace, requireUser, singleWorkspace } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
 import { encodeMessage } from "../model/binary-encoder.js";
+import { assertCreatable } from "../operations/snapshot-cap.js";
 
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -94,12 +95,15 @@ export async function createSandbox(deps: GatewayDeps, req: CreateSandboxRequest
         createdAt: now,
         deletionAt: undefined,
       };
+      // A first configuration larger than a supervisor accepts could never be delivered.
+      const policyBytes = encodeMessage(SandboxPolicySchema, policy);
+      await assertCreatable(tx, record, policy, policyBytes.length, deps.maxSnapshotBytes);
       await tx.insertSandbox(record);
       await tx.recordSandboxEvent({ sandboxId: record.id, event: "created", workspace, name, principal: p.name, at: now });
       await tx.insertPolicyRevision({
         sandboxId: record.id,
         version: 1,
-        policy: encodeMessage(SandboxPolicySchema, policy),
+        policy: policyBytes,
         hash: record.policyHash,
         status: PolicyStatus.PENDING,
         loadError: "",

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { ResourceExhaustedError } from "openshell-config";
 import { ConfigApplyOutcome as Outcome, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "../rpc/harness.js";
 import { createSandbox, policy } from "../rpc/fixtures.js";
@@ -28,15 +29,17 @@ describe("delivery bounds", () => {
     expect(gw.logs()).toMatch(/not acknowledged in time/);
   });
 
-  it("a snapshot over the message limit is never sent and its operation fails with a clear error", async () => {
+  // Issue 29, finding 4: such an update used to commit and then fail here ("larger than 4000
+  // bytes"), leaving a configuration no supervisor could receive; it is now refused at commit.
+  it("a snapshot over the message limit is never sent: the update is refused at commit with a clear error", async () => {
     gw = await startTestGateway("sqlite", { session: { maxMessageBytes: 4_000 } });
     await createSandbox(gw, "dev");
     sup = connectSupervisorDouble(gw);
     await sup.ready;
     const huge = Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`rule-${i}`, `host-${i}.a-rather-long-domain-name.example.com`]));
-    const res = await gw.sdk().updatePolicy({ sandbox: "dev", policy: policy(huge), wait: { timeoutMs: 5_000 } });
-    expect(res.completion.state).toBe("failed");
-    expect(res.completion.error).toMatch(/larger than 4000 bytes/);
+    const err = await gw.sdk().updatePolicy({ sandbox: "dev", policy: policy(huge), wait: { timeoutMs: 5_000 } }).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ResourceExhaustedError);
+    expect((err as Error).message).toMatch(/over the 3\.9 KiB \(4000 bytes\) a supervisor accepts/);
     expect(sup.updates.some((u) => u.component.case === "sandboxConfig" && u.component.value.version === 2)).toBe(false);
   });
 

@@ -16,7 +16,9 @@ const MiB = 1024 * 1024;
 
 let gw: ReliabilityGateway;
 beforeAll(async () => {
-  gw = await startReliabilityGateway("sqlite", { limits: { maxWaitersPerCaller: 3 }, waitMaxMs: 60_000 });
+  // Supervisors here accept 8 MiB: a policy just under the 4 MiB request limit is then also one
+  // a commit may store (the default 3 MiB would refuse it at commit: operations/snapshot-cap.ts).
+  gw = await startReliabilityGateway("sqlite", { limits: { maxWaitersPerCaller: 3 }, waitMaxMs: 60_000, session: { maxMessageBytes: 8 * MiB } });
   for (const name of ["dev", "other", "third"]) await gw.client("admin").createSandbox({ name, spec: { policy: policy() }, workspaceScope: workspaceScope() });
 });
 afterAll(() => gw.close());
