@@ -177,6 +177,19 @@ describe("SQLite: replaced credentials on disk", () => {
     }
   });
 
+  it("a deleted setting's value is zeroed in the database file, not left in the page's free space", async () => {
+    const path = freshPath();
+    const value = secret();
+    const first = open(path);
+    await first.transaction((tx) => tx.putSetting({ sandboxId: "s", key: "token", value: new TextEncoder().encode(value) }));
+    await first.close();
+    expect(secretsOnDisk(path, [value])).toEqual([`main: ${value.slice(0, 24)}…`]);
+    const second = open(path);
+    await second.transaction((tx) => tx.deleteSetting("s", "token"));
+    await second.close();
+    expect(secretsOnDisk(path, [value])).toEqual([]);
+  });
+
   it("writes that touch no credential leave the WAL to SQLite's own checkpoints", async () => {
     const path = freshPath();
     const store = open(path);

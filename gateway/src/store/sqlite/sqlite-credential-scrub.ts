@@ -1,7 +1,8 @@
 // A replaced credential must not outlive its replacement on disk. Two places keep old bytes:
 // - the database file's pages: a rewritten or deleted row leaves its old bytes in the page's free
-//   space, and a freed page keeps its content. PRAGMA secure_delete = ON (set at open) makes
-//   SQLite overwrite both with zeros;
+//   space, and a freed page (a long value's overflow pages) keeps its content. PRAGMA
+//   secure_delete makes SQLite overwrite them with zeros (FAST for every write, ON for writes of
+//   the providers table: sqlite-connection.ts, sqlite-queries.ts);
 // - the write-ahead log: every committed page image, the old credential's included, stays in the
 //   -wal file until a checkpoint copies the pages into the database file. Even then SQLite only
 //   rewinds the log, and frames past the point that new writes reach keep their bytes

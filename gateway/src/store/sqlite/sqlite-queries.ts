@@ -421,6 +421,19 @@ export class SqliteQueries {
   }
 
   // --- providers ---
+  // Their rows hold credentials. The connection runs secure_delete = FAST (sqlite-connection.ts),
+  // which zeroes deleted content inside pages but leaves freed pages as they were; a provider
+  // write runs with ON, so that the overflow pages of a replaced value are zeroed too. Every
+  // statement that writes this table goes through `withSecureDelete`.
+
+  private withSecureDelete<T>(write: () => T): T {
+    this.db.pragma("secure_delete = ON");
+    try {
+      return write();
+    } finally {
+      this.db.pragma("secure_delete = FAST");
+    }
+  }
 
   providerByName(workspace: string, name: string): ProviderRecord | undefined {
     const r = this.one<ProviderRow>("SELECT * FROM providers WHERE workspace = ? AND name = ?", workspace, name);
@@ -428,10 +441,12 @@ export class SqliteQueries {
   }
 
   insertProvider(p: ProviderRecord): void {
-    this.insertOnce(
-      `INSERT INTO providers VALUES (${placeholders(7)})`,
-      [p.id, p.workspace, p.name, p.type, p.resourceVersion, providerValuesJson(p.values), ms(p.createdAt)],
-      `provider ${p.workspace}/${p.name} (id ${p.id})`,
+    this.withSecureDelete(() =>
+      this.insertOnce(
+        `INSERT INTO providers VALUES (${placeholders(7)})`,
+        [p.id, p.workspace, p.name, p.type, p.resourceVersion, providerValuesJson(p.values), ms(p.createdAt)],
+        `provider ${p.workspace}/${p.name} (id ${p.id})`,
+      ),
     );
   }
 
@@ -446,7 +461,7 @@ export class SqliteQueries {
       sets.push("value = ?");
       values.push(providerValuesJson(patch.values));
     }
-    const r = this.one<ProviderRow>(`UPDATE providers SET ${sets.join(", ")} WHERE id = ? RETURNING *`, ...values, id);
+    const r = this.withSecureDelete(() => this.one<ProviderRow>(`UPDATE providers SET ${sets.join(", ")} WHERE id = ? RETURNING *`, ...values, id));
     if (!r) throw new Error(`updateProvider: no provider with id ${id}`);
     return providerFromRow(r);
   }
