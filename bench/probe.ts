@@ -20,7 +20,7 @@ const C = Number(process.argv[4] ?? 32);
 const groups = [{ prefix: "p", count: 64 }];
 const prof = process.env.PROF; const stack = await Stack.start({ backend, groups, label: "probe", countPgQueries: backend === "postgres", ...(prof ? { cpuProfDir: prof } : {}) });
 async function metrics() {
-  const t = await (await fetch(`${stack.url}/metrics`)).text();
+  const t = (await stack.get("/metrics")).body;
   const m = new Map<string, number>();
   for (const line of t.split("\n")) {
     if (line.startsWith("#") || !line) continue;

@@ -161,9 +161,11 @@ export class Stack {
 
   /** GET `path` on the gateway (over TLS trusting the stack's CA): status and body. */
   get(path: string): Promise<{ status: number; body: string }> {
-    if (!this.o.tls) return fetch(`${this.url}${path}`).then(async (r) => ({ status: r.status, body: await r.text() }));
+    // As the platform admin: /metrics needs one.
+    const headers = { authorization: `Bearer ${this.adminToken}` };
+    if (!this.o.tls) return fetch(`${this.url}${path}`, { headers }).then(async (r) => ({ status: r.status, body: await r.text() }));
     return new Promise((resolve, reject) => {
-      const req = httpsGet(`${this.url}${path}`, { ca: this.ca, agent: false }, (res) => {
+      const req = httpsGet(`${this.url}${path}`, { ca: this.ca, agent: false, headers }, (res) => {
         let body = "";
         res.setEncoding("utf8").on("data", (c: string) => (body += c));
         res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));

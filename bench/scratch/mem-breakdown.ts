@@ -8,7 +8,7 @@ const n = Number(process.argv[2] ?? 2500);
 const groups = groupsFor("s", n, 2500);
 const stack = await Stack.start({ backend: "sqlite", groups, label: "mem" });
 const metrics = async () => {
-  const t = await (await fetch(`${stack.url}/metrics`)).text();
+  const t = (await stack.get("/metrics")).body;
   const pick = (k: string) => Number(new RegExp(`^${k}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(t)?.[1] ?? NaN);
   return { heapUsed: pick("nodejs_heap_size_used_bytes"), heapTotal: pick("nodejs_heap_size_total_bytes"), external: pick("nodejs_external_memory_bytes"), rss: pick("process_resident_memory_bytes") };
 };

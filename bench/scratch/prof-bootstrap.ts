@@ -10,7 +10,7 @@ const stack = await Stack.start({ backend: "sqlite", groups, label: "profb", ...
 try {
   await createAll(stack, groups, 2, 48);
   await sleep(1000);
-  const metrics = async () => new Map((await (await fetch(`${stack.url}/metrics`)).text()).split("\n").filter((l) => l && !l.startsWith("#")).map((l) => [l.slice(0, l.lastIndexOf(" ")), Number(l.slice(l.lastIndexOf(" ") + 1))] as const));
+  const metrics = async () => new Map((await stack.get("/metrics")).body.split("\n").filter((l) => l && !l.startsWith("#")).map((l) => [l.slice(0, l.lastIndexOf(" ")), Number(l.slice(l.lastIndexOf(" ") + 1))] as const));
   const m0 = await metrics();
   // With a preload that samples allocations on SIGUSR2 (HS=1): the bootstrap's window only.
   if (process.env.HS) process.kill(stack.gateway.pid, "SIGUSR2");

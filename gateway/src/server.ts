@@ -7,12 +7,17 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import type { TLSSocket } from "node:tls";
-import { Code, ConnectError, createContextValues, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Registry } from "prom-client";
+import { admittedKey, frontDoorOf } from "./auth/front-door.js";
 import { describePeerCertificate, peerCertificateKey, type PeerCertificate } from "./auth/peer-certificate.js";
+import type { Principal } from "./auth/principal.js";
 import { withTransportStream } from "./delivery/transport-stream.js";
+import { bodyReadLimitKey } from "./rpc/request-body-guard.js";
+import { createAdmission } from "./http/admission.js";
 import { Connections } from "./http/connections.js";
+import { isLoopbackName } from "./http/loopback-host.js";
 import { createCors } from "./http/cors.js";
 import { createEndpoints } from "./http/endpoints.js";
 import { sniffProtocol } from "./http/protocol-sniffer.js";
@@ -75,6 +80,12 @@ export const MAX_CONCURRENT_STREAMS = 10_000;
 const COMPRESS_MIN_BYTES = 1024 * 1024;
 /** Largest request message accepted. */
 const READ_MAX_BYTES = 16 * 1024 * 1024;
+/**
+ * Largest request message of a call without credentials (a method open to all: Health), read
+ * before anyone is known. A request that needs credentials and has none is refused before its
+ * body is read at all (http/admission.ts).
+ */
+export const UNAUTHENTICATED_READ_MAX_BYTES = 64 * 1024;
 /** A connection that sends nothing for this long before its first bytes is dropped. */
 const FIRST_BYTES_TIMEOUT_MS = 30_000;
 /** A connection without a verified client certificate is closed this long after its handshake. */
@@ -97,27 +108,52 @@ type WithPeer = { [PEER]?: PeerCertificate };
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { logger } = options;
   const host = options.host ?? "127.0.0.1";
+  if (frontDoorOf(options.interceptors ?? [])?.kind === "no-auth" && !isLoopbackName(host)) {
+    // Checked by the command line too (config.ts); here for every other way a server starts.
+    throw new Error(`a gateway without authentication listens on loopback only; ${JSON.stringify(host)} is not a loopback address`);
+  }
   // Every in-flight call listens on this signal (see shutdown-signal.ts for why it is not an AbortController's).
   const shutdownSignal = createShutdownSignal();
   const connections = new Connections();
   let draining = false;
 
   const requireClientCertificate = options.tls?.clientCa !== undefined;
-  const rpc = connectNodeAdapter({
-    routes: options.routes,
-    interceptors: [unavailableOnShutdown(shutdownSignal.signal), ...(options.interceptors ?? [])],
-    // Decompress what clients send, but do not spend CPU compressing small configuration messages.
-    acceptCompression: [compressionGzip, compressionBrotli],
-    compressMinBytes: COMPRESS_MIN_BYTES,
-    readMaxBytes: READ_MAX_BYTES,
-    shutdownSignal: shutdownSignal.signal,
-    // Every call gets its HTTP/2 stream, so that a handler can reset a stream whose write is stuck
-    // (see delivery/transport-stream.ts); with a client CA, the peer's certificate too.
-    contextValues: (req: http.IncomingMessage | http2.Http2ServerRequest) => {
-      const values = withTransportStream(createContextValues(), req);
-      return requireClientCertificate ? values.set(peerCertificateKey, peerOf(req)) : values;
-    },
-  });
+  // Requests authenticated at the door (before their body was read), and as whom.
+  const admitted = new WeakMap<object, { readonly principal: Principal | undefined }>();
+  const adapter = (readMaxBytes: number) =>
+    connectNodeAdapter({
+      routes: options.routes,
+      interceptors: [unavailableOnShutdown(shutdownSignal.signal), ...(options.interceptors ?? [])],
+      // Decompress what clients send, but do not spend CPU compressing small configuration messages.
+      acceptCompression: [compressionGzip, compressionBrotli],
+      compressMinBytes: COMPRESS_MIN_BYTES,
+      readMaxBytes,
+      shutdownSignal: shutdownSignal.signal,
+      // Every call gets its HTTP/2 stream, so that a handler can reset a stream whose write is stuck
+      // (see delivery/transport-stream.ts); with a client CA, the peer's certificate too; and what
+      // the door decided of its credentials.
+      contextValues: (req: http.IncomingMessage | http2.Http2ServerRequest) => {
+        const values = withTransportStream(createContextValues(), req);
+        const admission = admitted.get(req);
+        if (admission) values.set(admittedKey, admission);
+        if (readMaxBytes < READ_MAX_BYTES) values.set(bodyReadLimitKey, readMaxBytes);
+        return requireClientCertificate ? values.set(peerCertificateKey, peerOf(req)) : values;
+      },
+    });
+  const rpcAdapter = adapter(READ_MAX_BYTES);
+  const rpcUnauthenticated = adapter(UNAUTHENTICATED_READ_MAX_BYTES);
+  const probe = createConnectRouter();
+  options.routes(probe);
+  const procedures = new Set(probe.handlers.map((h) => h.requestPath));
+  const admission = createAdmission({ door: frontDoorOf(options.interceptors ?? []), logger, registry: options.metricsRegistry, procedures, peerOf });
+  type AnyReq = http.IncomingMessage | http2.Http2ServerRequest;
+  type AnyRes = http.ServerResponse | http2.Http2ServerResponse;
+  const rpc = (req: AnyReq, res: AnyRes) =>
+    admission.rpc(req, res, pathOf(req), (principal, checked) => {
+      if (!checked) return rpcAdapter(req, res);
+      admitted.set(req, { principal });
+      (principal === undefined ? rpcUnauthenticated : rpcAdapter)(req, res);
+    });
   const cors = createCors(options.corsOrigins ?? []);
   const endpoints = createEndpoints({
     metricsRegistry: options.metricsRegistry,
@@ -127,6 +163,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   type Handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
   const handleMain: Handler = (req, res) => {
+    if (admission.refusedHost(req, res)) return;
     if (cors(req, res)) return;
     if (requireClientCertificate) {
       // Before anything reads the body; /healthz stays open for load balancers and probes.
@@ -140,11 +177,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return;
       }
     }
+    if (pathOf(req) === "/metrics") return admission.metrics(req, res, () => endpoints(req, res));
     if (endpoints(req, res)) return;
     rpc(req, res);
   };
   const sandboxPaths = new Set(options.sandboxListener?.paths ?? SANDBOX_LISTENER_PATHS);
   const handleSandbox: Handler = (req, res) => {
+    if (admission.refusedHost(req, res)) return;
     const path = pathOf(req);
     if (sandboxPaths.has(path)) rpc(req, res);
     else if (path === "/healthz") endpoints(req, res);
@@ -271,6 +310,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       connections.destroyAll();
     }
     for (const { h2 } of servers) h2.close();
+    admission.close();
     await stoppedListening;
     logger.info("server stopped");
   };

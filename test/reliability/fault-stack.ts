@@ -274,7 +274,8 @@ export class FaultStack {
 
   /** The gateway's pending-operation gauge (from /metrics). */
   async pendingOperations(): Promise<number> {
-    const text = await (await fetch(`${this.url}/metrics`)).text();
+    // As the platform admin: /metrics needs one.
+    const text = await (await fetch(`${this.url}/metrics`, { headers: { authorization: `Bearer ${this.adminToken}` } })).text();
     const m = /^openshell_config_update_operations_pending (\S+)$/m.exec(text);
     if (!m) throw new Error("the pending-operations gauge is missing from /metrics");
     return Number(m[1]);

@@ -3,6 +3,9 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
+/** Every RPC by method and code (observability/rpc-metrics.ts counts them; the server counts those it refuses before they reach a handler). */
+export const RPC_REQUESTS_METRIC = "openshell_gateway_rpc_requests_total";
+
 /** Returns how many operations are PENDING right now (usually a store count). */
 export type PendingSource = () => number | Promise<number>;
 
@@ -59,7 +62,7 @@ export function createMetrics(): GatewayMetrics {
     registers: [registry],
   });
   const rpcRequests = new Counter({
-    name: "openshell_gateway_rpc_requests_total",
+    name: RPC_REQUESTS_METRIC,
     help: "RPCs served by the gateway, by method and result code.",
     labelNames: ["method", "code"] as const,
     registers: [registry],

@@ -9,7 +9,7 @@
 // its code. JSON bodies are checked through connect's JSON options instead (json-text.ts).
 
 import type { DescMessage } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type ConnectRouter } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import type { Compression, UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { MAX_NESTING, scanWire, type WireFault } from "./wire-scan.js";
@@ -36,6 +36,13 @@ function binaryFormat(contentType: string | null): BodyFormat | undefined {
   return undefined;
 }
 
+/**
+ * A smaller bound on one message than the router's, for this request: the server's for a call
+ * read before anyone is authenticated (an open method without credentials). The check reads no
+ * more than that before handing the body to connect, whose adapter for such calls has that bound.
+ */
+export const bodyReadLimitKey = createContextKey<number | undefined>(undefined, { description: "request message read limit" });
+
 /** The refusal of a faulty message of type `desc`. */
 export function wireFaultError(desc: DescMessage, fault: WireFault): ConnectError {
   switch (fault.kind) {
@@ -59,11 +66,11 @@ export function guardRequestBodies(router: ConnectRouter, readMaxBytes: number):
 
 function guarded(handler: UniversalHandler, readMaxBytes: number): UniversalHandler {
   const desc = handler.method.input;
-  const check = async (bytes: Uint8Array, compression: Compression | undefined) => {
+  const check = async (bytes: Uint8Array, compression: Compression | undefined, max: number) => {
     let message = bytes;
     if (compression) {
       try {
-        message = await compression.decompress(bytes, readMaxBytes);
+        message = await compression.decompress(bytes, max);
       } catch {
         return; // connect fails to decompress it the same way, and says so
       }
@@ -72,6 +79,8 @@ function guarded(handler: UniversalHandler, readMaxBytes: number): UniversalHand
     if (fault) throw wireFaultError(desc, fault);
   };
   const guard = async (req: UniversalServerRequest) => {
+    const limit = req.contextValues?.get(bodyReadLimitKey);
+    const max = limit === undefined ? readMaxBytes : Math.min(limit, readMaxBytes);
     const format = binaryFormat(req.header.get("content-type"));
     if (!format || !isByteStream(req.body)) return handler(req);
     const name = req.header.get(format.encodingHeader);
@@ -80,12 +89,12 @@ function guarded(handler: UniversalHandler, readMaxBytes: number): UniversalHand
     if (known === undefined) return handler(req);
     const compression = known ?? undefined;
     const body = format.enveloped
-      ? envelopes(req.body, readMaxBytes, format.endFlag, async (data, compressed) => {
+      ? envelopes(req.body, max, format.endFlag, async (data, compressed) => {
           // A compressed envelope without an encoding: connect refuses it, unread.
           if (compressed && !compression) return;
-          await check(data, compressed ? compression : undefined);
+          await check(data, compressed ? compression : undefined, max);
         })
-      : whole(req.body, readMaxBytes, (data) => check(data, compression));
+      : whole(req.body, max, (data) => check(data, compression, max));
     return handler({ ...req, body });
   };
   return Object.assign(guard, {
