@@ -142,7 +142,11 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
 async function loadAuth(config: GatewayConfig, logger: Logger): Promise<AuthFile | undefined> {
   if (config.auth.mode === "file") {
     const path = config.auth.path;
-    const auth = await loadAuthFile(path);
+    const auth = await loadAuthFile(path, {
+      refuseShared: config.auth.allowReadable !== true,
+      onReadableByOthers: (mode) =>
+        logger.warn({ authFile: path, mode: mode.toString(8).padStart(4, "0") }, "the auth file holds bearer tokens that other users of this machine can read (--allow-readable-auth-file)"),
+    });
     checkAuthFileSections(auth, { clientCertificates: config.tls?.clientCaFile !== undefined, oidc: config.oidc !== undefined }, `auth file ${path}`);
     logger.info({ authFile: path, tokens: auth.entries.length }, "bearer tokens loaded");
     return auth;
@@ -154,12 +158,12 @@ async function loadAuth(config: GatewayConfig, logger: Logger): Promise<AuthFile
     );
     return EMPTY_AUTH_FILE;
   }
-  const loopback = config.host === "127.0.0.1" || config.host === "::1" || config.host === "localhost";
+  // The command line allows --no-auth on a loopback --host only, and the server answers only
+  // requests addressed to a loopback name (http/loopback-host.ts).
   logger.warn(
     { auth: "none", host: config.host },
     "*** --no-auth: AUTHENTICATION IS DISABLED. Every request runs as an admin of every workspace. For local demos only. ***",
   );
-  if (!loopback) logger.error({ host: config.host }, `*** --no-auth on ${config.host}: anyone who can reach this port has admin rights ***`);
   return undefined;
 }
 

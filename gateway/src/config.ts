@@ -5,6 +5,7 @@ import { LOG_LEVELS, type LogLevel } from "./observability/logger.js";
 import { MAX_MESSAGE_BYTES_CEILING } from "./rpc/request-limits.js";
 import { REPLICA_ID_PATTERN } from "./cluster/replica-id.js";
 import { oidcUrlProblem } from "./auth/oidc-discovery.js";
+import { isLoopbackName } from "./http/loopback-host.js";
 
 export interface GatewayConfig {
   /** `sqlite:PATH`, `sqlite::memory:` or a `postgres://` / `postgresql://` URL. */
@@ -16,7 +17,15 @@ export interface GatewayConfig {
    * Where principals come from: an auth file (with or without client certificates and OIDC), only
    * client certificates and/or OIDC tokens ("tls-or-oidc": no auth file), or nobody (--no-auth).
    */
-  readonly auth: { readonly mode: "file"; readonly path: string } | { readonly mode: "tls-or-oidc" } | { readonly mode: "none" };
+  readonly auth:
+    | {
+        readonly mode: "file";
+        readonly path: string;
+        /** `--allow-readable-auth-file`: start although others may read the file's tokens (a warning). */
+        readonly allowReadable?: true;
+      }
+    | { readonly mode: "tls-or-oidc" }
+    | { readonly mode: "none" };
   /** Browser origins allowed by CORS (`*` = any). */
   readonly corsOrigins: readonly string[];
   readonly logLevel: LogLevel;
@@ -70,7 +79,11 @@ Options:
   --port N             TCP port, 0 for any free port                                [env OPENSHELL_GATEWAY_PORT]
   --host H             interface to bind (default 127.0.0.1)
   --auth-file FILE     JSON file of bearer tokens and principals                    [env OPENSHELL_GATEWAY_AUTH_FILE]
-  --no-auth            accept every request as an admin (local demos only)
+                       (refused if others may read its tokens or change it: chmod 600)
+  --allow-readable-auth-file
+                       start although others may read the auth file's tokens (warns)
+  --no-auth            accept every request as an admin (local demos only; loopback --host only,
+                       and only requests addressed to localhost, 127.0.0.1 or [::1])
   --cors-origin URL    allow browser calls from this origin; repeatable; * for any
   --log-level L        ${LOG_LEVELS.join(", ")} (default info)
   --wait-max D         longest server-side completion wait, e.g. 3600s, 30m, 1h (default 3600s)
@@ -127,7 +140,14 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   if (noAuth && authFlag !== undefined) throw new UsageError("--auth-file and --no-auth exclude each other");
   if (noAuth && tls?.clientCaFile !== undefined) throw new UsageError("--tls-client-ca and --no-auth exclude each other");
   if (noAuth && oidc !== undefined) throw new UsageError("--oidc-issuer and --no-auth exclude each other");
+  if (noAuth && !isLoopbackName(host)) {
+    throw new UsageError(
+      `--no-auth needs a loopback --host (127.0.0.1, another 127.x address, ::1 or localhost): on ${JSON.stringify(host)} anyone who reaches the port would be an admin`,
+    );
+  }
   const authPath = noAuth ? undefined : (authFlag ?? nonEmpty(env.OPENSHELL_GATEWAY_AUTH_FILE));
+  const allowReadable = flags.bool("allow-readable-auth-file");
+  if (allowReadable && authPath === undefined) throw new UsageError("--allow-readable-auth-file needs --auth-file");
   const verified = tls?.clientCaFile !== undefined || oidc !== undefined;
   if (!noAuth && authPath === undefined && !verified) {
     throw new UsageError(
@@ -166,7 +186,12 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       db,
       host,
       port,
-      auth: authPath !== undefined ? { mode: "file", path: authPath } : noAuth ? { mode: "none" } : { mode: "tls-or-oidc" },
+      auth:
+        authPath !== undefined
+          ? { mode: "file", path: authPath, ...(allowReadable ? { allowReadable: true as const } : {}) }
+          : noAuth
+            ? { mode: "none" }
+            : { mode: "tls-or-oidc" },
       corsOrigins,
       logLevel: logLevel as LogLevel,
       waitMaxMs,
@@ -258,7 +283,7 @@ const VALUE_FLAGS = new Set([
   "max-message-size", "max-waiters", "replica-id", "lease", "notify", "db-pool",
   "tls-cert", "tls-key", "tls-client-ca", "oidc-issuer", "oidc-audience", "sandbox-port",
 ]);
-const BOOL_FLAGS = new Set(["no-auth", "without-operations"]);
+const BOOL_FLAGS = new Set(["no-auth", "without-operations", "allow-readable-auth-file"]);
 const REPEATABLE = new Set(["cors-origin"]);
 
 /** `--name value` and `--name=value` pairs, checked against the known flags. */

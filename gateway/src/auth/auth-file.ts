@@ -3,7 +3,8 @@
 // startup; only SHA-256 digests of the tokens are kept in memory.
 
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
+import { findJsonSyntaxError } from "./json-syntax.js";
 import { parseCertificatePrincipals, type CertificatePrincipals } from "./certificate-principals.js";
 import { parseOidcRoleMapping, type OidcRoleMapping } from "./oidc-roles.js";
 import { tokenCredential } from "./principal-credential.js";
@@ -42,21 +43,65 @@ export function tokenDigest(token: string): Buffer {
   return createHash("sha256").update(token, "utf8").digest();
 }
 
+/** The fewest bytes a bearer token in the auth file may have: a short one can be guessed. */
+export const MIN_TOKEN_BYTES = 16;
+
+export interface LoadAuthFileOptions {
+  /**
+   * Refuse a file that holds tokens (not only their digests) and that others may read, and any
+   * file that others may change (the gateway's command line does, unless
+   * --allow-readable-auth-file). Default false.
+   */
+  readonly refuseShared?: boolean;
+  /** Called when `refuseShared` is off and the file holds tokens others may read. */
+  readonly onReadableByOthers?: (mode: number) => void;
+}
+
 /** Reads and validates the auth file at `path`. */
-export async function loadAuthFile(path: string): Promise<AuthFile> {
+export async function loadAuthFile(path: string, options: LoadAuthFileOptions = {}): Promise<AuthFile> {
   let text: string;
+  let mode: number;
   try {
-    text = await readFile(path, "utf8");
+    // One open file for the mode and the text: the file checked is the file read.
+    const file = await open(path, "r");
+    try {
+      mode = (await file.stat()).mode & 0o777;
+      text = await file.readFile("utf8");
+    } finally {
+      await file.close();
+    }
   } catch (err) {
     throw new AuthFileError(`auth file ${path}: cannot read: ${(err as Error).message}`);
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
-  } catch (err) {
-    throw new AuthFileError(`auth file ${path}: not valid JSON: ${(err as Error).message}`);
+  } catch {
+    // JSON.parse's message quotes the text around the error, which may be a token: only where.
+    const at = findJsonSyntaxError(text);
+    const where = at ? ` at line ${at.line}, column ${at.column} (${at.problem})` : "";
+    throw new AuthFileError(`auth file ${path}: not valid JSON${where}; the text is not shown, as it may hold tokens`);
   }
-  return parseAuthFile(json, path);
+  const auth = parseAuthFile(json, path);
+  const octal = mode.toString(8).padStart(4, "0");
+  if (options.refuseShared && (mode & 0o022) !== 0) {
+    throw new AuthFileError(`auth file ${path}: others can change it (mode ${octal}), and anyone who can write it can make themselves an admin: chmod 600 ${path}`);
+  }
+  if ((mode & 0o044) !== 0 && holdsTokens(json)) {
+    if (options.refuseShared) {
+      throw new AuthFileError(
+        `auth file ${path}: it holds bearer tokens and others can read it (mode ${octal}): chmod 600 ${path}, keep only their digests ("tokenSha256"), or pass --allow-readable-auth-file`,
+      );
+    }
+    options.onReadableByOthers?.(mode);
+  }
+  return auth;
+}
+
+/** Whether a valid auth file's JSON has an entry with a plain "token" (not just its digest). */
+function holdsTokens(json: unknown): boolean {
+  const tokens = (json as { tokens?: unknown }).tokens;
+  return Array.isArray(tokens) && tokens.some((t) => isObject(t) && (t as Record<string, unknown>).token !== undefined);
 }
 
 /** Validates an auth file's parsed JSON. `source` prefixes error messages. */
@@ -85,7 +130,12 @@ export function parseAuthFile(json: unknown, source = "auth file"): AuthFile {
     const previous = seen.get(hex);
     if (previous !== undefined) fail(`${at("token")}: same token as tokens[${previous}]`);
     seen.set(hex, i);
-    entries.push({ digest, principal: entryPrincipal(e, at, fail, tokenCredential(digest)) });
+    const principal = entryPrincipal(e, at, fail, tokenCredential(digest));
+    // After the entry's other fields, so that a mistake there is named first.
+    if (typeof e.token === "string" && Buffer.byteLength(e.token, "utf8") < MIN_TOKEN_BYTES) {
+      fail(`${at("token")}: too short (${Buffer.byteLength(e.token, "utf8")} bytes; at least ${MIN_TOKEN_BYTES}, e.g. from "openssl rand -hex 32")`);
+    }
+    entries.push({ digest, principal });
   });
   const certificates =
     file.clientCertificates !== undefined || file.defaultClientCertificate !== undefined

@@ -22,7 +22,7 @@ afterAll(async () => {
 describe("openshell-gateway", () => {
   it("serves the SDK with the auth file's tokens and exits 0 after a graceful SIGTERM", async () => {
     const authFile = join(dir, "auth.json");
-    await writeFile(authFile, JSON.stringify({ tokens: [{ token: "cli-test-token-0001", principal: "alice", role: "admin", workspaces: "*" }] }));
+    await writeFile(authFile, JSON.stringify({ tokens: [{ token: "cli-test-token-0001", principal: "alice", role: "admin", workspaces: "*" }] }), { mode: 0o600 });
     const gw = run(["serve", "--db", "sqlite::memory:", "--port", "0"], { OPENSHELL_GATEWAY_AUTH_FILE: authFile });
     try {
       const listening = await gw.waitFor(/listening on/);
