@@ -74,7 +74,9 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
     session: {
       ...(config.ackTimeoutMs !== undefined ? { ackTimeoutMs: config.ackTimeoutMs } : {}),
       ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),
+      ...(config.supervisorWriteTimeoutMs !== undefined ? { writeTimeoutMs: config.supervisorWriteTimeoutMs } : {}),
     },
+    ...(config.maxSupervisorStreams !== undefined ? { supervisorStreams: { maxStreams: config.maxSupervisorStreams } } : {}),
     ...(config.reconcileIntervalMs !== undefined ? { reconcileIntervalMs: config.reconcileIntervalMs } : {}),
     limits: {
       ...(config.maxMessageBytes !== undefined ? { maxMessageBytes: config.maxMessageBytes } : {}),

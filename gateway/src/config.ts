@@ -38,6 +38,10 @@ export interface GatewayConfig {
   /** Request limits (undefined = the gateway's defaults: 4 MiB, 1000 waits). */
   readonly maxMessageBytes: number | undefined;
   readonly maxWaitersPerCaller: number | undefined;
+  /** Supervisor streams open at once on this gateway (undefined = 20,000). */
+  readonly maxSupervisorStreams: number | undefined;
+  /** A supervisor stream whose write makes no progress this long ends (undefined = 20 s). */
+  readonly supervisorWriteTimeoutMs: number | undefined;
   /** PostgreSQL pool size (undefined = the store's default, 10). */
   readonly dbPoolSize: number | undefined;
   /**
@@ -92,6 +96,11 @@ Options:
   --reconcile D        how often pending operations are checked for redelivery (default 1s)
   --max-message-size S largest request message, e.g. 4MiB, 512KiB, 1000000 (default 4MiB, at most 16MiB)
   --max-waiters N      concurrent server-side waits per caller: waited updates and watches (default 1000)
+  --max-supervisor-streams N
+                       supervisor streams open at once on this gateway (default 20000; 4 per
+                       supervisor token and 2 per sandbox whatever this is)
+  --supervisor-write-timeout D
+                       end a supervisor stream whose write makes no progress this long (default 20s)
   --without-operations behave like an upstream gateway before durable operations: no operation in
                        UpdateConfig responses, wait_mode and idempotency_key ignored (client tests)
 
@@ -176,6 +185,9 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   const maxMessageBytes = sizeText === undefined ? undefined : parseSize("--max-message-size", sizeText);
   const waitersText = flags.single("max-waiters");
   const maxWaitersPerCaller = waitersText === undefined ? undefined : parseCount("--max-waiters", waitersText);
+  const streamsText = flags.single("max-supervisor-streams");
+  const maxSupervisorStreams = streamsText === undefined ? undefined : parseCount("--max-supervisor-streams", streamsText);
+  const supervisorWriteTimeoutMs = optionalDuration("supervisor-write-timeout");
   const { replica, dbPoolSize } = replicaSettings(flags, db);
   const withoutOperations = flags.bool("without-operations");
   flags.rejectUnknown();
@@ -200,6 +212,8 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       reconcileIntervalMs,
       maxMessageBytes,
       maxWaitersPerCaller,
+      maxSupervisorStreams,
+      supervisorWriteTimeoutMs,
       dbPoolSize,
       replica,
       withoutOperations,
@@ -280,7 +294,7 @@ function replicaSettings(flags: ReturnType<typeof readFlags>, db: string): Pick<
 
 const VALUE_FLAGS = new Set([
   "db", "port", "host", "auth-file", "cors-origin", "log-level", "wait-max", "ack-timeout", "heartbeat", "reconcile",
-  "max-message-size", "max-waiters", "replica-id", "lease", "notify", "db-pool",
+  "max-message-size", "max-waiters", "max-supervisor-streams", "supervisor-write-timeout", "replica-id", "lease", "notify", "db-pool",
   "tls-cert", "tls-key", "tls-client-ca", "oidc-issuer", "oidc-audience", "sandbox-port",
 ]);
 const BOOL_FLAGS = new Set(["no-auth", "without-operations", "allow-readable-auth-file"]);

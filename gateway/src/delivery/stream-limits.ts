@@ -113,7 +113,8 @@ export function createSupervisorStreams(limits: SupervisorStreamLimits, registry
     },
     admit(token) {
       if (size >= limits.maxStreams) {
-        refuse("gateway", `this gateway already serves ${limits.maxStreams} supervisor streams, its limit; try again later`);
+        const streams = limits.maxStreams === 1 ? "supervisor stream" : "supervisor streams";
+        refuse("gateway", `this gateway already serves ${limits.maxStreams} ${streams}, its limit; try again later`);
       }
       const held = token === undefined ? 0 : (perToken.get(token) ?? 0);
       if (token !== undefined && held >= limits.perToken) {
