@@ -42,6 +42,8 @@ export type { RolloutState, RolloutChange, RolloutStatePhase, SandboxBefore } fr
 export type { WaveInput, WaveSize, GateInput, Gate, PlannedWave } from "./rollout/waves.js";
 export type { GateVerdict } from "./rollout/gate.js";
 export { ROLLOUT_KIND, ROLLOUT_KIND_V1, restoreRolloutState, rolloutKey, undoKey } from "./rollout/state.js";
+export type { LabelSelector, LabelRequirement } from "./rollout/label-selector.js";
+export { parseLabelSelector, formatLabelSelector, matchesLabelSelector, gatewayLabelSelector, isGatewayExact } from "./rollout/label-selector.js";
 export { ROLLBACK_ANNOTATION } from "./rollout/undo.js";
 
 /**
@@ -56,7 +58,7 @@ export { ROLLBACK_ANNOTATION } from "./rollout/undo.js";
  * import { restoreRolloutState, rollout } from "openshell-config/rollout";
  *
  * const result = await rollout(client, {
- *   labelSelector: "env=prod", // or sandboxes: ["agent-1", "agent-2"]
+ *   labelSelector: "env=prod", // or "env in (prod,staging)", or sandboxes: ["agent-1", "agent-2"]
  *   settings: { key: "log_level", value: "info" }, // or policy, or mergeOperations
  *   concurrency: 32, // default 16
  *   maxFailures: 3, // after 3 failed, cancelled or errored sandboxes, send to no further one

@@ -26,7 +26,10 @@ export interface RolloutOptions {
   readonly id?: string;
   /** The target sandbox names. Give this or `labelSelector`. */
   readonly sandboxes?: readonly string[];
-  /** `k=v,k2=v2`: every sandbox of the workspace with these labels, chosen once when the rollout starts. */
+  /**
+   * A kubectl label selector (`env=prod`, `env in (dev,staging),!legacy`; see `parseLabelSelector`):
+   * every sandbox of the workspace it matches, chosen once when the rollout starts.
+   */
   readonly labelSelector?: string;
   /** The workspace of the sandboxes; defaults to the client's. */
   readonly workspace?: string;

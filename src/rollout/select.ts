@@ -1,5 +1,6 @@
 // Choosing a rollout's sandboxes: an explicit list of names, or every sandbox of a workspace whose
-// labels match a selector (ListSandboxes, every page). Only this module loads the ListSandboxes
+// labels match a kubectl selector (label-selector.ts): ListSandboxes, every page, with the part
+// the gateway evaluates (`k=v,k2=v2`), and the rest checked here. Only this module loads the ListSandboxes
 // descriptors (and GetSandbox, which a rollback reads), so a client that never rolls out does not carry them.
 
 import type { GenService } from "@bufbuild/protobuf/codegenv2";
@@ -14,6 +15,7 @@ import {
   type SandboxStatus,
 } from "../gen/openshell/v1/sandboxes_pb.js";
 import { workspaceScope } from "../workspace.js";
+import { formatLabelSelector, gatewayLabelSelector, isGatewayExact, matchesLabelSelector, parseLabelSelector } from "./label-selector.js";
 
 /** The one sandbox-lifecycle method a rollout calls; wire-identical to `OpenShell.ListSandboxes`. */
 export type ListSandboxesService = GenService<{
@@ -25,21 +27,22 @@ export const ListSandboxesRpc = createServiceSubset([
   ["ListSandboxes", "unary", ListSandboxesRequestSchema, ListSandboxesResponseSchema],
 ]) as ListSandboxesService;
 
-const PAIR = /^\s*([^=\s]+)\s*=\s*([^=\s]*)\s*$/;
 // Any name a gateway may use, as long as the idempotency key derived from it stays within the
 // gateway's 256 bytes (`rollout/<id ≤ 128>/<name>`); the gateway itself judges the rest.
 const NAME = /^[^\s\p{Cc}]+$/u;
 const MAX_NAME_BYTES = 120;
 const encoder = new TextEncoder();
 
-/** Normalizes a selector (`k=v,k2=v2`); throws InvalidArgumentError naming `labelSelector`. */
-export function normalizeSelector(selector: string): string {
-  const parts = selector.split(",").map((part) => {
-    const m = PAIR.exec(part);
-    if (!m) throw new InvalidArgumentError(`labelSelector: "${part}" is not key=value`, { field: "labelSelector" });
-    return `${m[1]}=${m[2]}`;
-  });
-  return parts.join(",");
+/** A selector in canonical form (`env in (dev,staging),team=a`); throws InvalidArgumentError naming `labelSelector`. */
+export const normalizeSelector = (selector: string): string => formatLabelSelector(parseLabelSelector(selector));
+
+/** The part of a (normalized) selector the gateway evaluates; "" for none, or one that cannot be read. */
+function gatewayPart(selector: string | undefined): string {
+  try {
+    return selector === undefined ? "" : gatewayLabelSelector(parseLabelSelector(selector));
+  } catch {
+    return "";
+  }
 }
 
 /** Checks an explicit list of names: non-empty, valid, no duplicates. */
@@ -56,7 +59,11 @@ export function checkSandboxNames(names: readonly unknown[]): string[] {
   return [...seen];
 }
 
-/** The names of every sandbox in `workspace` (`default` when undefined) whose labels match `selector`, sorted. */
+/**
+ * The names of every sandbox in `workspace` (`default` when undefined) whose labels match
+ * `selector` (normalized), sorted. A selector the gateway evaluates whole is left to it, as before
+ * set forms existed; otherwise the gateway narrows by the equality part and the rest is checked here.
+ */
 export async function selectByLabels(
   client: ConfigClient,
   selector: string,
@@ -64,15 +71,17 @@ export async function selectByLabels(
   signal: AbortSignal | undefined,
 ): Promise<string[]> {
   const rpc = client.raw(ListSandboxesRpc);
+  const parsed = parseLabelSelector(selector);
+  const exact = isGatewayExact(parsed);
   const names: string[] = [];
   let pageToken = "";
   try {
     do {
       const page = await rpc.listSandboxes(
-        { labelSelector: selector, pageSize: 1000, pageToken, workspaceScope: workspaceScope(workspace) },
+        { labelSelector: exact ? selector : gatewayLabelSelector(parsed), pageSize: 1000, pageToken, workspaceScope: workspaceScope(workspace) },
         signal ? { signal } : {},
       );
-      for (const sb of page.sandboxes) if (sb.metadata?.name) names.push(sb.metadata.name);
+      for (const sb of page.sandboxes) if (sb.metadata?.name && (exact || matchesLabelSelector(parsed, sb.metadata.labels))) names.push(sb.metadata.name);
       pageToken = page.nextPageToken;
     } while (pageToken !== "");
   } catch (err) {
@@ -88,8 +97,9 @@ export const GetSandboxRpc = createServiceSubset([["GetSandbox", "unary", GetSan
 }>;
 
 /**
- * The status of every sandbox of `workspace` whose labels match `selector` (every sandbox when
- * undefined), by name: one ListSandboxes call per page of 1000.
+ * The status of every sandbox of `workspace` whose labels match the gateway's part of `selector`
+ * (every sandbox when undefined or none), by name: one ListSandboxes call per page of 1000. A
+ * superset of the rollout's targets, read by name.
  */
 export async function listSandboxStatuses(
   client: ConfigClient,
@@ -103,7 +113,7 @@ export async function listSandboxStatuses(
   try {
     do {
       const page = await rpc.listSandboxes(
-        { labelSelector: selector ?? "", pageSize: 1000, pageToken, workspaceScope: workspaceScope(workspace) },
+        { labelSelector: gatewayPart(selector), pageSize: 1000, pageToken, workspaceScope: workspaceScope(workspace) },
         signal ? { signal } : {},
       );
       for (const sb of page.sandboxes) if (sb.metadata?.name) out.set(sb.metadata.name, sb.status);

@@ -36,7 +36,7 @@ describe("rollout input checks", () => {
     ["an empty target list", { sandboxes: [], policy: samplePolicy() }, "sandboxes"],
     ["a name the gateway would refuse", { sandboxes: ["ok", "Not Valid"], policy: samplePolicy() }, "sandboxes[1]"],
     ["a repeated name", { sandboxes: ["a", "a"], policy: samplePolicy() }, "sandboxes[1]"],
-    ["a malformed selector", { labelSelector: "env", policy: samplePolicy() }, "labelSelector"],
+    ["a malformed selector", { labelSelector: "env in (dev", policy: samplePolicy() }, "labelSelector"],
     ["a rollout id with spaces", { id: "my rollout", sandboxes: ["a"], policy: samplePolicy() }, "id"],
     ["zero concurrency", { sandboxes: ["a"], policy: samplePolicy(), concurrency: 0 }, "concurrency"],
     ["maxFailures of zero", { sandboxes: ["a"], policy: samplePolicy(), maxFailures: 0 }, "maxFailures"],
