@@ -11,9 +11,28 @@ import { InvalidArgumentError } from "../errors.js";
 
 /** One requirement of a label selector. */
 export type LabelRequirement =
-  | { readonly key: string; readonly op: "=" | "!="; readonly value: string }
-  | { readonly key: string; readonly op: "in" | "notin"; readonly values: readonly string[] }
-  | { readonly key: string; readonly op: "exists" | "!exists" };
+  | {
+      /** The label's key. */
+      readonly key: string;
+      /** `=` (the label has this value) or `!=` (it has another value, or none). */
+      readonly op: "=" | "!=";
+      /** The value compared with. */
+      readonly value: string;
+    }
+  | {
+      /** The label's key. */
+      readonly key: string;
+      /** `in` (the value is one of `values`) or `notin` (it is none of them, or absent). */
+      readonly op: "in" | "notin";
+      /** The values listed between the parentheses. */
+      readonly values: readonly string[];
+    }
+  | {
+      /** The label's key. */
+      readonly key: string;
+      /** `exists` (the label is set, any value) or `!exists` (it is not set). */
+      readonly op: "exists" | "!exists";
+    };
 
 /** A parsed label selector: every requirement must hold. */
 export interface LabelSelector {
