@@ -28,6 +28,7 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
     client,
     policy: () => editor.policyForRollout(),
     explain: (err) => explain(err, gateway),
+    listSandboxes: async () => (await listAll(raw)).map((sb) => ({ name: sb.metadata?.name ?? "", labels: sb.metadata?.labels ?? {} })),
     onCommitted: (sandbox, operationId, policyVersion) => {
       state.sentPolicies.set(operationId, policyVersion);
       if (sandbox === state.selected) operations.render();

@@ -7,6 +7,7 @@
 // (dashboard.ts, whose cards each have their own module).
 
 import "./style.css";
+import "./rollouts.css";
 import { showDashboard } from "./dashboard.js";
 import { byId, h } from "./dom.js";
 import { explain } from "./explain.js";

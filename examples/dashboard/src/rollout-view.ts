@@ -1,26 +1,22 @@
 // The rollout card: send the policy in the editor to every sandbox a label selector matches (the
-// SDK's rollout()), in waves (a canary, then 50%, then everyone by default), each judged by its
-// gate, optionally pausing for approval between waves and rolling back on a failed gate. It shows
-// each wave (size, applied / failed / pending, its gate), each sandbox live (queued, sending,
-// committed with the version and operation id, then its outcome) and the rollback's progress. A
-// paused rollout offers Continue (resuming its state is the approval) and Undo (undoRollout).
-// The state is kept in localStorage at every durable step (onState; rollout-store.ts), so a
-// reload can continue or undo the last rollout.
-//
-// The SDK's rollout commits and waits in one request per sandbox, so its events say "sent" and
-// then the result. To show the commit in between, the card asks for the operation by the handle
-// of the "sent" event (client.getOperation): that re-sends the commit-only request with the same
-// idempotency key, which the gateway answers with the one committed operation (or commits it, at
-// most once, if it gets there first).
+// SDK's rollout(); kubectl selectors such as `env in (dev,staging)`, read by the SDK's parser as
+// the command line reads them), in waves (a canary, then 50%, then everyone by default), each
+// judged by its gate, optionally pausing for approval between waves and rolling back on a failed
+// gate. The card shows one rollout at a time (rollout-detail.ts) and lists every rollout kept in
+// this browser (rollout-list.ts, rollout-store.ts), so that starting a new one never hides a
+// paused one: each stays listed with Continue (resuming its state is the approval) and Undo
+// (undoRollout) until it is done or undone, across reloads. Starting a rollout over sandboxes a
+// paused one also targets asks first (rollout-conflict.ts). One run at a time from this page.
 
-import { rollout, undoRollout, type RolloutEvent, type RolloutOptions, type RolloutPhase, type RolloutResult, type RolloutRun, type RolloutState } from "openshell-config/rollout";
-import type { ConfigClient, OperationHandle } from "openshell-config";
+import { rollout, undoRollout, type RolloutEvent, type RolloutPhase, type RolloutRun, type RolloutState } from "openshell-config/rollout";
+import type { ConfigClient } from "openshell-config";
 import type { SandboxPolicy } from "openshell-config/raw";
-import { breakable, h } from "./dom.js";
-import { badge, fromStatus, plural, type BadgeState } from "./status.js";
-import { rollbackLineOf, SEGMENTS, summaryOf, viewOf, type RowState, type RowView, type Tone } from "./rollout-rows.js";
-import { canUndo, loadState, loadView, phaseOfState, saveState, saveView, type SavedView } from "./rollout-store.js";
-import { countWave, DEFAULT_WAVES, gatesFromState, parseWaves, renderRollback, renderWaves, type RollbackLine, type WaveGateView, type WaveView } from "./rollout-waves.js";
+import { h } from "./dom.js";
+import { conflictMessage, conflictsWith, targetsOf, type LabelledSandbox } from "./rollout-conflict.js";
+import { createRolloutDetail } from "./rollout-detail.js";
+import { createRolloutFormFields, formFromState, readSelector, rolloutOptions, type RolloutForm } from "./rollout-form.js";
+import { createRolloutList, resumable } from "./rollout-list.js";
+import { canUndo, createRolloutStore, phaseOfState } from "./rollout-store.js";
 
 export interface RolloutViewOptions {
   readonly client: ConfigClient;
@@ -28,375 +24,212 @@ export interface RolloutViewOptions {
   readonly policy: () => { readonly ok: true; readonly policy: SandboxPolicy } | { readonly ok: false; readonly message: string };
   /** A message for an error (never the token). */
   readonly explain: (err: unknown) => string;
+  /** Every sandbox with its labels, read when a new rollout may overlap a paused one. */
+  readonly listSandboxes: () => Promise<readonly LabelledSandbox[]>;
   /** Called when a sandbox's change is known to be committed. */
   readonly onCommitted?: (sandbox: string, operationId: string, policyVersion: number) => void;
   /** Called when a rollout ends, e.g. to refresh the sandbox list. */
   readonly onFinished: () => void;
 }
 
-interface Row {
-  tr: HTMLTableRowElement;
-  state: RowState;
-  final: boolean;
-  wave: number;
-  view: RowView;
-  rollback?: RollbackLine;
-}
+type Mode = "new" | "resume" | "undo";
 
 /** The rollout card; call `stop()` on sign-out to end a running rollout's waits. */
 export function createRolloutView(options: RolloutViewOptions): { readonly element: HTMLElement; stop(): void; setPolicyValid(ok: boolean): void } {
-  const selector = h("input", { id: "rollout-selector", type: "text", placeholder: "label selector, e.g. app=web", spellcheck: "false", autocomplete: "off", "aria-label": "Label selector" });
-  const wavesInput = h("input", { id: "rollout-waves", type: "text", value: DEFAULT_WAVES, placeholder: "one wave", spellcheck: "false", autocomplete: "off", "aria-label": "Waves", title: "Cumulative wave sizes (counts or percentages), or sandbox names; empty: one wave" });
-  const concurrency = h("input", { id: "rollout-concurrency", type: "number", min: 1, value: 4, "aria-label": "Concurrency" });
-  const maxFailures = h("input", { id: "rollout-max-failures", type: "number", min: 1, placeholder: "1", "aria-label": "Max failures", title: "With waves: failures in one wave that fail its gate (default 1); without: failures that halt the rollout (default never)" });
-  const approval = h("input", { id: "rollout-approval", type: "checkbox" });
-  const rollbackBox = h("input", { id: "rollout-rollback", type: "checkbox" });
+  const store = createRolloutStore();
+  const fields = createRolloutFormFields();
+  const detail = createRolloutDetail(options);
+  const list = createRolloutList({
+    show: (id) => !running && showKept(id),
+    resume: (id) => void run("resume", id),
+    undo: (id) => void run("undo", id),
+    forget: (id) => {
+      store.forget(id);
+      if (shown?.id === id) shown = undefined;
+      sync();
+    },
+  });
   const start = h("button", { type: "submit", class: "primary", id: "rollout-start", disabled: true, title: "Load a valid policy in the editor first" }, "Roll out");
   const resumeBtn = h("button", { type: "button", id: "rollout-resume", hidden: true, onclick: () => void run("resume") }, "Resume");
   const undoBtn = h("button", { type: "button", id: "rollout-undo", hidden: true, onclick: () => void run("undo"), title: "Return every sandbox this rollout changed to what it had before" }, "Undo");
   const cancel = h("button", { type: "button", id: "rollout-stop", hidden: true, onclick: () => controller?.abort() }, "Stop");
-  const bar = h("div", { class: "rollout-bar", "data-testid": "rollout-bar", role: "progressbar", "aria-label": "Rollout progress", "aria-valuemin": 0, "aria-valuemax": 0, "aria-valuenow": 0 });
-  const summary = h("p", { class: "rollout-summary", "data-testid": "rollout-progress", role: "status" });
-  const waveList = h("ol", { class: "wave-list", "data-testid": "rollout-waves", hidden: true });
-  const rollbackPanel = h("div", { class: "rollback-panel", "data-testid": "rollout-rollback", hidden: true });
-  const body = h("tbody", { "data-testid": "rollout-rows" });
-  const rows = new Map<string, Row>();
+  const conflictText = h("p", { class: "conflict-text" });
+  const anyway = h("button", { type: "button", class: "danger", id: "rollout-anyway", onclick: () => void run("new", undefined, true) }, "Roll out anyway");
+  const conflict = h(
+    "div",
+    { class: "conflict", "data-testid": "rollout-conflict", role: "alert", hidden: true },
+    conflictText,
+    h("div", { class: "conflict-buttons" }, anyway, h("button", { type: "button", id: "rollout-conflict-cancel", onclick: () => hideConflict() }, "Cancel")),
+  );
   let controller: AbortController | undefined;
   let current: RolloutRun | undefined;
-  let running = false;
+  /** The id of the rollout a run drives now ("" until its first state is known). */
+  let running: string | undefined;
   let policyValid = false;
-  let selectorText = "";
-  /** The last rollout's state (kept current by onState) and how it stands. */
-  let last: RolloutState | undefined = loadState();
-  let lastPhase: RolloutPhase | undefined = last ? (loadView(last.id)?.phase ?? phaseOfState(last)) : undefined;
-  /** The planned waves and what the card knows of each gate. */
-  let waves: readonly (readonly string[])[] = [];
-  let gates: { gate: WaveGateView; reason?: string; until?: string }[] = [];
-  /** Wave counts from the saved view, shown while no row exists (after a reload). */
-  let savedWaves: readonly WaveView[] = [];
-  let rollbackView: { running: boolean; reason: string; total: number; lines: RollbackLine[] } | undefined;
-  /** The wave that awaits approval (the run paused before it). */
-  let pausedBefore: number | undefined;
-  /** The rollout whose waves the card shows. */
-  let shownId: string | undefined = last?.id;
+  /** The rollout the card shows and its buttons act on: its state (kept current by onState) and how it stands. */
+  let shown: { id: string; state: RolloutState; phase: RolloutPhase } | undefined;
 
-  function setSummary(text: string, tone: Tone, verdict?: string): void {
-    summary.textContent = text;
-    summary.dataset["tone"] = tone;
-    if (verdict === undefined) delete summary.dataset["verdict"];
-    else summary.dataset["verdict"] = verdict;
-    bar.dataset["tone"] = tone;
+  const hideConflict = () => {
+    conflict.hidden = true;
+    conflictText.textContent = "";
+  };
+  fields.selector.addEventListener("input", hideConflict);
+
+  /** The list, and the buttons for the rollout shown: Continue (paused) or Resume (halted, cut short), Undo. */
+  function sync(): void {
+    list.render({ rollouts: store.list(), shownId: shown?.id, running });
+    const busy = running !== undefined;
+    start.disabled = busy || !policyValid;
+    anyway.disabled = busy || !policyValid;
+    start.title = busy ? "A rollout is running" : policyValid ? "" : "Load a valid policy in the editor first";
+    const phase = shown?.phase;
+    resumeBtn.hidden = phase === undefined || !resumable(phase);
+    resumeBtn.textContent = phase === "paused" ? "Continue" : "Resume";
+    resumeBtn.title = phase === "paused" ? "Approve: send the next wave" : "Resume this rollout from its saved state";
+    undoBtn.hidden = !(shown && canUndo(shown.state) && phase !== "rolled-back");
+    resumeBtn.disabled = busy;
+    undoBtn.disabled = busy;
   }
 
-  function drawBar(): void {
-    const total = rows.size;
-    const done = [...rows.values()].filter((r) => r.final).length;
-    bar.setAttribute("aria-valuemax", String(total));
-    bar.setAttribute("aria-valuenow", String(done));
-    bar.dataset["done"] = String(done);
-    bar.dataset["total"] = String(total);
-    bar.replaceChildren(
-      ...SEGMENTS.map((s) => {
-        const n = [...rows.values()].filter((r) => r.final && s.states.includes(r.state)).length;
-        return h("span", { class: `seg ${s.cls}`, style: `width: ${total === 0 ? 0 : (100 * n) / total}%` });
-      }),
-    );
-  }
-
-  function waveViews(): WaveView[] {
-    return waves.map((sandboxes, i) => {
-      const saved = rows.size === 0 ? savedWaves[i] : undefined;
-      const c = saved ?? countWave(sandboxes, (s) => rows.get(s)?.state);
-      return { index: i, sandboxes, applied: c.applied, failed: c.failed, pending: c.pending, skipped: c.skipped, ...(gates[i] ?? { gate: "not-reached" }) };
-    });
-  }
-
-  function drawWaves(): void {
-    renderWaves(waveList, waveViews());
-    renderRollback(rollbackPanel, rollbackView);
-  }
-
-  /** Clears the rows, waves and bar (a new rollout, or one that cannot start). */
-  function clear(): void {
-    rows.clear();
-    body.replaceChildren();
-    waves = [];
-    gates = [];
-    savedWaves = [];
-    rollbackView = undefined;
-    pausedBefore = undefined;
-    drawBar();
-    drawWaves();
-  }
-
-  function drawRow(sandbox: string): void {
-    const row = rows.get(sandbox)!;
-    const v = row.view;
-    const rb = row.rollback;
-    row.tr.dataset["state"] = v.state;
-    if (rb) row.tr.dataset["rollback"] = rb.kind;
-    row.tr.replaceChildren(
-      h("td", { class: "name-cell" }, sandbox, waves.length > 1 ? h("span", { class: "wave-tag" }, `wave ${row.wave + 1}`) : null),
-      h("td", {}, badge(v.state as BadgeState, v.label)),
-      h(
-        "td",
-        { class: `small detail${v.tone ? ` ${v.tone}-text` : ""}` },
-        breakable(v.detail),
-        rb ? h("span", { class: `rollback-note ${rb.kind === "rolled-back" ? "muted" : rb.kind === "left-alone" ? "warn-text" : "error-text"}`, "data-testid": "row-rollback" }, `↩ ${rb.kind === "left-alone" ? "left alone: " : ""}${rb.reason}`) : null,
-      ),
-    );
-  }
-
-  function setRow(sandbox: string, v: RowView, final = false): void {
-    const row = rows.get(sandbox);
-    if (!row) return;
-    row.state = v.state;
-    row.final = final;
-    row.view = v;
-    drawRow(sandbox);
-  }
-
-  /** Shows the commit of a sent sandbox (see the header) while its outcome is awaited. */
-  async function showCommit(sandbox: string, handle: OperationHandle): Promise<void> {
-    try {
-      const status = await options.client.getOperation(handle, controller ? { signal: controller.signal } : {});
-      const v = fromStatus(status);
-      if (v.operationId && v.policyVersion !== undefined) options.onCommitted?.(sandbox, v.operationId, v.policyVersion);
-      if (rows.get(sandbox)?.state !== "committing" || status.state !== "pending") return; // the result came first
-      const version = v.policyVersion === undefined ? "committed" : `policy v${v.policyVersion}`;
-      setRow(sandbox, { state: "pending", label: "pending", detail: v.operationId ? `${version} · operation ${v.operationId.slice(0, 8)}` : version });
-      const tr = rows.get(sandbox)?.tr;
-      if (tr && v.operationId) tr.dataset["operationId"] = v.operationId;
-    } catch {
-      // The row keeps "sending…"; its result says what happened.
+  /** Shows a kept rollout (its waves, gates and summary) in the card. */
+  function showKept(id: string): boolean {
+    const state = store.state(id);
+    if (!state) {
+      sync();
+      return false;
     }
+    const view = store.view(id);
+    shown = { id, state, phase: view?.phase ?? phaseOfState(state) };
+    detail.showKept(state, view, shown.phase);
+    sync();
+    return true;
   }
 
-  function onEvent(e: RolloutEvent): void {
-    switch (e.type) {
-      case "started": {
-        // A resumed run judges only the waves it sends: keep the sentences of the gates passed before.
-        const known = shownId === e.id ? gates : [];
-        shownId = e.id;
-        clear();
-        if (e.sandboxes.length === 0) {
-          setSummary(`No sandbox matches ${selectorText || "the selector"}: nothing was sent.`, "error", "no-match");
-          break;
-        }
-        const s = current?.state();
-        waves = s && s.waves.length > 0 ? s.waves.map((w) => w.sandboxes) : [e.sandboxes];
-        gates = s ? gatesFromState(s).map((g, i) => (g.reason === undefined && known[i]?.gate === g.gate && known[i]?.reason ? { ...g, reason: known[i]!.reason } : g)) : [];
-        // Rows in sending order: wave by wave.
-        waves.forEach((w, i) =>
-          w.forEach((name) => {
-            const tr = h("tr", { "data-sandbox": name, "data-wave": i });
-            rows.set(name, { tr, state: "queued", final: false, wave: i, view: { state: "queued", label: "queued", detail: "" } });
-            body.append(tr);
-            drawRow(name);
-          }),
-        );
-        drawBar();
-        drawWaves();
-        setSummary(`Rolling out to ${plural(e.sandboxes.length, "sandbox", "sandboxes")}${waves.length > 1 ? ` in ${waves.length} waves` : ""}${e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : ""}…`, "running");
-        break;
-      }
-      case "wave-started":
-        gates[e.wave] = { gate: "running" };
-        drawWaves();
-        if (e.waves > 1) setSummary(`Wave ${e.wave + 1} of ${e.waves}: sending to ${plural(e.sandboxes.length, "sandbox", "sandboxes")}…`, "running");
-        break;
-      case "gate":
-        gates[e.wave] = { gate: e.verdict, reason: e.reason };
-        drawWaves();
-        break;
-      case "paused":
-        pausedBefore = e.until === undefined ? e.wave + 1 : undefined;
-        gates[e.wave + 1] = e.until ? { gate: "timed", until: e.until.toISOString() } : { gate: "approval" };
-        drawWaves();
-        break;
-      case "sent":
-        setRow(e.sandbox, { state: "committing", label: "sending…", detail: "" });
-        void showCommit(e.sandbox, e.handle);
-        break;
-      case "result": {
-        const wave = rows.get(e.result.sandbox)?.wave ?? 0;
-        const v = viewOf(e.result, pausedBefore === undefined ? undefined : wave === pausedBefore ? "next" : "later");
-        // A sandbox a paused rollout has yet to send is not done.
-        setRow(e.result.sandbox, v, v.state !== "waiting" && v.state !== "queued");
-        drawBar();
-        drawWaves();
-        if (summary.dataset["verdict"] !== "halting" && e.result.status !== "skipped") {
-          setSummary(`${e.progress.done}/${e.progress.total} done${e.progress.failures ? `, ${e.progress.failures} failed` : ""}`, e.progress.failures ? "warn" : "running");
-        }
-        break;
-      }
-      case "halted":
-        setSummary(`Halted: ${plural(e.failures, "sandbox", "sandboxes")} failed (max ${e.maxFailures}); waiting for those already sent…`, "error", "halting");
-        break;
-      case "rollback-started":
-        rollbackView = { running: true, reason: e.reason, total: e.sandboxes.length, lines: [] };
-        drawWaves();
-        setSummary(`Rolling back ${plural(e.sandboxes.length, "sandbox", "sandboxes")}…`, "warn", "rolling-back");
-        break;
-      case "rollback-result": {
-        const line = rollbackLineOf(e.sandbox, e.rollback);
-        rollbackView?.lines.push(line);
-        const row = rows.get(e.sandbox);
-        if (row) {
-          row.rollback = line;
-          drawRow(e.sandbox);
-        }
-        drawWaves();
-        break;
-      }
-      case "finished":
-        break;
-    }
+  /** The paused rollouts over any sandbox `selector` matches now. */
+  async function pausedConflicts(selector: Parameters<typeof targetsOf>[0]) {
+    const paused = store
+      .list()
+      .filter((r) => r.phase === "paused")
+      .flatMap((r) => {
+        const s = store.state(r.id);
+        return s ? [{ id: r.id, ...(r.selector !== undefined ? { selector: r.selector } : {}), sandboxes: s.sandboxes }] : [];
+      });
+    if (paused.length === 0) return [];
+    return conflictsWith(targetsOf(selector, await options.listSandboxes()), paused);
   }
 
-  function finished(r: RolloutResult, mode: "new" | "resume" | "undo"): void {
-    if (r.sandboxes.length === 0) return; // "no match", said at "started"; the last rollout stays the last
-    lastPhase = r.phase;
-    last = r.state;
-    saveState(r.state);
-    // The result is authoritative: each wave's gate, and a paused rollout's next wave.
-    gates = r.waves.map((w, i) => {
-      const reason = w.reason ?? (gates[i]?.gate === w.gate ? gates[i]?.reason : undefined);
-      return { gate: w.gate, ...(reason ? { reason } : {}) };
-    });
-    if (r.phase === "paused" && r.state.wave < gates.length) gates[r.state.wave] = { gate: "approval" };
-    if (rollbackView || r.rollback) {
-      const lines = r.sandboxes.flatMap((s) => (s.rollback ? [rollbackLineOf(s.sandbox, s.rollback)] : []));
-      rollbackView = { running: false, reason: rollbackView?.reason ?? (mode === "undo" ? "undo requested" : (r.gateFailure?.reason ?? "")), total: rollbackView?.total ?? lines.length, lines };
-    }
-    drawWaves();
-    const line = summaryOf(r, mode, options.explain);
-    setSummary(line.text, line.tone, line.verdict);
-    saveView({
-      id: r.id,
-      phase: r.phase,
-      waves: waveViews(),
-      ...(rollbackView ? { rollback: { reason: rollbackView.reason, total: rollbackView.total, lines: rollbackView.lines } } : {}),
-      summary: { text: summary.textContent ?? "", tone: summary.dataset["tone"] ?? "info", ...(summary.dataset["verdict"] ? { verdict: summary.dataset["verdict"] } : {}) },
-    });
-  }
-
-  /** The buttons for the last rollout: Continue (paused) or Resume (halted, cut short), Undo. */
-  function syncButtons(): void {
-    start.disabled = running || !policyValid;
-    start.title = running ? "A rollout is running" : policyValid ? "" : "Load a valid policy in the editor first";
-    const resumable = last !== undefined && lastPhase !== undefined && ["paused", "halted", "incomplete", "aborted"].includes(lastPhase);
-    resumeBtn.hidden = !resumable;
-    resumeBtn.textContent = lastPhase === "paused" ? "Continue" : "Resume";
-    resumeBtn.title = lastPhase === "paused" ? "Approve: send the next wave" : "Resume the last rollout from its saved state";
-    undoBtn.hidden = !(last && canUndo(last) && lastPhase !== "rolled-back");
-    resumeBtn.disabled = running;
-    undoBtn.disabled = running;
-  }
-
-  async function run(mode: "new" | "resume" | "undo"): Promise<void> {
-    if (running) return;
-    let opts: RolloutOptions;
+  async function run(mode: Mode, id?: string, confirmed = false): Promise<void> {
+    if (running !== undefined) return;
+    hideConflict();
+    let form: RolloutForm | undefined;
+    let selectorText = "";
+    let launch: () => RolloutRun;
+    const onProgress = (e: RolloutEvent) => detail.onEvent(e, current, selectorText);
+    const onState = (s: RolloutState) => {
+      if (s.sandboxes.length === 0) return; // matched nothing: nothing to keep
+      store.saveState(s, mode === "new" ? form : undefined); // throws when full: the SDK stops, saying why
+      running = s.id;
+      shown = { id: s.id, state: s, phase: phaseOfState(s) };
+      sync();
+    };
     if (mode !== "new") {
-      if (!last) return;
-      selectorText = last.labelSelector ?? "";
-      opts = { resume: last }; // undo: undoRollout(client, last), below
+      if (id !== undefined && id !== shown?.id && !showKept(id)) return;
+      const kept = shown;
+      if (!kept) return;
+      selectorText = kept.state.labelSelector ?? "";
+      launch = () =>
+        mode === "undo"
+          ? undoRollout(options.client, kept.state, { signal: controller!.signal, onProgress, onState })
+          : rollout(options.client, { resume: kept.state, signal: controller!.signal, onProgress, onState });
     } else {
-      selectorText = selector.value.trim();
-      if (selectorText === "") {
-        clear();
-        setSummary("Enter a label selector (e.g. app=web): nothing was sent.", "error", "error");
-        selector.focus();
+      form = fields.values();
+      if (form.selector === "") {
+        detail.clear();
+        detail.setSummary("Enter a label selector (e.g. app=web): nothing was sent.", "error", "error");
+        fields.selector.focus();
+        return;
+      }
+      const sel = readSelector(form.selector);
+      if (!sel.ok) {
+        detail.clear();
+        detail.setSummary(`Not sent: ${sel.message}`, "error", "error");
+        fields.selector.focus();
         return;
       }
       const p = options.policy();
       if (!p.ok) {
-        clear();
-        setSummary(`Not sent: ${p.message}`, "error", "error");
+        detail.clear();
+        detail.setSummary(`Not sent: ${p.message}`, "error", "error");
         return;
       }
-      const waveInput = parseWaves(wavesInput.value);
-      const limit = maxFailures.value ? Number(maxFailures.value) : undefined;
-      opts = {
-        labelSelector: selectorText,
-        policy: p.policy,
-        concurrency: Number(concurrency.value) || 4,
-        ...(waveInput ? { waves: waveInput, gate: { ...(limit !== undefined ? { maxFailures: limit } : {}), ...(approval.checked ? { pause: "approval" as const } : {}) } } : limit !== undefined ? { maxFailures: limit } : {}),
-        ...(rollbackBox.checked ? { rollback: "on-halt" as const } : {}),
-      };
+      selectorText = sel.text;
+      if (!confirmed) {
+        let conflicts;
+        try {
+          conflicts = await pausedConflicts(sel.selector);
+        } catch (err) {
+          detail.setSummary(`Could not check the paused rollouts' sandboxes: ${options.explain(err)}`, "error", "error");
+          return;
+        }
+        if (conflicts.length > 0) {
+          conflictText.textContent = conflictMessage(conflicts);
+          conflict.dataset["rollouts"] = conflicts.map((c) => c.id).join(" ");
+          conflict.hidden = false;
+          anyway.focus();
+          return;
+        }
+      }
+      const opts = rolloutOptions(form, selectorText, p.policy);
+      launch = () => rollout(options.client, { ...opts, signal: controller!.signal, onProgress, onState });
     }
     controller = new AbortController();
-    running = true;
-    syncButtons();
-    setSummary(mode === "undo" ? "Undoing the last rollout…" : `Selecting the sandboxes with ${selectorText}…`, "running");
+    detail.setSignal(controller.signal);
+    running = mode === "new" ? "" : shown!.id;
+    sync();
+    detail.setSummary(mode === "undo" ? "Undoing the rollout…" : `Selecting the sandboxes with ${selectorText}…`, "running");
     cancel.hidden = false;
     try {
-      const onState = (s: RolloutState) => {
-        if (s.sandboxes.length === 0) return; // matched nothing: the last rollout stays the last
-        last = s;
-        saveState(s);
-      };
-      current = mode === "undo" ? undoRollout(options.client, last!, { signal: controller.signal, onProgress: onEvent, onState }) : rollout(options.client, { ...opts, signal: controller.signal, onProgress: onEvent, onState });
-      finished(await current, mode);
+      current = launch();
+      const result = await current;
+      const view = detail.finished(result, mode);
+      if (view) {
+        store.saveState(result.state);
+        store.saveView(view);
+        shown = { id: result.id, state: result.state, phase: result.phase };
+      }
     } catch (err) {
-      clear();
-      setSummary(`Could not ${mode === "undo" ? "undo" : "roll out"}: ${options.explain(err)}`, "error", "error");
+      detail.clear();
+      detail.setSummary(`Could not ${mode === "undo" ? "undo" : "roll out"}: ${options.explain(err)}`, "error", "error");
     } finally {
-      running = false;
-      syncButtons();
+      running = undefined;
+      current = undefined;
+      sync();
       cancel.hidden = true;
       options.onFinished();
     }
   }
 
-  /** After a reload: the last rollout's waves, gates and summary, from its state and saved view. */
-  function restore(): void {
-    if (!last) return setSummary("Sends the policy in the editor to every sandbox with these labels, wave by wave.", "info");
-    const view = loadView(last.id);
-    selector.value = last.labelSelector ?? "";
-    concurrency.value = String(last.concurrency);
-    waves = last.waves.map((w) => w.sandboxes);
-    gates = view ? view.waves.map((w) => ({ gate: w.gate, ...(w.reason ? { reason: w.reason } : {}), ...(w.until ? { until: w.until } : {}) })) : gatesFromState(last);
-    savedWaves = view?.waves ?? [];
-    if (view?.rollback) rollbackView = { running: false, ...view.rollback, lines: [...view.rollback.lines] };
-    drawWaves();
-    if (view) setSummary(view.summary.text, view.summary.tone as Tone, view.summary.verdict);
-    else setSummary(`The last rollout (${last.id}) is ${lastPhase}.`, lastPhase === "complete" ? "info" : "warn", lastPhase);
-  }
+  // After a reload: the rollout last worked on, with the form it was started with.
+  const latest = [...store.list()].sort((a, b) => b.touchedAt - a.touchedAt)[0];
+  if (latest && showKept(latest.id)) fields.fill(latest.form ?? formFromState(shown!.state));
+  else detail.setSummary("Sends the policy in the editor to every sandbox with these labels, wave by wave.", "info");
+  sync();
 
-  // Without waves the failure limit is the rollout's (none: never halt); with waves each gate's (default 1).
-  const syncLimitHint = () => (maxFailures.placeholder = parseWaves(wavesInput.value) ? "1" : "never");
-  wavesInput.addEventListener("input", syncLimitHint);
-  syncLimitHint();
-  restore();
-  syncButtons();
-  drawBar();
   const element = h(
     "section",
     { class: "card", "data-testid": "rollout" },
     h("div", { class: "card-head" }, h("h2", {}, "Roll out to a fleet")),
-    h(
-      "form",
-      { class: "inline-form rollout-form", onsubmit: (ev: Event) => (ev.preventDefault(), void run("new")) },
-      selector,
-      h("label", { class: "small waves-label" }, "waves ", wavesInput),
-      h("label", { class: "small" }, "at once ", concurrency),
-      h("label", { class: "small" }, "stop after failures ", maxFailures),
-      h("div", { class: "rollout-checks" }, h("label", { class: "small check" }, approval, "pause for approval between waves"), h("label", { class: "small check" }, rollbackBox, "roll back on failure")),
-      h("div", { class: "rollout-buttons" }, start, resumeBtn, undoBtn, cancel),
-    ),
-    bar,
-    summary,
-    waveList,
-    rollbackPanel,
-    h("div", { class: "rollout-scroll" }, h("table", { class: "rollout-table" }, h("thead", {}, h("tr", {}, h("th", {}, "Sandbox"), h("th", {}, "State"), h("th", {}, "Detail"))), body)),
+    h("form", { class: "inline-form rollout-form", onsubmit: (ev: Event) => (ev.preventDefault(), void run("new")) }, ...fields.elements, h("div", { class: "rollout-buttons" }, start, resumeBtn, undoBtn, cancel)),
+    conflict,
+    list.element,
+    ...detail.elements,
   );
   return {
     element,
     stop: () => controller?.abort(),
     setPolicyValid(ok: boolean) {
       policyValid = ok;
-      syncButtons();
+      sync();
     },
   };
 }

@@ -195,6 +195,13 @@ const styleOf = (selector: string, property: "color" | "backgroundColor" = "colo
     return getComputedStyle(el)[prop as "color"];
   }, [selector, property]);
 
+/** The saved state of the rollout started last (kept per rollout, listed newest first: src/rollout-store.ts). */
+const newestKeptState = () =>
+  page.evaluate(() => {
+    const [newest] = JSON.parse(localStorage.getItem("openshell-dashboard.rollouts") ?? "[]") as { id: string }[];
+    return newest ? (localStorage.getItem(`openshell-dashboard.rollout/${newest.id}`) ?? "") : "";
+  });
+
 const outcome = (slot: "update-outcome" | "resume-outcome") => page.locator(`[data-testid="${slot}"] .outcome`);
 
 describe("dashboard in Chromium", () => {
@@ -426,7 +433,7 @@ describe("dashboard in Chromium", () => {
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="failed"] .error-text').count()).toBe(1);
     expect(await page.locator("#rollout-resume").isVisible()).toBe(true);
     // The saved state holds no token.
-    const saved = await page.evaluate(() => localStorage.getItem("openshell-dashboard.rollout") ?? "");
+    const saved = await newestKeptState();
     expect(saved).toContain('"kind":"openshell-config/rollout@2"');
     expect(saved).not.toContain(stack!.adminToken);
     expect(pageErrors).toEqual([]);
@@ -524,7 +531,7 @@ describe("dashboard in Chromium", () => {
     // Amber for the wave that waits, green for the gate that passed.
     expect(await styleOf('[data-testid="rollout-waves"] li[data-gate="approval"] [data-testid="wave-gate"]')).toBe(AMBER);
     expect(await styleOf('[data-testid="rollout-waves"] li[data-gate="passed"] [data-testid="wave-gate"]')).toBe("rgb(19, 122, 58)");
-    const saved = await page.evaluate(() => localStorage.getItem("openshell-dashboard.rollout") ?? "");
+    const saved = await newestKeptState();
     expect(saved).toContain('"phase":"paused"');
     expect(saved).not.toContain(stack!.adminToken);
     mkdirSync(join(ROOT, "test-results"), { recursive: true });
@@ -539,9 +546,34 @@ describe("dashboard in Chromium", () => {
     expect(await page.locator("#rollout-resume").innerText()).toBe("Continue");
     expect(await page.locator("#rollout-undo").isVisible()).toBe(true);
     await card().screenshot({ path: ROLLOUT_SCREENSHOT("paused-reloaded") });
+    // The form shows what the restored rollout was started with, not the defaults (issue 30, item 18).
+    expect(await page.locator("#rollout-selector").inputValue()).toBe("app=web");
+    expect(await page.locator("#rollout-concurrency").inputValue()).toBe("2");
+    expect(await page.locator("#rollout-approval").isChecked()).toBe(true);
+    const pausedId = (await page.locator('[data-testid="kept-rollouts"] li[data-phase="paused"]').getAttribute("data-rollout-id"))!;
+    expect(pausedId).toMatch(/^[0-9a-f-]{36}$/);
 
-    // Continue approves wave 2; the buttons are disabled while it runs; it pauses again before wave 3.
-    await page.locator("#rollout-resume").click();
+    // A new rollout over the paused one's sandboxes warns, naming it, and sends nothing (issue 30, item 4).
+    await page.locator("#rollout-start").click();
+    await page.locator('[data-testid="rollout-conflict"]:not([hidden])').waitFor();
+    expect(await page.locator('[data-testid="rollout-conflict"]').innerText()).toContain(`Rollout ${pausedId.slice(0, 8)} (app=web) is paused over 6 of these sandboxes`);
+    await page.locator("#rollout-conflict-cancel").click();
+    expect(await page.locator('[data-testid="rollout-conflict"]').isHidden()).toBe(true);
+    // A new rollout elsewhere leaves the paused one listed, with Continue and Undo.
+    await page.locator("#rollout-selector").fill("env=staging");
+    await page.locator("#rollout-waves").fill("");
+    await page.locator("#rollout-approval").uncheck();
+    await page.locator("#rollout-start").click();
+    await page.locator('[data-testid="rollout-progress"][data-verdict="done"]').waitFor();
+    const pausedRow = page.locator(`[data-testid="kept-rollouts"] li[data-rollout-id="${pausedId}"]`);
+    expect(await pausedRow.getAttribute("data-phase")).toBe("paused");
+    expect(await pausedRow.locator('[data-action="resume"]').innerText()).toBe("Continue");
+    expect(await pausedRow.locator('[data-action="undo"]').isVisible()).toBe(true);
+    // Not finished: this one and the halted rollout of an earlier test.
+    expect(await page.locator('[data-testid="kept-count"]').innerText()).toMatch(/ kept, 2 not finished$/);
+    // Continue from the list takes the paused rollout up again, on the card.
+    // It approves wave 2; the buttons are disabled while it runs; it pauses again before wave 3.
+    await pausedRow.locator('[data-action="resume"]').click();
     expect(await page.locator("#rollout-resume").isDisabled()).toBe(true);
     expect(await page.locator("#rollout-undo").isDisabled()).toBe(true);
     await page.locator('[data-testid="rollout-waves"] li[data-wave="1"][data-gate="running"]').waitFor();
