@@ -3,16 +3,17 @@
 // into the server, and shuts everything down in order on SIGINT/SIGTERM.
 
 import { readFileSync } from "node:fs";
-import { AuthFileError, checkAuthFileSections, EMPTY_AUTH_FILE, loadAuthFile, type AuthFile } from "./auth/auth-file.js";
+import { checkAuthFileSections, EMPTY_AUTH_FILE, loadAuthFile, type AuthFile } from "./auth/auth-file.js";
 import { createOidcVerifier, type OidcVerifier } from "./auth/oidc-verifier.js";
 import { parseCommandLine, UsageError, type GatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
-import { loadTlsFiles, TlsFileError, type TlsMaterial } from "./http/tls-files.js";
+import { loadTlsFiles, type TlsMaterial } from "./http/tls-files.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createMetrics } from "./observability/metrics.js";
 import { startServer } from "./server.js";
 import { openStore } from "./store/open-store.js";
 import { defaultReplicaId } from "./cluster/replica-id.js";
+import { startupProblem } from "./startup-problem.js";
 
 /** How long in-flight calls get to finish on SIGINT/SIGTERM. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -35,25 +36,12 @@ async function main(): Promise<number> {
   try {
     return await serve(config, logger);
   } catch (err) {
-    // A file or port the operator got wrong is one plain line; anything else is a bug, with its stack.
-    const line = startupProblem(err);
-    if (line === undefined) {
-      logger.fatal({ err }, "gateway failed to start");
-    } else {
-      process.stderr.write(`openshell-gateway: ${line}\n`);
-    }
+    // One plain line on stderr whatever went wrong (startup-problem.ts); a bug's stack goes to the debug log.
+    const problem = startupProblem(err, config.db);
+    if (!problem.known) logger.debug({ err }, "gateway failed to start");
+    process.stderr.write(`openshell-gateway: ${problem.line}\n`);
     return 1;
   }
-}
-
-function startupProblem(err: unknown): string | undefined {
-  if (err instanceof AuthFileError || err instanceof TlsFileError) return err.message;
-  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
-  if (e?.syscall === "listen" && (e.code === "EADDRINUSE" || e.code === "EACCES" || e.code === "EADDRNOTAVAIL")) {
-    const what = e.code === "EADDRINUSE" ? "address already in use" : e.code === "EACCES" ? "permission denied" : "address not available";
-    return `cannot listen on ${e.address ?? "?"}:${e.port ?? "?"}: ${what} (${e.code})`;
-  }
-  return undefined;
 }
 
 async function serve(config: GatewayConfig, logger: Logger): Promise<number> {

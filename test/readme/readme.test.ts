@@ -15,8 +15,7 @@
 // Real processes throughout: the commands start the gateway and supervisors themselves. The
 // session uses a fresh npm cache, as on a machine where `npx openshell-config` never ran.
 
-import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOKEN_ENV, URL_ENV } from "../../cli/config.js";
@@ -154,28 +153,28 @@ describe("README.md", () => {
     expect(byCommand("npx openshell-config policy rollout undo").code).toBe("0");
   }, 300_000);
 
-  it("gateway-serve: the reference gateway builds and serves with the README's auth file", async () => {
+  it("gateway-serve: the reference gateway builds, and serves with the auth file the README's commands write", async () => {
     const commands = commandsOf("gateway-serve");
     expect(commands.map((c) => c.bare)).toEqual([
       "npm run build -w gateway",
+      "umask 077",
+      "cat > auth.json <<EOF",
       "node gateway/dist/cli.js serve --db sqlite:./gateway.db --port 8080 --auth-file ./auth.json",
     ]);
     const built = await bash(commands[0]!.text, ROOT, userEnv({}), 120_000);
     expect(built.code, `${built.stdout}\n${built.stderr}`).toBe(0);
 
-    // The README's auth file, each "…" a real token.
-    const authBlock = BLOCKS.find((b) => b.lang === "json" && b.body.includes('"tokens"'));
-    expect(authBlock, "README.md shows an auth file").toBeDefined();
-    const tokens: string[] = [];
-    const auth = authBlock!.body.replaceAll('"…"', () => {
-      tokens.push(randomBytes(16).toString("hex"));
-      return JSON.stringify(tokens.at(-1));
-    });
+    // The auth file, written as printed (umask and here-document in one shell) in a folder of its own.
     const dir = join(scratch, "serve");
     mkdirSync(dir);
-    writeFileSync(join(dir, "auth.json"), auth, { mode: 0o600 });
+    const written = await bash(`${commands[1]!.text}\n${commands[2]!.text}`, dir, userEnv({}), 30_000);
+    expect(written.code, `${written.stdout}\n${written.stderr}`).toBe(0);
+    expect(statSync(join(dir, "auth.json")).mode & 0o077, "the auth file is private").toBe(0);
+    const tokens = (JSON.parse(readFileSync(join(dir, "auth.json"), "utf8")) as { tokens: { token: string }[] }).tokens.map((t) => t.token);
+    expect(tokens).toHaveLength(3);
+    for (const t of tokens) expect(t).toMatch(/^[0-9a-f]{64}$/);
     const port = await freePort();
-    const serve = commands[1]!.text
+    const serve = commands[3]!.text
       .replace("sqlite:./gateway.db", `sqlite:${join(dir, "gateway.db")}`)
       .replace(`--port ${README_PORT}`, `--port ${port}`)
       .replace("./auth.json", join(dir, "auth.json"));

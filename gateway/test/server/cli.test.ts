@@ -3,6 +3,7 @@
 
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +11,16 @@ import { createNodeTransport } from "openshell-config/transport/node";
 import { ServiceStatus, workspaceScope } from "openshell-config/raw";
 import { run } from "./gateway-process.js";
 import { openShell } from "./harness.js";
+
+/** A loopback port nothing listens on (it was free a moment ago). */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
 
 let dir: string;
 beforeAll(async () => {
@@ -71,5 +82,21 @@ describe("openshell-gateway", () => {
     expect(await gw.exit).toBe(1);
     // One plain line, not a JSON log line with a stack.
     expect(gw.lines).toEqual([`openshell-gateway: ${authFile}: tokens[0].role: must be "admin", "user" or "supervisor"`]);
+  });
+
+  it("exits 1 with one plain line, without a password, when PostgreSQL cannot be reached", async () => {
+    const port = await freePort();
+    const gw = run(["serve", "--db", `postgres://app:s3cret-pass@127.0.0.1:${port}/openshell`, "--port", "0", "--no-auth", "--log-level", "error"]);
+    expect(await gw.exit).toBe(1);
+    expect(gw.lines).toHaveLength(1);
+    expect(gw.lines[0]).toMatch(new RegExp(`^openshell-gateway: cannot open the database postgres://app:\\*\\*\\*@127\\.0\\.0\\.1:${port}/openshell: PostgreSQL unreachable: .*ECONNREFUSED`));
+    expect(gw.lines.join("\n")).not.toContain("s3cret-pass");
+  });
+
+  it("exits 1 with one plain line when the SQLite file's folder does not exist", async () => {
+    const db = join(dir, "no-such-folder", "gateway.db");
+    const gw = run(["serve", "--db", `sqlite:${db}`, "--port", "0", "--no-auth", "--log-level", "error"]);
+    expect(await gw.exit).toBe(1);
+    expect(gw.lines).toEqual([`openshell-gateway: cannot open the database sqlite:${db}: Cannot open database because the directory does not exist`]);
   });
 });

@@ -106,7 +106,7 @@ describe("openshell-gateway startup errors", () => {
     const taken = (blocker.address() as net.AddressInfo).port;
     const cases: [string[], string][] = [
       [[...serve, "--no-auth", "--tls-cert", files.cert, "--tls-key", files.clientKey], `--tls-key ${files.clientKey}: does not match the certificate in --tls-cert ${files.cert}`],
-      [["serve", "--db", "sqlite::memory:", "--port", String(taken), "--no-auth"], `cannot listen on 127.0.0.1:${taken}: address already in use (EADDRINUSE)`],
+      [["serve", "--db", "sqlite::memory:", "--port", String(taken), "--no-auth"], `cannot listen on 127.0.0.1:${taken}: address already in use: another process listens there (another gateway?); stop it or choose another --port (EADDRINUSE)`],
     ];
     try {
       const runs = cases.map(([args]) => run(args));
