@@ -9,24 +9,42 @@
 // registry layout under the state directory, and the `export` line points the command line at
 // that entry (OPENSHELL_SYSTEM_GATEWAY_DIR, OPENSHELL_GATEWAY), so that it needs no flags.
 //
-// Env: OPENSHELL_GATEWAY_PORT (default 8080), OPENSHELL_LOCAL_DIR (default ./.openshell-local).
+// The admin token and supervisor tokens are kept in the state directory's auth.json, so they
+// survive a restart as the database does. On a busy port it says what runs there and exits 1
+// without changing anything.
+//
+// Env: OPENSHELL_GATEWAY_PORT (default 8080), OPENSHELL_LOCAL_DIR (default ./.openshell-local),
+// DASHBOARD_PORT (default 5173: the origin the gateway allows, for `npm run dashboard` to attach).
 
 import { OpenShell } from "openshell-config/raw";
 import { DEMO_SANDBOXES, ensureDemoSandboxes } from "./demo-sandboxes.js";
-import { startLocalStack } from "./local-stack.js";
+import { startLocalStack, type LocalStack } from "./local-stack.js";
 import { createStackAdminClient } from "./stack-admin.js";
 import { parseStackArgs } from "./stack-args.js";
+import { busyPortLine, PortInUseError } from "./stack-ports.js";
+import { readStackAdminToken } from "./stack-tokens.js";
 import { registryExportLine } from "./tls-stack.js";
 
 const { mtls, dir } = parseStackArgs("gateway");
 const port = Number(process.env.OPENSHELL_GATEWAY_PORT ?? 8080);
 
-const stack = await startLocalStack({
-  sandboxes: DEMO_SANDBOXES,
-  dir,
-  port,
-  ...(mtls ? { tls: "mtls" as const } : { corsOrigins: ["http://localhost:5173", "http://127.0.0.1:5173"] }),
-});
+// The dashboard's origin (DASHBOARD_PORT, as `npm run dashboard` uses it), so that it can attach.
+const dashboardPort = Number(process.env.DASHBOARD_PORT ?? 5173);
+
+let stack: LocalStack;
+try {
+  stack = await startLocalStack({
+    sandboxes: DEMO_SANDBOXES,
+    dir,
+    port,
+    ...(mtls ? { tls: "mtls" as const } : { corsOrigins: [`http://localhost:${dashboardPort}`, `http://127.0.0.1:${dashboardPort}`] }),
+  });
+} catch (err) {
+  // A busy port: one line, and nothing was written or started (stack-ports.ts).
+  const line = err instanceof PortInUseError ? await busyPortLine(err, port, readStackAdminToken(dir), "OPENSHELL_GATEWAY_PORT") : (err as Error).message;
+  console.error(`error: ${line}`);
+  process.exit(1);
+}
 const shutdown = (code: number) => void stack.stop().then(() => process.exit(code));
 process.once("SIGINT", () => shutdown(0));
 process.once("SIGTERM", () => shutdown(0));

@@ -7,12 +7,13 @@
 // upstream separates them; tls-stack.ts has the certificates and the registry entry.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { assertPortFree } from "./stack-ports.js";
+import { loadStackTokens } from "./stack-tokens.js";
 import { ensureStackCertificates, httpsHealthy, LOCAL_GATEWAY_NAME, tlsListening, writeLocalRegistry, type ClientTls, type RegistryEntry } from "./tls-stack.js";
 
 export { LOCAL_GATEWAY_NAME, type ClientTls, type RegistryEntry } from "./tls-stack.js";
@@ -150,22 +151,14 @@ function track(child: ChildProcess): void {
  * so the sandboxes that will get supervisors are named up front.
  */
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  // Before anything is written: a busy port (a stack already running on this folder, say) changes nothing.
+  if (options.port !== undefined) await assertPortFree(options.port, "the gateway");
+  if (options.sandboxPort !== undefined) await assertPortFree(options.sandboxPort, "the sandbox listener");
+  const port = options.port ?? (await freePort());
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "openshell-demo-"));
   const ownsDir = options.dir === undefined;
-  const adminToken = `admin-${randomBytes(12).toString("hex")}`;
-  const supervisorTokens = new Map(options.sandboxes.map((s) => [s, `sup-${s}-${randomBytes(12).toString("hex")}`]));
-  const authFile = join(dir, "auth.json");
-  writeFileSync(
-    authFile,
-    JSON.stringify({
-      tokens: [
-        { token: adminToken, principal: "demo-admin", role: "admin", workspaces: "*" },
-        ...[...supervisorTokens].map(([sandbox, token]) => ({ token, principal: `supervisor:${sandbox}`, role: "supervisor", workspace: "default", sandbox })),
-      ],
-    }),
-    { mode: 0o600 },
-  );
-  const port = options.port ?? (await freePort());
+  // Kept with the state (stack-tokens.ts): a restart on the same folder keeps the admin token.
+  const { authFile, adminToken, supervisors: supervisorTokens } = loadStackTokens(dir, options.sandboxes);
   const tls = options.tls === undefined ? undefined : await startTls(options.tls, dir, port, options.sandboxPort);
   const url = `${tls ? "https" : "http"}://127.0.0.1:${port}`;
   const sandboxUrl = tls?.sandboxUrl ?? url;

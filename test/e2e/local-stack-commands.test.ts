@@ -1,0 +1,107 @@
+// `npm run gateway` and `npm run dashboard` side by side, as a newcomer runs them (issue 30, items
+// 3 and 6): the admin token is kept with the state, so it works after a restart; a second stack
+// command on the same port says what runs there and changes nothing; the dashboard attaches to a
+// running `npm run gateway` of the same folder; a port held by another program is named.
+
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createConfigClient } from "openshell-config";
+import { OpenShell, workspaceScope } from "openshell-config/raw";
+import { createNodeTransport } from "openshell-config/transport/node";
+import { freePort } from "../../examples/local-stack.js";
+import { ROOT } from "../cli/harness.js";
+import { Background, bash, userEnvIn } from "../readme/background.js";
+
+let scratch: string;
+const background: Background[] = [];
+let blocker: Server | undefined;
+
+beforeAll(() => {
+  mkdirSync(join(ROOT, "test-results"), { recursive: true });
+  scratch = mkdtempSync(join(ROOT, "test-results", "local-stack-"));
+});
+
+afterAll(async () => {
+  await Promise.all(background.map((b) => b.stop()));
+  blocker?.close();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+}, 30_000);
+
+function start(command: string, env: Record<string, string>): Background {
+  const b = new Background(command, userEnvIn(scratch, env));
+  background.push(b);
+  return b;
+}
+
+/** The sandboxes the admin token lists at `url`. */
+async function sandboxNames(url: string, token: string): Promise<string[]> {
+  const raw = createConfigClient({ transport: createNodeTransport({ baseUrl: url }), token }).raw(OpenShell);
+  const { sandboxes } = await raw.listSandboxes({ workspaceScope: workspaceScope() });
+  return sandboxes.map((s) => s.metadata?.name ?? "").sort();
+}
+
+describe("npm run gateway and npm run dashboard on one folder", () => {
+  it("keeps the admin token across restarts, refuses a second gateway on its port without touching its files, and lets the dashboard attach", async () => {
+    const [gatewayPort, dashboardPort] = [await freePort(), await freePort()];
+    const dir = join(scratch, "state");
+    const env = { OPENSHELL_LOCAL_DIR: dir, OPENSHELL_GATEWAY_PORT: String(gatewayPort), DASHBOARD_PORT: String(dashboardPort) };
+    const url = `http://127.0.0.1:${gatewayPort}`;
+
+    const first = start("npm run gateway", env);
+    const [, token] = await first.waitFor(/^admin token: (\S+)$/m, 60_000);
+    await first.waitFor(/^Ctrl-C to stop\.$/m);
+    const authFile = join(dir, "auth.json");
+    const before = { text: readFileSync(authFile, "utf8"), mtime: statSync(authFile).mtimeMs };
+    expect(statSync(authFile).mode & 0o077).toBe(0);
+
+    // A second `npm run gateway` on the same port: one line saying this folder's gateway runs there.
+    const second = await bash("npm run --silent gateway", ROOT, userEnvIn(scratch, env), 60_000);
+    expect(second.code).toBe(1);
+    expect(second.stderr.trim().split("\n")).toEqual([
+      `error: port ${gatewayPort} (the gateway) is in use: this folder's gateway already runs there (npm run gateway or npm run dashboard). Use it (export OPENSHELL_GATEWAY_URL=${url} OPENSHELL_TOKEN=${token}), stop it first, or set OPENSHELL_GATEWAY_PORT to another port`,
+    ]);
+    expect(second.stdout).toBe("");
+    expect(readFileSync(authFile, "utf8")).toBe(before.text);
+    expect(statSync(authFile).mtimeMs).toBe(before.mtime);
+
+    // `npm run dashboard` beside it attaches: the dashboard on its port, the same gateway and token.
+    const dashboard = start("npm run dashboard", env);
+    const [, dashboardUrl] = await dashboard.waitFor(/^dashboard:\s+(\S+)$/m, 60_000);
+    await dashboard.waitFor(/^Ctrl-C to stop\.$/m);
+    expect(dashboard.output).toMatch(new RegExp(`^gateway: +${url} +\\(already running \\(npm run gateway\\): attached; Ctrl-C stops the dashboard only\\)$`, "m"));
+    expect(dashboard.output).toMatch(new RegExp(`^admin token: ${token} `, "m"));
+    expect(dashboard.output).not.toMatch(/^error:/m);
+    expect((await fetch(dashboardUrl!)).status).toBe(200);
+    expect(readFileSync(authFile, "utf8")).toBe(before.text);
+    await dashboard.stop();
+    // Stopping the attached dashboard leaves the gateway running.
+    expect(await sandboxNames(url, token!)).toEqual(["dev", "prod", "staging"]);
+
+    // A restart on the same folder keeps the token the user exported and pasted.
+    await first.stop();
+    const again = start("npm run gateway", env);
+    const [, tokenAgain] = await again.waitFor(/^admin token: (\S+)$/m, 60_000);
+    expect(tokenAgain).toBe(token);
+    expect(await sandboxNames(url, token!)).toEqual(["dev", "prod", "staging"]);
+    await again.stop();
+  }, 240_000);
+
+  it("names a port another program holds and writes no state", async () => {
+    blocker = createServer();
+    await new Promise<void>((r) => blocker!.listen(0, "127.0.0.1", r));
+    const taken = (blocker.address() as { port: number }).port;
+    const dir = join(scratch, "other");
+    const env = userEnvIn(scratch, { OPENSHELL_LOCAL_DIR: dir, OPENSHELL_GATEWAY_PORT: String(taken), DASHBOARD_PORT: String(await freePort()) });
+    for (const script of ["gateway", "dashboard"]) {
+      const r = await bash(`npm run --silent ${script}`, ROOT, env, 60_000);
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr.trim().split("\n")).toEqual([`error: port ${taken} (the gateway) is in use by another program (or a stack on mutual TLS): stop it, or set OPENSHELL_GATEWAY_PORT to another port`]);
+    }
+    const dashboardBusy = await bash("npm run --silent dashboard", ROOT, userEnvIn(scratch, { OPENSHELL_LOCAL_DIR: dir, OPENSHELL_GATEWAY_PORT: String(await freePort()), DASHBOARD_PORT: String(taken) }), 60_000);
+    expect(dashboardBusy.code).toBe(1);
+    expect(dashboardBusy.stderr.trim()).toBe(`error: port ${taken} (the dashboard) is in use: stop what listens there, or set DASHBOARD_PORT to another port`);
+    expect(() => statSync(join(dir, "auth.json"))).toThrow(/ENOENT/);
+  }, 120_000);
+});
