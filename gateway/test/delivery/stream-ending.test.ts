@@ -122,7 +122,7 @@ describe("caps on supervisor streams", () => {
     const second = open(gw.url, { zeroWindow: false, hello: false });
     expect(await second.ended).toEqual({
       status: Code.ResourceExhausted,
-      message: "this gateway already serves 1 supervisor streams, its limit; try again later",
+      message: "this gateway already serves 1 supervisor stream, its limit; try again later",
       rstCode: 0,
     });
   });
