@@ -15,7 +15,7 @@
 // Real processes throughout: the commands start the gateway and supervisors themselves. The
 // session uses a fresh npm cache, as on a machine where `npx openshell-config` never ran.
 
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOKEN_ENV, URL_ENV } from "../../cli/config.js";
@@ -62,6 +62,16 @@ describe("README.md", () => {
     for (const b of sh) expect(HANDLED, `README.md:${b.line}: a sh block without a known <!-- readme-test:NAME --> marker`).toContain(b.marker);
     const session = commandsOf("cli-session").map((c) => c.bare);
     for (const s of SHOWN) expect([...session, "npm run gateway"], `README.md shows the output of "$ ${s.command}", which no test runs`).toContain(s.command);
+  });
+
+  it("keeps its Performance section a short table of ratios to the floor, the measurements in docs/performance.md", () => {
+    const section = README.slice(README.indexOf("\n## Performance\n"), README.indexOf("\n## Development\n"));
+    expect(section.split("\n").length).toBeLessThan(40);
+    expect(section).toContain("| Measure | ours ÷ floor | target |");
+    expect(section).toContain("](docs/performance.md)");
+    const doc = readFileSync(join(ROOT, "docs", "performance.md"), "utf8");
+    // Every relative link of the moved text still points at a file.
+    for (const [, target] of doc.matchAll(/\]\((\.\.\/[^)#\s]+)/g)) expect(existsSync(join(ROOT, "docs", target!)), target).toBe(true);
   });
 
   it("try-it: `npm start` exits 0 after one update of each kind; .ci/run runs `npm test`", async () => {
