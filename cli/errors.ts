@@ -103,7 +103,8 @@ export function describeFailure(err: unknown, config: ResolvedConfig | undefined
     case "permission-denied":
       return { message: `permission denied: ${message}`, exitCode: EXIT.failed };
     case "not-found":
-      return { message: `not found: ${message}`, exitCode: EXIT.failed };
+      // The gateway's message usually says "not found" itself (`sandbox "x" not found`): not twice.
+      return { message: /\bnot found\b/i.test(message) ? message : `not found: ${message}`, exitCode: EXIT.failed };
     case "invalid-argument":
       return { message: `the gateway rejected the request: ${message}`, exitCode: EXIT.failed };
     case "idempotency-conflict":

@@ -471,7 +471,9 @@ describe("openshell-config errors and configuration", () => {
     for (const protocol of ["connect", "grpc-web"]) {
       const r = await cli(["--protocol", protocol, "operation", "get", "00000000-0000-4000-8000-000000000000"]);
       expect(r.code, protocol).toBe(1);
-      expect(r.stderr).toMatch(/^error: not found: /);
+      // One line, saying "not found" once (the gateway's message already does).
+      expect(r.stderr.trim()).toBe("error: update operation not found");
+      expect(r.stderr.match(/not found/g)).toHaveLength(1);
       const list = await cli(["sandbox", "list", "--protocol", protocol, "-l", "tier=web"]);
       expect(list.code, list.stderr).toBe(0);
       expect(list.stdout).toContain(web);

@@ -1,15 +1,21 @@
 // Where the command line gets the gateway URL and the token (cli/config.ts): flags win over
 // the environment, which wins over the config file, for each of the two independently.
 
-import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError, defaultConfigPath, resolveConfig } from "../../cli/config.js";
 
 /** A home directory whose config file holds `content` (an object, or raw text). */
+const homes: string[] = [];
+afterAll(() => {
+  for (const dir of homes.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
 function home(content?: unknown): string {
   const dir = mkdtempSync(join(tmpdir(), "openshell-cli-config-"));
+  homes.push(dir);
   if (content !== undefined) {
     mkdirSync(join(dir, ".config", "openshell-config"), { recursive: true });
     writeFileSync(join(dir, ".config", "openshell-config", "config.json"), typeof content === "string" ? content : JSON.stringify(content));
