@@ -399,5 +399,12 @@ export function buildProgram(version: string, onRun: (spec: CommandSpec, args: s
       onRun(spec, args, self.optsWithGlobals(), foreign);
     });
   }
+  // No implicit `help` subcommand anywhere: commander adds one to every command with subcommands
+  // (`policy`, `policy rollout`), which the help listed as a stray "display help for command" line.
+  const noHelpCommand = (c: Command): void => {
+    c.helpCommand(false);
+    c.commands.forEach(noHelpCommand);
+  };
+  noHelpCommand(program);
   return program;
 }

@@ -163,6 +163,20 @@ describe("command-line parsing", () => {
     }
     expect(helpOf(["policy", "set", "--help"])).toContain("124 the wait timed out");
   });
+
+  it("lists in a group's --help its commands only, each with a name (no implicit help command)", () => {
+    const groups = [...new Set(COMMANDS.map((c) => c.name.split(" ").slice(0, -1).join(" ")).filter((g) => g !== ""))];
+    expect(groups).toContain("policy rollout");
+    for (const group of groups) {
+      const commands = helpOf([...group.split(" "), "--help"]).split("\nCommands:\n")[1] ?? "";
+      for (const line of commands.split("\n")) {
+        if (line.trim() === "" || /^\S/.test(line)) break;
+        // Every entry starts with its command's path; a continuation line is indented further.
+        expect(line, `${group} --help`).toMatch(new RegExp(`^  (${group} \\S|\\s{20,}\\S)`));
+      }
+      expect(commands, `${group} --help`).not.toMatch(/^\s+display help for command$/m);
+    }
+  });
 });
 
 describe("usage errors: one line, a hint, and a suggestion for a typo", () => {
