@@ -6,6 +6,9 @@ import { create } from "@bufbuild/protobuf";
 import { CompletionTimeoutError, createConfigClient, type Completion, type SandboxPolicyInput } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, SandboxPhase, SandboxPolicySchema, workspaceScope } from "openshell-config/raw";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startLocalStack } from "./local-stack.js";
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
@@ -17,7 +20,8 @@ const paint = (state: string) => {
 
 function describe(c: Completion): string {
   // The time before the reason: a long reason would otherwise seem to end "… unreachable in 14 ms".
-  const parts = [`${paint(c.state)} (${c.outcome})`];
+  // The outcome when it says more than the state ("degraded"), never an enum's "unspecified".
+  const parts = [c.outcome === c.state || c.outcome === "unspecified" ? paint(c.state) : `${paint(c.state)} (${c.outcome})`];
   if (c.createdAt && c.completedAt) parts.push(`in ${c.completedAt.getTime() - c.createdAt.getTime()} ms`);
   if (c.error) parts.push(`— ${c.error}`);
   return parts.join(" ");
@@ -38,16 +42,21 @@ function policy(rules: Record<string, { host: string; protocol?: string }>, midd
 
 async function main(): Promise<void> {
   console.log(bold("openshell-config demo: one gateway (SQLite), reference supervisors, the SDK\n"));
-  const stack = await startLocalStack({ sandboxes: ["web", "audited", "slow"] });
+  // The stack's folder is the demo's: removed when it succeeds, kept (and named) when it fails.
+  const dir = mkdtempSync(join(tmpdir(), "openshell-demo-"));
+  const stack = await startLocalStack({ sandboxes: ["web", "audited", "slow"], dir });
+  let succeeded = false;
   const stop = async () => {
     await stack.stop();
+    if (!succeeded) console.error(`the processes' logs are kept in ${stack.logFile}`);
+    else rmSync(dir, { recursive: true, force: true });
   };
   process.once("SIGINT", () => void stop().then(() => process.exit(130)));
   try {
     const transport = createNodeTransport({ baseUrl: stack.url, protocol: "grpc" });
     const client = createConfigClient({ transport, token: stack.adminToken });
     const raw = client.raw(OpenShell);
-    console.log(`gateway ${stack.url} (logs: ${stack.logFile})`);
+    console.log(`gateway ${stack.url}`);
 
     const base = { github: { host: "api.github.com" } };
     // An unreachable middleware service: the sandbox runs, but degraded.
@@ -80,11 +89,11 @@ async function main(): Promise<void> {
     const degraded = await client.updatePolicy({ sandbox: "audited", policy: policy({ ...base, pypi: { host: "pypi.org" } }, unreachable), wait: true });
     console.log(`   v${degraded.policyVersion}: ${describe(degraded.completion)}\n`);
 
-    step(3, "failed: a rule the supervisor rejects (protocol ftp); the last good policy stays");
+    step(3, "failed: web gets a rule its supervisor rejects (protocol ftp); web keeps its last good policy");
     const failed = await client.updatePolicy({ sandbox: "web", policy: policy({ ...base, files: { host: "files.example.com", protocol: "ftp" } }), wait: true });
     console.log(`   v${failed.policyVersion}: ${describe(failed.completion)}\n`);
 
-    step(4, "superseded: two quick updates; the first is replaced before it is applied");
+    step(4, "superseded: two quick updates to web; the first is replaced before it is applied");
     const first = await client.updatePolicy({ sandbox: "web", policy: policy({ ...base, a: { host: "a.example.com" } }) });
     const second = await client.updatePolicy({ sandbox: "web", policy: policy({ ...base, b: { host: "b.example.com" } }) });
     const [c1, c2] = await Promise.all([client.awaitCompletion(first.handle), client.awaitCompletion(second.handle)]);
@@ -109,6 +118,7 @@ async function main(): Promise<void> {
       console.log(`   resumed by key: ${describe(resumed)}; slow has policy versions ${versions.join(", ")}`);
     }
     console.log(bold("\ndone."));
+    succeeded = true;
   } finally {
     await stop();
   }

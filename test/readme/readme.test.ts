@@ -15,7 +15,7 @@
 // Real processes throughout: the commands start the gateway and supervisors themselves. The
 // session uses a fresh npm cache, as on a machine where `npx openshell-config` never ran.
 
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TOKEN_ENV, URL_ENV } from "../../cli/config.js";
@@ -80,9 +80,19 @@ describe("README.md", () => {
     // `npm install` is this checkout's own; `npm test` cannot run inside itself: .ci/run runs it.
     const ci = readFileSync(join(ROOT, ".ci", "run"), "utf8");
     expect(ci.split("\n").map((l) => l.trim())).toContain("npm test");
-    const demo = await bash("npm start", ROOT, userEnv({}), 170_000);
+    // Its own TMPDIR, to see that the demo removes the folder it worked in.
+    const tmp = join(scratch, "demo-tmp");
+    mkdirSync(tmp, { recursive: true });
+    const demo = await bash("npm start", ROOT, userEnv({ TMPDIR: tmp }), 170_000);
     expect(demo.code, `${demo.stdout}\n${demo.stderr}`).toBe(0);
     for (const kind of ["applied", "degraded", "failed", "superseded", "inactive", "resumed by key"]) expect(demo.stdout).toContain(kind);
+    // No enum's "unspecified", and each step names the sandbox it changes.
+    expect(demo.stdout).not.toContain("unspecified");
+    expect(demo.stdout).toMatch(/3\. failed: web gets/);
+    expect(demo.stdout).toMatch(/4\. superseded: two quick updates to web/);
+    // The logs' path is printed only when the demo fails; its folder is gone once it succeeds.
+    expect(demo.stdout + demo.stderr).not.toMatch(/logs/);
+    expect(readdirSync(tmp).filter((f) => f.startsWith("openshell-demo-"))).toEqual([]);
   }, 180_000);
 
   it("cli-setup: `npx openshell-config --help` runs the clone's command after the build", async () => {
