@@ -5,7 +5,11 @@
 //
 // The body is left unread on purpose: HTTP/1.1 closes the connection after the answer (server.ts),
 // and HTTP/2 resets the stream with NO_ERROR once the answer is sent (node does that for a
-// response that ends before its request).
+// response that ends before its request). One exception: an HTTP/1.1 body that announces at most
+// SMALL_BODY_BYTES is discarded (never parsed or kept) for up to SMALL_BODY_WAIT_MS before the
+// answer. Closing the connection under a client that is still writing such a body makes its
+// write fail (EPIPE), and clients report that instead of the answer; a small body costs nothing
+// to drop, and one that is large, chunked or slow is not waited for.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -22,10 +26,18 @@ const GRPC = /^application\/grpc(\+|;|$)/i;
 const CONNECT_STREAM = /^application\/connect\+/i;
 /** `/package.Service/Method`: what connect routes. */
 const RPC_PATH = /^\/[A-Za-z_][\w.]*\/[A-Za-z_]\w*$/;
+/** An HTTP/1.1 body up to this size is dropped before the answer, so its client reads the answer. */
+export const SMALL_BODY_BYTES = 64 * 1024;
+/** ... if it arrives within this long; otherwise the answer goes at once and the connection closes. */
+export const SMALL_BODY_WAIT_MS = 1_000;
 
 /** Writes `code` and `message` as an error of the request's protocol; the body stays unread. */
-export function refuseRequest(req: Req, res: Res, code: Code, message: string): void {
+export function refuseRequest(req: Req, res: Res, code: Code, message: string, waited = false): void {
   if (res.headersSent) return;
+  if (!waited && !("stream" in res) && awaitsSmallBody(req)) {
+    dropBody(req as IncomingMessage, () => refuseRequest(req, res, code, message, true));
+    return;
+  }
   const path = (req.url ?? "").split("?", 1)[0] ?? "";
   const contentType = String(req.headers["content-type"] ?? "");
   const error = new ConnectError(message, code);
@@ -42,6 +54,27 @@ export function refuseRequest(req: Req, res: Res, code: Code, message: string): 
   } else {
     send(res, codeToHttpStatus(code), { "content-type": "application/json" }, errorToJsonBytes(error, undefined));
   }
+}
+
+function awaitsSmallBody(req: Req): boolean {
+  if (req.complete || req.headers["transfer-encoding"] !== undefined) return false;
+  const length = Number(req.headers["content-length"] ?? "0");
+  return Number.isSafeInteger(length) && length > 0 && length <= SMALL_BODY_BYTES;
+}
+
+/** Discards the rest of a small body, then calls `then` once: at its end, on error, or after SMALL_BODY_WAIT_MS. */
+function dropBody(req: IncomingMessage, then: () => void): void {
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    req.off("end", finish).off("error", finish).off("close", finish);
+    then();
+  };
+  const timer = setTimeout(finish, SMALL_BODY_WAIT_MS);
+  req.on("end", finish).on("error", finish).on("close", finish);
+  req.resume();
 }
 
 function send(res: Res, status: number, headers: Record<string, string>, body: string | Uint8Array | undefined): void {

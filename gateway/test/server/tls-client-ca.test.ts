@@ -105,6 +105,30 @@ describe("client certificates required (--tls-client-ca)", () => {
     expect(JSON.parse(body!)).toEqual({ code: "unauthenticated", message: REQUIRED });
   });
 
+  it("reads a refused HTTP/1.1 call's small body before answering, so a client still writing it gets the answer rather than a broken pipe", async () => {
+    const pki = await testPki();
+    t = await startMtls();
+    const socket = tls.connect({ host: "127.0.0.1", port: t.server.port, ca: pki.ca.cert, ALPNProtocols: ["http/1.1"] });
+    socket.on("error", () => undefined);
+    await new Promise((resolve) => socket.once("secureConnect", resolve));
+    const body = JSON.stringify({ workspaceScope: "x" });
+    socket.write(
+      "POST /openshell.v1.OpenShell/ListSandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+        `Connect-Protocol-Version: 1\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    let text = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (c: string) => (text += c));
+    // The body follows the headers a moment later, as it does from a client that writes them apart.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(text, "answered (and closed) while the client still had its body to write").toBe("");
+    socket.write(body);
+    await new Promise((resolve) => socket.once("close", resolve));
+    const [head, answer] = text.split("\r\n\r\n");
+    expect(head!.split("\r\n")[0]).toBe("HTTP/1.1 401 Unauthorized");
+    expect(JSON.parse(answer!)).toEqual({ code: "unauthenticated", message: REQUIRED });
+  });
+
   it("keeps /healthz open without a certificate and refuses /metrics with a plain 401", async () => {
     const pki = await testPki();
     t = await startMtls();
