@@ -12,6 +12,8 @@ export const EXIT = {
   usage: 2,
   /** The local wait ended; the operation keeps running (as timeout(1)). */
   timeout: 124,
+  /** The wait lost the gateway (down, restarting, UNAVAILABLE) after the commit; it keeps running (sysexits' EX_UNAVAILABLE). */
+  unreachable: 69,
   /** SIGINT (128 + 2). */
   interrupted: 130,
 } as const;

@@ -59,7 +59,7 @@ const WAIT: readonly OptionSpec[] = [
 export const EXIT_HELP = `Exit status: 0 applied (also degraded, with a warning) or inactive; 1 failed,
 superseded, cancelled, or an error; 2 usage error; 124 the wait timed out (the
 operation keeps running: resume it with "openshell-config operation wait ID");
-130 interrupted.`;
+69 the gateway went away during the wait (resume likewise); 130 interrupted.`;
 
 const ROLLOUT_EXIT_HELP = `Exit status: 0 every sandbox applied (also degraded) or inactive; 1 a sandbox
 failed, was superseded or cancelled, an error, a gate failed (halted, or rolled

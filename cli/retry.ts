@@ -11,7 +11,7 @@
 // certificates fail the same way.
 
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { tlsErrorOf } from "openshell-config";
+import { tlsErrorOf, UnavailableError } from "openshell-config";
 
 export interface RetryRule {
   /** The pauses before each retry; their number is the number of retries. */
@@ -78,15 +78,19 @@ export function isUnreachable(err: unknown): boolean {
   return networkCode(err) !== undefined;
 }
 
-/** The retries ran out. Carries no cause chain, so that nothing above retries it again. */
-export class GatewayUnreachableError extends Error {
-  override readonly name = "GatewayUnreachableError";
+/**
+ * The retries ran out. Carries no cause chain, so that nothing above retries it again. An SDK
+ * UnavailableError, so that a wait on a committed change that meets it ends as the SDK's
+ * CompletionTimeoutError (reason "unavailable") with the ref that resumes it.
+ */
+export class GatewayUnreachableError extends UnavailableError {
+  static override readonly errorName: string = "GatewayUnreachableError";
   constructor(
     /** What the last attempt failed with, e.g. `connect ECONNREFUSED 127.0.0.1:8080`. */
     readonly reason: string,
     readonly attempts: number,
   ) {
-    super(`gateway unreachable after ${attempts} attempts: ${reason}`);
+    super(`gateway unreachable after ${attempts} attempts: ${reason}`, { connectCode: Code.Unavailable });
   }
 }
 

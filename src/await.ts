@@ -4,8 +4,9 @@
 // gateway that tracks no operations at all, polling the policy status. Every UpdateConfig goes
 // through commit.ts, which never resends one that could commit twice.
 //
-// A wait that ends on this side (deadline, abort) throws CompletionTimeoutError carrying a ref
-// that resumes it; a terminal outcome, good or bad, is returned as data.
+// A wait that ends on this side (deadline, abort, or a gateway lost through the retry rule's
+// attempts) throws CompletionTimeoutError carrying a ref that resumes it; a terminal outcome, good
+// or bad, is returned as data.
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
@@ -14,7 +15,15 @@ import {
   type UpdateConfigResponse,
 } from "./gen/openshell/v1/config_pb.js";
 import { fromOperation, isTerminal, type Completion, type OperationStatus } from "./completion.js";
-import { CompletionTimeoutError, CompletionUnavailableError, InvalidArgumentError, operationIdOf, toSdkError } from "./errors.js";
+import {
+  CompletionTimeoutError,
+  CompletionUnavailableError,
+  InvalidArgumentError,
+  OpenShellConfigError,
+  UnavailableError,
+  operationIdOf,
+  toSdkError,
+} from "./errors.js";
 import { handleRequest } from "./refs.js";
 import { isOperationHandle, type CompletionRef, type IdempotencyKeyRef } from "./handle.js";
 import type { ProgressEvent, WaitOptions } from "./wait-options.js";
@@ -115,6 +124,8 @@ export async function waitForTarget(
   const timeoutMs = options.timeoutMs ?? ctx.defaultWaitTimeoutMs;
   if (!(timeoutMs >= 0)) throw new InvalidArgumentError("timeoutMs must be a non-negative number", { field: "timeoutMs" });
   const deadline = Date.now() + timeoutMs;
+  // A wait resumed from a ref (not an update's own first send) follows a change already sent.
+  const resumed = !target.fresh;
   const ds = deadlineSignal(options.signal, deadline);
   let last = "";
   const w: Waiting = {
@@ -137,18 +148,33 @@ export async function waitForTarget(
   } catch (err) {
     // The deadline timer may not have run yet when a slice saw the deadline pass.
     const expired = ds.expired() || err instanceof LocalDeadline;
+    // Before the gateway confirmed anything, the commit itself may not have happened: the ref
+    // still resumes correctly (re-sending with the same key commits at most once).
+    const known = target.operationId !== undefined || w.response !== undefined || target.policyVersion !== undefined;
+    const state = known
+      ? target.operationId !== undefined
+        ? "the update remains committed and its operation keeps running"
+        : "the update remains committed"
+      : ctx.operations === "untracked"
+        ? "the update may or may not have been committed, and this gateway does not track operations: check the sandbox's policy history before sending it again"
+        : "the update may not have been committed yet; resuming with the same idempotency key commits it at most once";
+    // Only once the commit has returned (or for a wait resumed from a ref): an update whose own
+    // commit got no answer fails as the commit (UnavailableError), not as a wait.
+    if (!expired && !options.signal?.aborted && (known || resumed) && lostGateway(err)) {
+      // The gateway went away (down, restarting, UNAVAILABLE, a stream cut short) and stayed away
+      // through the retry rule's attempts. Nothing says the operation ended: the wait, not the
+      // update, failed, and the ref resumes it once the gateway is back.
+      const cause = toSdkError(err);
+      throw new CompletionTimeoutError(`stopped waiting: the gateway could not be reached (${cause.message}); ${state}`, {
+        reason: "unavailable",
+        ref: errorRef(),
+        ...(target.operationId ? { operationId: target.operationId } : {}),
+        cause,
+        ...(cause instanceof OpenShellConfigError && cause.connectCode !== undefined ? { connectCode: cause.connectCode } : {}),
+      });
+    }
     if (expired || options.signal?.aborted) {
       const aborted = !expired;
-      // Before the gateway confirmed anything, the commit itself may not have happened: the ref
-      // still resumes correctly (re-sending with the same key commits at most once).
-      const known = target.operationId !== undefined || w.response !== undefined;
-      const state = known
-        ? target.operationId !== undefined
-          ? "the update remains committed and its operation keeps running"
-          : "the update remains committed"
-        : ctx.operations === "untracked"
-          ? "the update may or may not have been committed, and this gateway does not track operations: check the sandbox's policy history before sending it again"
-          : "the update may not have been committed yet; resuming with the same idempotency key commits it at most once";
       throw new CompletionTimeoutError(
         aborted ? `stopped waiting: the wait was aborted; ${state}` : `stopped waiting after ${timeoutMs} ms; ${state}`,
         {
@@ -384,6 +410,16 @@ async function readOperation(ctx: ClientContext, operationId: string, workspace:
     if (!signal?.aborted && ConnectError.from(err).code === Code.Unimplemented) noteTracking(ctx, false);
     throw err;
   }
+}
+
+/** The gateway was not reached, or its answer was cut short: nothing was said about the operation. */
+function lostGateway(err: unknown): boolean {
+  // An interceptor's own retries (the CLI's) may end in an UnavailableError, possibly wrapped.
+  for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof UnavailableError) return true;
+  }
+  if (err instanceof OpenShellConfigError) return false;
+  return isTransient(err);
 }
 
 function backoff(attempt: number, min: number, max: number): number {

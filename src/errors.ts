@@ -73,9 +73,18 @@ export class OpenShellConfigError extends Error {
 }
 
 /**
- * Waiting ended on this side (the local deadline passed, or the caller aborted) before the
- * operation reached a terminal state. The update stays committed and the operation keeps
- * running at the gateway: pass `ref` to `awaitCompletion` to resume.
+ * Why a wait ended on this side: the local deadline, the caller's AbortSignal, the gateway's own
+ * wait bound, or the gateway lost (unreachable, restarting, answering UNAVAILABLE, or a stream cut
+ * short) through every retry of the client's retry rule.
+ */
+export type CompletionTimeoutReason = "deadline" | "aborted" | "server-deadline" | "unavailable";
+
+/**
+ * Waiting ended on this side (the local deadline passed, the caller aborted, or the gateway could
+ * not be reached through the client's retries) before the operation reached a terminal state.
+ * The update stays committed and the operation keeps running at the gateway: pass `ref` to
+ * `awaitCompletion` to resume. With `reason: "unavailable"`, `cause` is the `UnavailableError`
+ * (or the broken call's error) of the last attempt.
  *
  * @example
  * ```ts
@@ -94,8 +103,8 @@ export class OpenShellConfigError extends Error {
 export class CompletionTimeoutError extends OpenShellConfigError {
   /** Stable class name, immune to minifiers; used for `name` and cross-copy `instanceof`. */
   static override readonly errorName: string = "CompletionTimeoutError";
-  /** Why the wait ended: the local deadline, the caller's AbortSignal, or the gateway's own wait bound. */
-  readonly reason: "deadline" | "aborted" | "server-deadline";
+  /** Why the wait ended: the local deadline, the caller's AbortSignal, the gateway's own wait bound, or the gateway lost. */
+  readonly reason: CompletionTimeoutReason;
   /** A reference that resumes the wait; JSON-serializable. */
   readonly ref: CompletionRef | undefined;
   /** The operation being waited for, when known. */
@@ -104,7 +113,7 @@ export class CompletionTimeoutError extends OpenShellConfigError {
   constructor(
     message: string,
     details: {
-      reason: "deadline" | "aborted" | "server-deadline";
+      reason: CompletionTimeoutReason;
       ref?: CompletionRef;
       operationId?: string;
     } & ErrorOptions,

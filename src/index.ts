@@ -106,4 +106,4 @@ export {
   OPERATION_ID_METADATA,
   tlsErrorOf,
 } from "./errors.js";
-export type { ErrorCode, ErrorOptions, TlsFailure } from "./errors.js";
+export type { CompletionTimeoutReason, ErrorCode, ErrorOptions, TlsFailure } from "./errors.js";

@@ -45,14 +45,26 @@ export function isTransient(err: unknown, extra: readonly Code[] = []): boolean 
     if (ce.code === Code.Unavailable || extra.includes(ce.code)) return true;
     // connect-node reports a connection reset under a call as ABORTED (and others as UNKNOWN or
     // INTERNAL); only the cause tells a broken connection from the gateway's own answer.
-    if (ce.code === Code.Unknown || ce.code === Code.Internal || ce.code === Code.Aborted) return isNetworkFailure(ce.cause);
+    if (ce.code === Code.Unknown || ce.code === Code.Internal || ce.code === Code.Aborted) return isNetworkFailure(ce.cause) || isCutShort(ce);
     // A connection that dies under an open call (the gateway crashed or restarted) resets its
     // HTTP/2 streams with CANCEL, which connect-node reports as CANCELED although nobody
     // cancelled. The caller's own cancellations never get here: every caller checks its signal first.
     if (ce.code === Code.Canceled) return H2_CANCEL_RESET.test(ce.rawMessage);
-    return false;
+    return isCutShort(ce);
   }
   return isNetworkFailure(err);
+}
+
+/**
+ * connect's errors for a response that stopped before its end (no gRPC status, no Connect
+ * end-of-stream, a truncated message): what a gateway that dies or restarts under an open call
+ * leaves behind, when the connection itself closed cleanly. Nothing in them is the gateway's answer.
+ */
+const CUT_SHORT = /^protocol error: (missing status|missing output message for unary method|missing EndStreamResponse|incomplete envelope|promised \d+ bytes, received \d+)$/;
+
+/** True when `err` is a response cut short (see CUT_SHORT): the call may be made again. */
+export function isCutShort(err: ConnectError): boolean {
+  return (err.code === Code.Internal || err.code === Code.InvalidArgument || err.code === Code.Unknown) && CUT_SHORT.test(err.rawMessage);
 }
 
 /** connect-node's message for an HTTP/2 stream reset with CANCEL (0x8). */

@@ -8,6 +8,7 @@ import { CompletionTimeoutError, fromOperation, isTerminal, type OperationStatus
 import { OpenShell, workspaceScope, type ConfigUpdateOperation } from "openshell-config/raw";
 import type { Command } from "../types.js";
 import { EXIT, statusJson, statusRows, summarize } from "../outcome.js";
+import { DEFAULT_TIMEOUT_MS } from "../args.js";
 import { formatTime } from "../format.js";
 import { sandboxNameOf } from "../sandbox-query.js";
 import { startSpinner } from "../spinner.js";
@@ -80,6 +81,11 @@ async function watchOperation(ctx: CommandContext, cmd: OperationGet, first: Ope
     return EXIT.ok;
   } catch (err) {
     if (ctx.signal.aborted || (err instanceof CompletionTimeoutError && err.reason === "aborted")) return EXIT.interrupted;
+    if (err instanceof CompletionTimeoutError) {
+      // The gateway went away under the watch: say so with the command that picks it up again.
+      if (out.live) out.frame([]);
+      return reportWaitEnded(ctx, err, { operationId: cmd.id, timeoutMs: DEFAULT_TIMEOUT_MS, subject: `operation ${cmd.id}`, workspace: cmd.workspace, status: first });
+    }
     throw err;
   }
 }

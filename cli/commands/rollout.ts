@@ -232,7 +232,7 @@ export function slowestFinished(r: RolloutResult, n = 5): { sandbox: string; dur
     .slice(0, n);
 }
 
-const WAIT_ENDED = { deadline: "wait timed out", aborted: "interrupted", "server-deadline": "the gateway ended the wait" } as const;
+const WAIT_ENDED = { deadline: "wait timed out", aborted: "interrupted", "server-deadline": "the gateway ended the wait", unavailable: "gateway unreachable" } as const;
 
 /** The operation id of a sandbox's result, when it has one. */
 function operationIdOf(s: SandboxRolloutResult): string | undefined {

@@ -179,8 +179,9 @@ export function reportCompletion(ctx: CommandContext, c: Completion, subject: st
 }
 
 /**
- * A wait that ended here: by the local deadline (exit 124) or Ctrl-C (exit 130). The operation
- * keeps running at the gateway. One message on stderr, e.g.
+ * A wait that ended here: by the local deadline (exit 124), Ctrl-C (exit 130), or a gateway that
+ * stayed unreachable through the SDK's retries (exit 69, EX_UNAVAILABLE). The operation keeps
+ * running at the gateway. One message on stderr, e.g.
  *
  *     policy v3 of sandbox web committed; still pending after 2s (operation 0f3c…)
  *     resume with: openshell-config operation wait 0f3c… --timeout 2s
@@ -214,12 +215,20 @@ export async function reportWaitEnded(
 ): Promise<number> {
   const { out } = ctx;
   const interrupted = err.reason === "aborted";
+  const unreachable = err.reason === "unavailable";
   const id = info.operationId;
-  const status = info.status ?? (id !== undefined ? await readOperation(ctx, id, info.workspace) : undefined);
+  // A gateway that could not be reached through the retries is not asked again here.
+  const status = info.status ?? (id !== undefined && !unreachable ? await readOperation(ctx, id, info.workspace) : undefined);
   const committed = status === undefined ? undefined : (info.describe ?? describeTarget)(status);
   // Repeated only when it differs from the default; `0` (no limit) never times out.
   const timeoutMs = info.timeoutMs === DEFAULT_TIMEOUT_MS ? undefined : info.timeoutMs;
-  const after = interrupted ? "when interrupted" : err.reason === "server-deadline" ? "when the gateway ended the wait" : `after ${formatTimeoutFlag(info.timeoutMs)}`;
+  const after = interrupted
+    ? "when interrupted"
+    : err.reason === "server-deadline"
+      ? "when the gateway ended the wait"
+      : unreachable
+        ? `when the gateway could not be reached (${gatewayLoss(err)})`
+        : `after ${formatTimeoutFlag(info.timeoutMs)}`;
   const still = status === undefined || status.state === "pending" ? `still pending ${after}` : `${status.state} just after the wait ended (${after.replace(/^(after|when) /, "")})`;
 
   let message: string;
@@ -246,13 +255,21 @@ export async function reportWaitEnded(
     state: status?.state ?? (id !== undefined ? "pending" : "unknown"),
     policyVersion: policyVersionOf(status) ?? null,
     target: status?.target ?? null,
-    timedOut: !interrupted,
+    timedOut: !interrupted && !unreachable,
     interrupted,
+    unreachable,
     resume: resume ?? null,
     ...(id === undefined && info.check !== undefined ? { check: info.check } : {}),
   });
   out.note(message);
   if (resume !== undefined) out.note(`resume with: ${resume}`);
   else if (id === undefined && info.check !== undefined) out.note(`follow it with: ${info.check}`);
-  return interrupted ? EXIT.interrupted : EXIT.timeout;
+  return interrupted ? EXIT.interrupted : unreachable ? EXIT.unreachable : EXIT.timeout;
+}
+
+/** The last attempt's failure, short: `connect ECONNREFUSED 127.0.0.1:8080`, `protocol error: missing status`. */
+function gatewayLoss(err: CompletionTimeoutError): string {
+  const cause = err.cause as { message?: unknown } | undefined;
+  const text = typeof cause?.message === "string" && cause.message !== "" ? cause.message : "no answer";
+  return text.length > 120 ? `${text.slice(0, 119)}…` : text;
 }

@@ -5,6 +5,7 @@
 
 import type { ApplyOutcome, Completion, OperationState } from "../completion.js";
 import type { OperationHandle } from "../handle.js";
+import type { CompletionTimeoutReason } from "../errors.js";
 import type { RolloutState } from "./state.js";
 
 /** What a sandbox's rollback did. Discriminated on `status`. */
@@ -70,8 +71,8 @@ export type SandboxRolloutResult = SandboxRolloutCommon &
       readonly sandbox: string;
       /** Resumes the wait (`awaitCompletion`), as does resuming the rollout. */
       readonly handle: OperationHandle;
-      /** `deadline` (waitTimeoutMs), `aborted` (the signal) or `server-deadline` (the gateway's own wait bound). */
-      readonly reason: "deadline" | "aborted" | "server-deadline";
+      /** `deadline` (waitTimeoutMs), `aborted` (the signal), `server-deadline` (the gateway's own wait bound) or `unavailable` (the gateway lost through the retries). */
+      readonly reason: CompletionTimeoutReason;
       /** How long this run waited. */
       readonly durationMs: number;
     }
