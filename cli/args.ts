@@ -147,6 +147,7 @@ function globalOptions(values: Record<string, unknown>): GlobalOptions {
     protocol: choice<Protocol>(values.protocol, PROTOCOLS, "--protocol", "grpc", hint),
     protocolGiven: values.protocol !== undefined,
     output: choice<OutputFormat>(values.output, OUTPUT_FORMATS, "--output", "table", hint),
+    headers: values.headers !== false,
     allowInsecureToken: values.allowInsecureToken === true,
   };
 }

@@ -88,7 +88,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       return completion(process.stdout, command.shell);
   }
 
-  const out = createOutput(global.output, process.stdout, process.stderr);
+  const out = createOutput(global.output, process.stdout, process.stderr, process.env, { headers: global.headers });
   out.redact(global.token);
   // Process warnings as the command line's own lines (redacted, escaped), instead of Node's
   // "(node:PID) ..." form; the SDK's insecure-TLS one is said by gateway-connection.ts already.

@@ -1,6 +1,8 @@
-// Output: human-readable tables (the default) or one document on stdout (`-o json` or `-o yaml`,
-// the same data: 64-bit integers as decimal strings, bytes as base64, times in ISO 8601); warnings
-// and errors as lines on stderr. Everything printed passes through here, so that the bearer token
+// Output: human-readable tables (the default; `-o wide` adds columns and full ids) or one document
+// on stdout (`-o json` or `-o yaml`, the same data: 64-bit integers as decimal strings, bytes as
+// base64, times in ISO 8601); warnings and errors as lines on stderr. On a terminal, a table's last
+// column (free text: an error, labels) is cut to the width, so that no row wraps and splits a state
+// word; the rest of every row is kept short by the commands (AGE, short ids). Everything printed passes through here, so that the bearer token
 // can never be printed (it is redacted wherever it would appear) and text that came from the
 // gateway cannot move the cursor or recolour the terminal (control characters are escaped).
 
@@ -15,6 +17,8 @@ export interface OutputStream {
 
 export interface Output {
   readonly format: OutputFormat;
+  /** `-o wide`: tables with every column, full ids and times. */
+  readonly wide: boolean;
   readonly stdout: OutputStream;
   readonly stderr: OutputStream;
   /** Secrets to redact from anything printed. */
@@ -23,14 +27,20 @@ export interface Output {
   line(text?: string): void;
   /** The document on stdout with `-o json` (JSON) or `-o yaml` (YAML); ignored for tables. */
   json(value: unknown): void;
-  /** A table with a header row (human output). */
+  /** A table with a header row (human output; `--no-headers` leaves it out). */
   table(headers: readonly string[], rows: readonly (readonly string[])[]): void;
+  /** How `table` lays tables out here, for a command that formats one itself (`formatTable`). */
+  tableLayout(): TableLayout;
   /**
    * True when stdout is a terminal that `frame` redraws in place (not a pipe, a file, TERM=dumb),
    * and the output is for people.
    */
   readonly live: boolean;
-  /** Human output that replaces the previous frame on a live terminal (`--watch`); else printed as lines. */
+  /**
+   * Human output that replaces the previous frame on a live terminal (`--watch`); else printed as
+   * lines. A line wider than the terminal is cut, except a command to copy (one that holds
+   * `openshell-config `), which is kept whole and may take several rows.
+   */
   frame(lines: readonly string[]): void;
   /** Key-value rows (human output); rows with an undefined value are skipped. */
   fields(rows: readonly (readonly [string, string | undefined])[]): void;
@@ -74,26 +84,70 @@ export function toYamlText(value: unknown): string {
   return stringify(JSON.parse(toJsonText(value) ?? "null"), { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd();
 }
 
-/** A table as lines: columns padded to their widest cell, two spaces apart. */
-export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string[] {
-  const all = [headers, ...rows].map((r) => r.map((c) => sanitize(c).replace(/\s*\n\s*/g, " ")));
-  const widths = headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
-  return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd());
+/** How a table is laid out: without its header row; its last column cut so that rows fit `maxWidth`. */
+export interface TableLayout {
+  readonly headers?: boolean;
+  readonly maxWidth?: number;
 }
 
-export function createOutput(format: OutputFormat, stdout: OutputStream, stderr: OutputStream, env: NodeJS.ProcessEnv = process.env): Output {
+/** A table as lines: columns padded to their widest cell, two spaces apart. */
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[], layout: TableLayout = {}): string[] {
+  const all = [headers, ...rows].map((r) => r.map((c) => sanitize(c).replace(/\s*\n\s*/g, " ")));
+  const widths = headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
+  let max = layout.maxWidth;
+  const last = headers.length - 1;
+  const start = widths.slice(0, last).reduce((a, w) => a + w + 2, 0);
+  // When not even the last column's header fits, the column is left out rather than cut to nothing.
+  if (max !== undefined && last > 0 && max - start < headers[last]!.length) {
+    for (const r of all) r.length = last;
+    widths.length = last;
+    max = undefined;
+  }
+  const lines = all.map((r) =>
+    r
+      .map((c, i) => {
+        if (i < r.length - 1) return c.padEnd(widths[i]!);
+        // The last column starts after the others; what does not fit the width is cut.
+        if (max === undefined) return c;
+        const room = max - start;
+        return c.length <= room ? c : `${c.slice(0, room - 1)}…`;
+      })
+      .join("  ")
+      .trimEnd(),
+  );
+  return layout.headers === false ? lines.slice(1) : lines;
+}
+
+/** Rows `line` takes on a terminal `columns` wide. */
+export function rowsOf(line: string, columns: number): number {
+  return Math.max(1, Math.ceil(line.length / columns));
+}
+
+/** A command to copy: never cut in a frame. */
+const COMMAND = /(^|\s)openshell-config\s/;
+
+export function createOutput(
+  format: OutputFormat,
+  stdout: OutputStream,
+  stderr: OutputStream,
+  env: NodeJS.ProcessEnv = process.env,
+  options: { readonly headers?: boolean } = {},
+): Output {
   const secrets = new Set<string>();
   const clean = (text: string): string => {
     let out = text;
     for (const s of secrets) out = out.split(s).join("[redacted]");
     return out;
   };
-  const human = format === "table";
+  const human = format === "table" || format === "wide";
+  const wide = format === "wide";
   const live = human && stdout.isTTY === true && env.TERM !== "dumb";
+  const columns = () => (stdout as { columns?: number }).columns || 80;
   // Rows the last frame took on the terminal.
   let framed = 0;
   const o: Output = {
     format,
+    wide,
     stdout,
     stderr,
     live,
@@ -110,9 +164,12 @@ export function createOutput(format: OutputFormat, stdout: OutputStream, stderr:
       const doc = redactDeep(JSON.parse(toJsonText(value) ?? "null"), clean);
       stdout.write(`${clean(format === "json" ? toJsonText(doc) : toYamlText(doc))}\n`);
     },
+    tableLayout() {
+      return { headers: options.headers !== false, ...(stdout.isTTY === true && !wide ? { maxWidth: columns() } : {}) };
+    },
     table(headers, rows) {
       if (!human) return;
-      for (const l of formatTable(headers, rows)) o.line(l);
+      for (const l of formatTable(headers, rows, o.tableLayout())) o.line(l);
     },
     frame(lines) {
       if (!human) return;
@@ -120,14 +177,15 @@ export function createOutput(format: OutputFormat, stdout: OutputStream, stderr:
         for (const l of lines) o.line(l);
         return;
       }
-      const columns = (stdout as { columns?: number }).columns || 80;
-      // Each line cut to the width, so that it takes exactly one row and the next frame knows how many to go up.
+      const width = columns();
+      // Each line cut to the width, so that it takes one row, except a command to copy, kept
+      // whole: the next frame goes up as many rows as this one took.
       const text = lines.map((l) => {
         const c = clean(sanitize(l));
-        return c.length >= columns ? `${c.slice(0, columns - 2)}…` : c;
+        return c.length < width || COMMAND.test(c) ? c : `${c.slice(0, width - 2)}…`;
       });
       stdout.write(`${framed > 0 ? `\x1b[${framed}A\r\x1b[J` : ""}${text.join("\n")}\n`);
-      framed = text.length;
+      framed = text.reduce((n, l) => n + rowsOf(l, width), 0);
     },
     fields(rows) {
       if (!human) return;

@@ -292,7 +292,8 @@ export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
   { flags: "--token <TOKEN>", help: 'bearer token (env OPENSHELL_TOKEN, or "token" in the config file); prefer those: a flag is visible to other users' },
   { flags: "--config <FILE>", help: "config file (default ~/.config/openshell-config/config.json)", complete: "file" },
   { flags: "--protocol <P>", help: "grpc (default), connect or grpc-web", choices: PROTOCOLS },
-  { flags: "-o, --output <FORMAT>", help: "table (default), json or yaml", choices: OUTPUT_FORMATS },
+  { flags: "-o, --output <FORMAT>", help: "table (default), wide (every column, full ids and times), json or yaml", choices: OUTPUT_FORMATS },
+  { flags: "--no-headers", help: "tables without their header row" },
   { flags: "--allow-insecure-token", help: "allow a token over plain http to a non-loopback host" },
   { flags: "--version", help: "print the version" },
 ];

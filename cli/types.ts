@@ -9,8 +9,8 @@ import type { Selector } from "./selector.js";
 export type Protocol = "grpc" | "connect" | "grpc-web";
 export const PROTOCOLS: readonly Protocol[] = ["grpc", "connect", "grpc-web"];
 /** `table` for people; `json` and `yaml` print one document of the same typed shape. */
-export type OutputFormat = "table" | "json" | "yaml";
-export const OUTPUT_FORMATS: readonly OutputFormat[] = ["table", "json", "yaml"];
+export type OutputFormat = "table" | "wide" | "json" | "yaml";
+export const OUTPUT_FORMATS: readonly OutputFormat[] = ["table", "wide", "json", "yaml"];
 export type Shell = "bash" | "zsh";
 export const SHELLS: readonly Shell[] = ["bash", "zsh"];
 
@@ -31,6 +31,8 @@ export interface GlobalOptions {
   /** True when `--protocol` was given (so a follow-up command repeats it). */
   readonly protocolGiven: boolean;
   readonly output: OutputFormat;
+  /** `--no-headers`: tables without their header row. */
+  readonly headers: boolean;
   readonly allowInsecureToken: boolean;
 }
 

@@ -57,6 +57,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Checks an operation id's form, so a typo is reported as malformed rather than "not found". */
 export function parseOperationId(text: string): string {
   const id = text.trim();
+  if (/^[0-9a-f]{8}$/i.test(id)) {
+    // A table's short id (its first 8 characters): the gateway looks operations up by the whole one.
+    throw new Error(`"${text}" is a short operation ID, as tables show it; give the whole UUID ("operation list --sandbox S -o wide" or -o json shows it)`);
+  }
   if (!UUID.test(id)) {
     throw new Error(`malformed operation ID "${text}": expected a UUID such as 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f`);
   }

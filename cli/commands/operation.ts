@@ -9,7 +9,7 @@ import { OpenShell, workspaceScope, type ConfigUpdateOperation } from "openshell
 import type { Command } from "../types.js";
 import { EXIT, statusJson, statusRows, summarize } from "../outcome.js";
 import { DEFAULT_TIMEOUT_MS } from "../args.js";
-import { formatTime } from "../format.js";
+import { formatAge, formatClock, formatTime, shortId } from "../format.js";
 import { sandboxNameOf } from "../sandbox-query.js";
 import { startSpinner } from "../spinner.js";
 import { progressHandler, reportCompletion, reportWaitEnded } from "./update.js";
@@ -35,8 +35,8 @@ function printStatus(ctx: CommandContext, cmd: OperationGet, status: OperationSt
   ctx.out.line(summarize(status, `operation ${cmd.id}`));
   ctx.out.fields([["sandbox", sandbox.row], ...statusRows(status)]);
   if (status.state === "pending" && !cmd.watch) {
-    ctx.out.line();
-    ctx.out.line(`wait for the outcome: ${ctx.resumeCommand(cmd.id, cmd.workspace)}`);
+    // A hint, not the answer: on stderr.
+    ctx.out.note(`wait for the outcome: ${ctx.resumeCommand(cmd.id, cmd.workspace)}`);
   }
   ctx.out.json({ sandbox: sandbox.name, ...statusJson(status) });
 }
@@ -57,7 +57,8 @@ async function watchOperation(ctx: CommandContext, cmd: OperationGet, first: Ope
   const { out } = ctx;
   let last = "";
   const show = (s: OperationStatus) => {
-    const line = `${formatTime(new Date())}  ${summarize(s, `operation ${cmd.id}`)}`;
+    // A time of day, not a full timestamp: the state word must fit an 80-column row with the id.
+    const line = `${formatClock(new Date())}  ${summarize(s, `operation ${cmd.id}`)}`;
     const key = `${s.state}/${s.outcome}`;
     if (key === last) return;
     last = key;
@@ -126,8 +127,8 @@ function changed(s: OperationStatus, older: OperationStatus | undefined): string
     case "sandbox-config": {
       const policy = `policy v${t.policyVersion}${t.policySource === "global" ? " (global)" : ""}`;
       const settings = `settings rev ${t.settingsRevision}`;
-      const o = older?.target?.kind === "sandbox-config" ? older.target : undefined;
-      if (o === undefined) return `${policy}, ${settings}`;
+      // The sandbox's first operation: what it set, from nothing.
+      const o = older?.target?.kind === "sandbox-config" ? older.target : { policyVersion: 0, policySource: t.policySource, settingsRevision: 0n };
       const parts = [...(o.policyVersion !== t.policyVersion || o.policySource !== t.policySource ? [policy] : []), ...(o.settingsRevision !== t.settingsRevision ? [settings] : [])];
       // Neither moved: the same revision again (an identical change).
       return parts.length > 0 ? parts.join(", ") : `${policy} (again)`;
@@ -164,13 +165,17 @@ export async function operationList(ctx: CommandContext, cmd: OperationList): Pr
   const all = ops.map((op) => fromOperation(op));
   const statuses = all.slice(0, wanted);
   const more = all.length > statuses.length || pageToken !== "";
-  if (statuses.length === 0) ctx.out.line(`sandbox ${cmd.sandbox} has no update operations`);
+  const { out } = ctx;
+  // Not the answer: on stderr, as kubectl's "No resources found".
+  if (statuses.length === 0) out.note(`sandbox ${cmd.sandbox} has no update operations`);
   else {
-    ctx.out.table(
-      ["OPERATION", "CHANGE", "STATE", "OUTCOME", "CREATED", "ERROR"],
-      statuses.map((s, i) => [s.operationId, changed(s, all[i + 1]), s.state, s.outcome === "unspecified" ? "-" : s.outcome, formatTime(s.createdAt), s.error ?? ""]),
+    // An outcome that only repeats the state is left out; -o wide has full ids and times.
+    const outcome = (s: OperationStatus) => (s.outcome === "unspecified" || s.outcome === s.state ? "-" : s.outcome);
+    out.table(
+      ["OPERATION", "CHANGE", "STATE", "OUTCOME", out.wide ? "CREATED" : "AGE", "ERROR"],
+      statuses.map((s, i) => [shortId(s.operationId, out.wide), changed(s, all[i + 1]), s.state, outcome(s), out.wide ? formatTime(s.createdAt) : formatAge(s.createdAt), s.error ?? ""]),
     );
-    if (more) ctx.out.line(`… older operations not shown (--limit ${cmd.limit}; --limit 0 lists all)`);
+    if (more) out.note(`… older operations not shown (--limit ${cmd.limit}; --limit 0 lists all)`);
   }
   ctx.out.json({ sandbox: cmd.sandbox, workspace: cmd.workspace ?? "default", operations: statuses.map(statusJson), more });
   return EXIT.ok;

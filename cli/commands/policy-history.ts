@@ -8,7 +8,7 @@ import { OpenShell, PolicyStatus, workspaceScope, type SandboxPolicyRevision } f
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Command } from "../types.js";
 import { EXIT } from "../outcome.js";
-import { formatTime, formatVersion, shortHash } from "../format.js";
+import { formatAge, formatTime, formatVersion, shortHash } from "../format.js";
 import type { CommandContext } from "./context.js";
 
 type PolicyHistory = Extract<Command, { name: "policy history" }>;
@@ -51,21 +51,25 @@ export async function policyHistory(ctx: CommandContext, cmd: PolicyHistory): Pr
     loadError: r.loadError || null,
   }));
   const { out } = ctx;
-  if (rows.length === 0) out.line(`sandbox ${cmd.sandbox} has no policy revisions`);
-  else {
+  // Lines that are not the answer go to stderr, as kubectl's "No resources found".
+  if (rows.length === 0) out.note(`sandbox ${cmd.sandbox} has no policy revisions`);
+  else if (out.wide) {
     out.table(
       ["VERSION", "STATUS", "HASH", "CREATED", "LOADED", "ERROR"],
-      rows.map((r) => [
-        formatVersion(r.version),
-        `${r.status}${r.enforced ? " (enforced)" : ""}`,
-        shortHash(r.policyHash),
-        formatTime(r.createdAt ?? undefined),
-        formatTime(r.loadedAt ?? undefined),
-        r.loadError ?? "",
-      ]),
+      rows.map((r) => [formatVersion(r.version), statusCell(r), r.policyHash || "-", formatTime(r.createdAt ?? undefined), formatTime(r.loadedAt ?? undefined), r.loadError ?? ""]),
     );
-    if (more) out.line(`… older revisions not shown (--limit ${cmd.limit}; --limit 0 lists all)`);
+  } else {
+    // AGE (since created) instead of two full timestamps: a row fits 80 columns; -o wide has them.
+    out.table(
+      ["VERSION", "STATUS", "HASH", "AGE", "ERROR"],
+      rows.map((r) => [formatVersion(r.version), statusCell(r), shortHash(r.policyHash), formatAge(r.createdAt ?? undefined), r.loadError ?? ""]),
+    );
   }
+  if (more) out.note(`… older revisions not shown (--limit ${cmd.limit}; --limit 0 lists all)`);
   out.json({ sandbox: cmd.sandbox, workspace: cmd.workspace ?? "default", enforcedVersion: enforcedVersion || null, revisions: rows, more });
   return EXIT.ok;
+}
+
+function statusCell(r: { readonly status: string; readonly enforced: boolean }): string {
+  return `${r.status}${r.enforced ? " (enforced)" : ""}`;
 }

@@ -150,7 +150,9 @@ type StatusDocument = ReturnType<typeof statusDocument>;
 
 /** The table form of the document, as lines. */
 export function statusLines(d: StatusDocument): string[] {
-  const lines = [`rollout ${d.id}: ${d.status}`, `${d.total} sandboxes${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ""];
+  // The status on a line of its own: beside the id ("paused after wave 1/2, waiting for approval")
+  // it did not fit 80 columns, and a watch frame cut the state words.
+  const lines = [`rollout ${d.id}`, `status: ${d.status}`, `${d.total} sandboxes${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ""];
   const table = (headers: string[], rows: string[][]) => {
     const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     for (const r of [headers, ...rows]) lines.push(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  "));
@@ -175,8 +177,9 @@ export function statusLines(d: StatusDocument): string[] {
     if (odd.length > LISTED) lines.push(`… and ${odd.length - LISTED} more (--output json lists every sandbox)`);
   }
   if (d.resume || d.undo) lines.push("");
-  if (d.resume) lines.push(`${d.phase === "paused" && d.pausedUntil === null ? "approve the next wave with" : "resume with"}: ${d.resume}`);
-  if (d.undo) lines.push(`undo with: ${d.undo}`);
+  // Each command on a line of its own, indented, so that it is whole at 80 columns and copied alone.
+  if (d.resume) lines.push(`${d.phase === "paused" && d.pausedUntil === null ? "approve the next wave with" : "resume with"}:`, `  ${d.resume}`);
+  if (d.undo) lines.push("undo with:", `  ${d.undo}`);
   return lines;
 }
 
@@ -211,7 +214,7 @@ export async function policyRolloutStatus(ctx: CommandContext, cmd: RolloutStatu
     const text = JSON.stringify(doc);
     if (text === shown) return;
     shown = text;
-    if (out.format !== "table") out.json(doc);
+    if (out.format === "json" || out.format === "yaml") out.json(doc);
     else if (cmd.watch) out.frame(statusLines(doc));
     else for (const l of statusLines(doc)) out.line(l);
   };

@@ -13,7 +13,7 @@ import { formatTable } from "../output.js";
 import { EXIT } from "../outcome.js";
 import { formatSelector } from "../selector.js";
 import { listSandboxes } from "../sandbox-query.js";
-import { formatVersion } from "../format.js";
+import { formatAge, formatTime, formatVersion } from "../format.js";
 import type { CommandContext } from "./context.js";
 
 type SandboxList = Extract<Command, { name: "sandbox list" }>;
@@ -21,7 +21,23 @@ type SandboxList = Extract<Command, { name: "sandbox list" }>;
 /** Between two listings of `--watch`. */
 export const WATCH_INTERVAL_MS = 2_000;
 
-const HEADERS = ["NAME", "WORKSPACE", "PHASE", "DESIRED", "ENFORCED", "DRIFT", "LABELS"];
+// As kubectl: the WORKSPACE column only across workspaces (-A) or with -o wide, AGE before LABELS
+// (the last column, cut to the terminal's width), and -o wide adds the id and the creation time,
+// so that a row fits 80 columns. AGE is left out of what --watch compares: it changes at every
+// listing.
+function headersOf(wide: boolean, allWorkspaces: boolean): string[] {
+  if (wide) return ["NAME", "WORKSPACE", "ID", "PHASE", "DESIRED", "ENFORCED", "DRIFT", "CREATED", "LABELS"];
+  return ["NAME", ...(allWorkspaces ? ["WORKSPACE"] : []), "PHASE", "DESIRED", "ENFORCED", "DRIFT", "AGE", "LABELS"];
+}
+
+type View = ReturnType<typeof view>[number];
+
+/** The cells of a row as shown: the compared row with AGE (or, wide, the id and creation time) put in. */
+function cells(r: View, wide: boolean, allWorkspaces: boolean): string[] {
+  const [name, workspace, phase, desired, enforced, drift, labels] = r.row as [string, string, string, string, string, string, string];
+  if (wide) return [name, workspace, r.json.id || "-", phase, desired, enforced, drift, formatTime(r.json.createdAt ?? undefined), labels];
+  return [name, ...(allWorkspaces ? [workspace] : []), phase, desired, enforced, drift, formatAge(r.json.createdAt ?? undefined), labels];
+}
 
 const phaseName = (sb: Sandbox) => (SandboxPhase[sb.status?.phase ?? SandboxPhase.UNSPECIFIED] ?? "unknown").toLowerCase();
 
@@ -75,9 +91,14 @@ export async function sandboxList(ctx: CommandContext, cmd: SandboxList): Promis
   const empty = cmd.selector ? `no sandboxes match ${formatSelector(cmd.selector)}` : "no sandboxes";
   const list = async () => view(await listSandboxes(ctx.client, cmd, ctx.signal));
   const rows = await list();
-  const lines = (rs: typeof rows) => (rs.length === 0 ? [empty] : formatTable(HEADERS, rs.map((r) => r.row)));
+  const all = cmd.allWorkspaces === true;
+  const headers = headersOf(out.wide, all);
+  const table = (cellRows: readonly (readonly string[])[]) => formatTable(headers, cellRows, out.tableLayout());
+  const lines = (rs: typeof rows) => (rs.length === 0 ? [empty] : table(rs.map((r) => cells(r, out.wide, all))));
   // On a terminal, --watch draws frames from the start.
   if (cmd.watch && out.live) out.frame(lines(rows));
+  // No sandboxes is not an answer to print on stdout (kubectl's "No resources found" goes to stderr).
+  else if (rows.length === 0) out.note(empty);
   else for (const l of lines(rows)) out.line(l);
   out.json({ sandboxes: rows.map((r) => r.json) });
   if (!cmd.watch) return EXIT.ok;
@@ -106,12 +127,15 @@ export async function sandboxList(ctx: CommandContext, cmd: SandboxList): Promis
     } else {
       // Appended: the rows that are new or changed, and the sandboxes that are gone, in the
       // columns of the whole table.
-      const gone = [...shown.keys()].filter((k) => !now.has(k)).map((k) => [k.slice(k.indexOf("/") + 1), k.slice(0, k.indexOf("/")), "deleted", "-", "-", "-", "-"]);
-      const all = [...next.map((r) => r.row), ...gone];
-      const changed = new Set([...next.filter((r) => shown.get(key(r)) !== now.get(key(r))).map((r) => r.row), ...gone]);
-      formatTable(HEADERS, all)
+      const gone = [...shown.keys()]
+        .filter((k) => !now.has(k))
+        .map((k) => headers.map((h) => (h === "NAME" ? k.slice(k.indexOf("/") + 1) : h === "WORKSPACE" ? k.slice(0, k.indexOf("/")) : h === "PHASE" ? "deleted" : "-")));
+      const rowsShown = next.map((r) => cells(r, out.wide, all));
+      const every = [...rowsShown, ...gone];
+      const changed = new Set([...rowsShown.filter((_, i) => shown.get(key(next[i]!)) !== now.get(key(next[i]!))), ...gone]);
+      formatTable(headers, every, { ...out.tableLayout(), headers: true })
         .slice(1)
-        .forEach((l, i) => changed.has(all[i]!) && out.line(l));
+        .forEach((l, i) => changed.has(every[i]!) && out.line(l));
     }
     shown = now;
   }

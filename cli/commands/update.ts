@@ -81,10 +81,8 @@ export async function runUpdate(ctx: CommandContext, spec: UpdateSpec): Promise<
     const id = res.operation?.operationId;
     out.line(`${spec.subject(res)}: committed`);
     out.fields([...spec.rows(res), ["idempotency key", idempotencyKey], ["operation", id || undefined], ["state", res.operation?.state]]);
-    if (id) {
-      out.line();
-      out.line(`wait for the outcome: ${waitCommand(repeatOf(ctx), id, { workspace: spec.workspace })}`);
-    }
+    // A hint, not the answer: on stderr (the operation id is in the answer above).
+    if (id) out.note(`wait for the outcome: ${waitCommand(repeatOf(ctx), id, { workspace: spec.workspace })}`);
     out.json({ ...spec.json(res), idempotencyKey, operationId: id ?? null, operation: res.operation ? statusJson(res.operation) : null });
     return EXIT.ok;
   }

@@ -187,7 +187,7 @@ describe("usage errors: one line, a hint, and a suggestion for a typo", () => {
     [["setings", "list"], 'unknown command "setings"; did you mean "settings"?', "run 'openshell-config --help' for usage"],
     [["policy", "set", "-s", "w", "--fle", "p"], 'unknown option "--fle" for policy set; did you mean "--file"?', "run 'openshell-config policy set --help' for usage"],
     [["sandbox", "list", "--selectr", "a=b"], 'unknown option "--selectr" for sandbox list; did you mean "--selector"?', "run 'openshell-config sandbox list --help' for usage"],
-    [["-o", "yml", "sandbox", "list"], '--output must be table, json or yaml; got "yml"; did you mean "yaml"?', "run 'openshell-config --help' for usage"],
+    [["-o", "yml", "sandbox", "list"], '--output must be table, wide, json or yaml; got "yml"; did you mean "yaml"?', "run 'openshell-config --help' for usage"],
     [["settings", "set", "-s", "w", "--key", "k", "--value", "1", "--type", "integer"], '--type must be string, bool, int or bytes-base64; got "integer"', "run 'openshell-config settings set --help' for usage"],
     [["deploy"], 'unknown command "deploy"', "run 'openshell-config --help' for usage"],
   ])("%j", (argv, message, hint) => {

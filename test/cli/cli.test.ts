@@ -26,6 +26,8 @@ const audited = "cli-audited";
 /** Fails closed: a rejected update, then a supervisor restart that loses the last known good. */
 const closed = "cli-closed";
 
+/** An AGE cell: `45s`, `3m20s`, `25m`, … */
+const AGE = /^\d+[smhdy](\d+[smhd])?$/;
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 /** What the reference supervisor says about an endpoint with protocol "ftp". */
 const FTP_REJECTED = 'protocol "ftp" is not supported';
@@ -164,7 +166,8 @@ describe("openshell-config policy", () => {
     const r = await cli(["policy", "set", "--sandbox", web, "--file", files.json]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^policy v\\d+ of sandbox ${web}: committed\\n`));
-    const id = new RegExp(`wait for the outcome: openshell-config operation wait (${UUID.source})$`, "m").exec(r.stdout)?.[1];
+    const id = new RegExp(`^wait for the outcome: openshell-config operation wait (${UUID.source})$`, "m").exec(r.stderr)?.[1];
+    expect(r.stdout).not.toContain("wait for the outcome");
     expect(id).toBeDefined();
     const waited = await cli(["operation", "wait", id!]);
     expect(waited.code, waited.stderr).toBe(0);
@@ -302,7 +305,7 @@ describe("openshell-config sandbox list", () => {
     const r = await cli(["sandbox", "list", "--selector", "team=cli-a"]);
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^NAME +WORKSPACE +PHASE +DESIRED +ENFORCED +DRIFT +LABELS$/);
+    expect(lines[0]).toMatch(/^NAME +PHASE +DESIRED +ENFORCED +DRIFT +AGE +LABELS$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/)[0]).sort()).toEqual([rejected, web]);
     expect(r.stdout).not.toContain(slow);
 
@@ -334,10 +337,10 @@ describe("openshell-config sandbox list", () => {
 
     const r = await cli(["sandbox", "list"]);
     expect(r.code, r.stderr).toBe(0);
-    expect(listRow(r.stdout, web)).toEqual([web, "default", "ready", `v${w.desiredPolicyVersion}`, `v${w.desiredPolicyVersion}`, "-", "team=cli-a,tier=web"]);
-    expect(listRow(r.stdout, rejected)).toEqual([rejected, "default", "ready", "v2", "v1", "behind,last-update-failed", "team=cli-a,tier=batch"]);
+    expect(listRow(r.stdout, web)).toEqual([web, "ready", `v${w.desiredPolicyVersion}`, `v${w.desiredPolicyVersion}`, "-", expect.stringMatching(AGE), "team=cli-a,tier=web"]);
+    expect(listRow(r.stdout, rejected)).toEqual([rejected, "ready", "v2", "v1", "behind,last-update-failed", expect.stringMatching(AGE), "team=cli-a,tier=batch"]);
     // Stopped before any supervisor reported: nothing is claimed.
-    expect(listRow(r.stdout, paused)?.slice(3, 6)).toEqual([expect.stringMatching(/^v\d+$/), "-", "unreported"]);
+    expect(listRow(r.stdout, paused)?.slice(2, 5)).toEqual([expect.stringMatching(/^v\d+$/), "-", "unreported"]);
   });
 });
 
@@ -380,7 +383,7 @@ describe("openshell-config: a sandbox that fails closed", () => {
     const list = await cli(["sandbox", "list", "--selector", "team=cli-c"]);
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout.trimEnd().split("\n")).toHaveLength(2);
-    expect(listRow(list.stdout, closed)).toEqual([closed, "default", "ready", "v2", "deny-all", "failed-closed,last-update-failed", "team=cli-c"]);
+    expect(listRow(list.stdout, closed)).toEqual([closed, "ready", "v2", "deny-all", "failed-closed,last-update-failed", expect.stringMatching(AGE), "team=cli-c"]);
 
     const lj = await cli(["sandbox", "list", "--selector", "team=cli-c", "-o", "json"]);
     expect(lj.code, lj.stderr).toBe(0);

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { createOutput, formatTable, toJsonText, toYamlText } from "../../cli/output.js";
-import { formatDuration, formatVersion, shortHash } from "../../cli/format.js";
+import { formatAge, formatDuration, formatVersion, shortHash } from "../../cli/format.js";
 import { formatSettingValue, settingJson } from "../../cli/setting-format.js";
 
 function stream(isTTY = false) {
@@ -151,5 +151,65 @@ describe("one style for values", () => {
     expect(settingJson(false)).toEqual({ type: "bool", value: false });
     expect(settingJson(new Uint8Array([1, 2, 3]))).toEqual({ type: "bytes-base64", value: "AQID" });
     expect(settingJson(undefined)).toEqual({ type: null, value: null });
+  });
+});
+
+describe("tables that fit the terminal (issue 30, item 5)", () => {
+  const tty = (columns: number) => Object.assign(stream(true), { columns });
+
+  it("AGE reads as kubectl's: seconds up to 2 minutes, then minutes, hours, days and years, at most two units", () => {
+    const now = Date.UTC(2026, 11, 4, 12, 0, 0);
+    const ago = (s: number) => formatAge(new Date(now - s * 1_000), now);
+    expect([ago(0), ago(45), ago(119), ago(200), ago(600), ago(25 * 60), ago(3 * 3600 + 60), ago(5 * 3600 + 600), ago(20 * 3600), ago(3 * 86400 + 4 * 3600), ago(40 * 86400), ago(800 * 86400), ago(13 * 365 * 86400)]).toEqual([
+      "0s", "45s", "119s", "3m20s", "10m", "25m", "3h1m", "5h10m", "20h", "3d4h", "40d", "2y70d", "13y",
+    ]);
+    // A clock a little behind the gateway's: never a negative age.
+    expect(formatAge(new Date(now + 5_000), now)).toBe("0s");
+    expect(formatAge(undefined, now)).toBe("-");
+  });
+
+  it("on a terminal, the last column is cut to the width with an ellipsis and the other columns are whole; piped, nothing is cut", () => {
+    const rows = [["v3", "failed", "invalid policy: network_policies[\"files\"].endpoints[0]: protocol \"ftp\" is not supported"]];
+    const out = tty(40);
+    createOutput("table", out, stream()).table(["VERSION", "STATUS", "ERROR"], rows);
+    const lines = out.text().trimEnd().split("\n");
+    expect(lines).toEqual(["VERSION  STATUS  ERROR", "v3       failed  invalid policy: networ…"]);
+    for (const l of lines) expect(l.length).toBeLessThanOrEqual(40);
+    const piped = stream();
+    createOutput("table", piped, stream()).table(["VERSION", "STATUS", "ERROR"], rows);
+    expect(piped.text()).toContain('protocol "ftp" is not supported\n');
+    // -o wide is never cut either: it is asked for in full.
+    const wide = tty(40);
+    createOutput("wide", wide, stream()).table(["VERSION", "STATUS", "ERROR"], rows);
+    expect(wide.text()).toContain('protocol "ftp" is not supported\n');
+  });
+
+  it("leaves the last column out when not even its header fits the width, rather than cutting it to nothing", () => {
+    expect(formatTable(["NAME", "DRIFT", "LABELS"], [["web", "behind,last-update-failed", "env=prod"]], { maxWidth: 36 })).toEqual([
+      "NAME  DRIFT",
+      "web   behind,last-update-failed",
+    ]);
+    expect(formatTable(["NAME", "DRIFT", "LABELS"], [["web", "behind", "env=prod,team=a"]], { maxWidth: 20 })).toEqual(["NAME  DRIFT   LABELS", "web   behind  env=p…"]);
+  });
+
+  it("--no-headers leaves out the header row, piped or on a terminal", () => {
+    for (const out of [stream(), tty(80)]) {
+      createOutput("table", out, stream(), {}, { headers: false }).table(["NAME", "PHASE"], [["web", "ready"]]);
+      expect(out.text()).toBe("web   ready\n");
+    }
+    expect(formatTable(["NAME"], [["web"]], { headers: false })).toEqual(["web"]);
+  });
+
+  it("a watch frame cuts a long line but keeps a command to copy whole, and goes up as many rows as the frame took", () => {
+    const out = tty(40);
+    const o = createOutput("table", out, stream(), {});
+    const command = "resume with: openshell-config policy rollout resume 23a012ab-6a74-4bc0-aadc-4018f6266ab0";
+    o.frame(["status: paused after wave 1/2, waiting for approval", command]);
+    const first = out.text();
+    expect(first).toContain("status: paused after wave 1/2, waiting…\n");
+    expect(first).toContain(`${command}\n`);
+    o.frame(["done"]);
+    // 1 row for the cut line and 3 for the 88-character command at 40 columns.
+    expect(out.text().slice(first.length)).toBe("\x1b[4A\r\x1b[Jdone\n");
   });
 });

@@ -66,7 +66,7 @@ describe("a stock install's registry, no flags", () => {
     const r = await cli(["sandbox", "list"]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^${web}\\s+default\\s+ready\\s`, "m"));
+    expect(r.stdout).toMatch(new RegExp(`^${web}\\s+ready\\s`, "m"));
   });
 
   it("sandbox list works over Connect and gRPC-Web too (--protocol), with the same bundle", async () => {
@@ -74,7 +74,7 @@ describe("a stock install's registry, no flags", () => {
       const r = await cli(["sandbox", "list", "--protocol", protocol]);
       expect(r.stderr, protocol).toBe("");
       expect(r.code, protocol).toBe(0);
-      expect(r.stdout, protocol).toMatch(new RegExp(`^${web}\\s+default\\s+ready\\s`, "m"));
+      expect(r.stdout, protocol).toMatch(new RegExp(`^${web}\\s+ready\\s`, "m"));
     }
   });
 

@@ -60,9 +60,9 @@ describe("an oidc gateway from the registry", () => {
     const requests = issuer.counts.token;
 
     const r = await cli(["sandbox", "list", "-g", "remote"]);
-    expect(r.stderr).toBe("");
+    expect(r.stderr).toBe("no sandboxes\n");
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe("no sandboxes\n");
+    expect(r.stdout).toBe("");
     expect(issuer.counts.token - requests).toBe(1);
 
     const stored = JSON.parse(readFileSync(file, "utf8")) as { access_token: string; refresh_token: string; expires_at: number };

@@ -151,10 +151,10 @@ describe("policy rollout --waves", () => {
 
     const table = await cli(["policy", "rollout", "status", id!]);
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(new RegExp(`^rollout ${id}: done$`, "m"));
+    expect(table.stdout).toMatch(new RegExp(`^rollout ${id}\nstatus: done$`, "m"));
     expect(table.stdout).toMatch(/^1 canary\s+1\s+1\s+1\s+0\s+0\s+passed$/m);
     expect(table.stdout).toMatch(/^2 100%\s+11\s+11\s+11\s+0\s+0\s+passed$/m);
-    expect(table.stdout).toContain(`undo with: openshell-config policy rollout undo ${id}`);
+    expect(table.stdout).toContain(`undo with:\n  openshell-config policy rollout undo ${id}\n`);
 
     const undo = await cli(["policy", "rollout", "undo", id!]);
     expect(undo.code, undo.stdout + undo.stderr).toBe(0);

@@ -143,9 +143,9 @@ describe("what a sandbox enforces", () => {
 
     const list = await cli("sandbox", "list");
     expect(list.code, list.stderr).toBe(0);
-    expect(list.stdout.split("\n")[0]).toMatch(/^NAME +WORKSPACE +PHASE +DESIRED +ENFORCED +DRIFT +LABELS$/);
+    expect(list.stdout.split("\n")[0]).toMatch(/^NAME +PHASE +DESIRED +ENFORCED +DRIFT +AGE +LABELS$/);
     const row = listRow(list.stdout);
-    expect(row?.slice(3, 6), list.stdout).toEqual(["v2", "deny-all", "failed-closed,last-update-failed"]);
+    expect(row?.slice(2, 5), list.stdout).toEqual(["v2", "deny-all", "failed-closed,last-update-failed"]);
     expect(row).not.toContain("v1");
 
     const listJson = await cli("sandbox", "list", "-o", "json");
@@ -182,7 +182,7 @@ describe("what a sandbox enforces", () => {
     expect(get.stdout).toMatch(new RegExp(`^enforced +v${res.policyVersion}$`, "m"));
     expect(get.stdout).not.toMatch(/^drift/m);
     const list = await cli("sandbox", "list");
-    expect(listRow(list.stdout)?.slice(3, 6)).toEqual([`v${res.policyVersion}`, `v${res.policyVersion}`, "-"]);
+    expect(listRow(list.stdout)?.slice(2, 5)).toEqual([`v${res.policyVersion}`, `v${res.policyVersion}`, "-"]);
   }, 30_000);
 
   it("a settings change that the invalid desired policy fails says so and names the policy version", async () => {

@@ -168,7 +168,7 @@ describe("README.md", () => {
     expect(prodOnly).not.toMatch(/^(dev|staging)\b/m);
     expect(byCommand("npx openshell-config policy rollout --resume").stdout).toMatch(/\bapplied\b/);
     // The wave rollout: three waves passed, then undone (each sandbox back to its revision before).
-    expect(byCommand("npx openshell-config policy rollout status").stdout).toMatch(/^rollout [0-9a-f-]{36}: done$/m);
+    expect(byCommand("npx openshell-config policy rollout status").stdout).toMatch(/^rollout [0-9a-f-]{36}\nstatus: done$/m);
     expect(byCommand("npx openshell-config policy rollout undo").stdout).toMatch(/^rolled back 3 of 3 changed sandboxes$/m);
     expect(byCommand("npx openshell-config policy rollout undo").code).toBe("0");
   }, 300_000);
