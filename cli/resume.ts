@@ -23,6 +23,18 @@ export function formatTimeoutFlag(ms: number): string {
   return `${whole / 1_000}s`;
 }
 
+/** Below this, a wait's --timeout is not repeated in the command that resumes it. */
+export const SHORT_TIMEOUT_MS = 10_000;
+
+/**
+ * The --timeout a resume command repeats: the one given, unless it is the default (no flag needed)
+ * or so short that a wait resumed with it would most likely end the same way (`--timeout 1ms`):
+ * then none, and the default bound applies.
+ */
+export function resumeTimeout(ms: number, defaultMs: number): number | undefined {
+  return ms === defaultMs || ms < SHORT_TIMEOUT_MS ? undefined : ms;
+}
+
 function tail(repeat: Repeat): string[] {
   return [...(repeat.format !== "table" ? ["-o", repeat.format] : []), ...repeat.connectionArgs];
 }

@@ -16,7 +16,8 @@ import { EXIT } from "../outcome.js";
 import { readPolicyFile } from "../policy-file.js";
 import { startRolloutDisplay, waveName } from "../rollout-display.js";
 import { formatElapsed } from "../spinner.js";
-import { rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
+import { resumeTimeout, rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
+import { DEFAULT_TIMEOUT_MS } from "../types.js";
 import type { RolloutResumeCommand, RolloutUndoCommand } from "../types.js";
 import type { CommandContext } from "./context.js";
 
@@ -124,7 +125,7 @@ async function runAndReport(
     return EXIT.failed;
   }
   const repeat = { connectionArgs: ctx.connectionArgs, format: out.format };
-  const resume = rolloutResumeCommand(repeat, result.id, { timeoutMs: how.timeoutMs });
+  const resume = rolloutResumeCommand(repeat, result.id, { timeoutMs: how.timeoutMs === undefined ? undefined : resumeTimeout(how.timeoutMs, DEFAULT_TIMEOUT_MS) });
   const undoable = Object.keys(result.state.before).length > 0;
   const undo = rolloutUndoCommand(repeat, result.id);
   const next = nextSteps(result, undoable, how.undo === true);

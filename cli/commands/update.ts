@@ -15,7 +15,7 @@ import {
 } from "openshell-config";
 import { EXIT, exitCodeOf, reportProblems, statusJson, statusRows, summarize } from "../outcome.js";
 import { startSpinner, type Spinner } from "../spinner.js";
-import { checkCommand, formatTimeoutFlag, rerunCommand, waitCommand, type Repeat } from "../resume.js";
+import { checkCommand, formatTimeoutFlag, rerunCommand, resumeTimeout, waitCommand, type Repeat } from "../resume.js";
 import { DEFAULT_TIMEOUT_MS, type WaitFlags } from "../args.js";
 import type { CommandContext } from "./context.js";
 
@@ -218,8 +218,9 @@ export async function reportWaitEnded(
   // A gateway that could not be reached through the retries is not asked again here.
   const status = info.status ?? (id !== undefined && !unreachable ? await readOperation(ctx, id, info.workspace) : undefined);
   const committed = status === undefined ? undefined : (info.describe ?? describeTarget)(status);
-  // Repeated only when it differs from the default; `0` (no limit) never times out.
-  const timeoutMs = info.timeoutMs === DEFAULT_TIMEOUT_MS ? undefined : info.timeoutMs;
+  // Repeated only when it differs from the default and is not too short to be of use; `0` (no
+  // limit) never times out.
+  const timeoutMs = resumeTimeout(info.timeoutMs, DEFAULT_TIMEOUT_MS);
   const after = interrupted
     ? "when interrupted"
     : err.reason === "server-deadline"

@@ -9,7 +9,7 @@ import { parseCommandLine, UsageError } from "../../cli/args.js";
 import { parseDuration } from "../../cli/values.js";
 import { startProgressBar } from "../../cli/progress-bar.js";
 import { describe as describe_, exitCodeOf, slowestFinished } from "../../cli/commands/rollout.js";
-import { formatTimeoutFlag, rerunCommand, rolloutResumeCommand, waitCommand } from "../../cli/resume.js";
+import { formatTimeoutFlag, rerunCommand, resumeTimeout, rolloutResumeCommand, waitCommand } from "../../cli/resume.js";
 import { createRolloutStore, rolloutStateDir } from "../../cli/rollout-store.js";
 import type { RolloutResult, SandboxRolloutResult } from "../../src/rollout.js";
 
@@ -166,6 +166,14 @@ describe("rollout summary rows", () => {
 
 describe("resume commands", () => {
   const repeat = { connectionArgs: ["--url", "https://gw.example:8443", "--protocol", "connect"], format: "json" };
+
+  it("a resume command repeats a useful --timeout, not the default and not one too short to be of use (--timeout 1ms)", () => {
+    expect(resumeTimeout(1, 60_000)).toBeUndefined();
+    expect(resumeTimeout(9_999, 60_000)).toBeUndefined();
+    expect(resumeTimeout(60_000, 60_000)).toBeUndefined();
+    expect(resumeTimeout(30_000, 60_000)).toBe(30_000);
+    expect(resumeTimeout(Infinity, 60_000)).toBe(Infinity);
+  });
 
   it("repeat the timeout, the workspace, the output format and the connection flags of the wait that ended", () => {
     expect(waitCommand(repeat, "0f3c", { workspace: "team a", timeoutMs: 2_000 })).toBe(
