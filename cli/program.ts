@@ -179,7 +179,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: "policy rollout status",
     summary: "a rollout's saved state and what the gateway says now (-w: follow)",
     description:
-      "Shows rollout ROLLOUT_ID from its saved state (its phase, each wave and its gate, the gate failure, the rollback) and, for every sandbox it sent, its operation's state now, asked of the gateway a few at a time. With --watch, shows it again whenever the state file changes and every few seconds until the rollout is done (redrawn in place on a terminal; Ctrl-C stops, exit 0). Exit status 0 whatever the rollout's phase; 2 when there is no saved state.",
+      "Shows rollout ROLLOUT_ID from its saved state (its phase, each wave and its gate, the gate failure, the rollback) and, for every sandbox it sent, its operation's state now, asked of the gateway a few at a time. With --watch, shows it again whenever the state file changes and every few seconds until the rollout is done (redrawn in place on a terminal; Ctrl-C stops, exit 130). Exit status 0 whatever the rollout's phase; 2 when there is no saved state; 130 when Ctrl-C stops --watch.",
     usage: "ROLLOUT_ID [options]",
     args: ["<ROLLOUT_ID>"],
     options: [{ flags: "-w, --watch", help: "show it again as it changes, until the rollout is done (Ctrl-C stops)" }],

@@ -232,8 +232,9 @@ export async function policyRolloutStatus(ctx: CommandContext, cmd: RolloutStatu
   let askedAt = Date.now();
   while (!finished()) {
     await sleep(FILE_POLL_MS, ctx.signal);
-    // Ctrl-C ends watching: what was shown is the answer.
-    if (ctx.signal.aborted) return EXIT.ok;
+    // Ctrl-C ends watching with 130, as every other --watch (and kubectl's) does: under npx, which
+    // reports an interrupted child as 130 whatever it returns, the two then agree.
+    if (ctx.signal.aborted) return EXIT.interrupted;
     const m = mtime();
     const changed = m !== seen;
     if (changed) {
@@ -247,7 +248,7 @@ export async function policyRolloutStatus(ctx: CommandContext, cmd: RolloutStatu
     if (changed || Date.now() - askedAt >= GATEWAY_POLL_MS) {
       known = await lookUp(ctx, handles(state), known);
       askedAt = Date.now();
-      if (ctx.signal.aborted) return EXIT.ok;
+      if (ctx.signal.aborted) return EXIT.interrupted;
       show();
     }
   }

@@ -155,7 +155,7 @@ describe("watch screens at 80 columns", () => {
     save("operation-watch-80.txt", screen);
   }, 60_000);
 
-  it("policy rollout status -w prints the command to copy whole, and Ctrl-C ends it with 0", async () => {
+  it("policy rollout status -w prints the command to copy whole, and Ctrl-C ends it with 130 as every -w does", async () => {
     const paused = await cli(["policy", "rollout", "--selector", "fleet=tables", "--file", policyFile(), "--waves", "1,100%", "--pause-for-approval"]);
     expect(paused.code, paused.stderr).toBe(3);
     const id = new RegExp(`rollout (${UUID})`).exec(paused.stdout + paused.stderr)![1]!;
@@ -163,7 +163,7 @@ describe("watch screens at 80 columns", () => {
     await run.waitForRow((r) => r.startsWith("undo with"), "the undo command");
     await run.keys("C-c");
     const screen = await run.finish();
-    expect(screen.code).toBe(0);
+    expect(screen.code).toBe(130);
     // The status whole on its own line, and each command whole on a row of its own.
     expect(screen.rows).toContain("status: paused after wave 1/2, waiting for approval");
     expect(screen.rows).toContain(`  openshell-config policy rollout resume ${id}`);
@@ -171,5 +171,14 @@ describe("watch screens at 80 columns", () => {
     expect(screen.rows.slice(0, -1)).toEqual(screen.lines.slice(0, -1));
     expect(screen.rows.join("\n")).not.toContain("…");
     save("rollout-status-watch-80.txt", screen);
+
+    // Under npx, from the clone, the same Ctrl-C gives the same exit status. (npm ends itself by
+    // SIGINT whatever its child returns, which a shell reports as 130; this one traps SIGINT so
+    // that it lives on to report it, as an interactive shell does.)
+    const npxEnv = { ...env, npm_config_cache: join(dir, "npm-cache"), npm_config_update_notifier: "false" };
+    const npx = await startInPane(80, ["policy", "rollout", "status", id, "-w"], npxEnv, ROOT, ["bash", "-c", 'trap : INT; npx openshell-config "$@"', "npx"]);
+    await npx.waitForRow((r) => r.startsWith("undo with"), "the undo command under npx");
+    await npx.keys("C-c");
+    expect((await npx.finish()).code).toBe(130);
   }, 60_000);
 });

@@ -61,13 +61,20 @@ function trimEnd(rows: string[]): string[] {
  * Starts `node dist/cli/main.js ...args` in a `columns`-wide pane with exactly `env` (plus TERM),
  * then `[exit N]` once it exits.
  */
-export async function startInPane(columns: number, args: readonly string[], env: Record<string, string>, cwd: string): Promise<PaneRun> {
+export async function startInPane(
+  columns: number,
+  args: readonly string[],
+  env: Record<string, string>,
+  cwd: string,
+  /** What runs with `args`; default `node dist/cli/main.js` (e.g. `["npx", "openshell-config"]`). */
+  program: readonly string[] = [process.execPath, BIN],
+): Promise<PaneRun> {
   const socket = `osc-test-${process.pid}-${++runs}`;
   const dir = mkdtempSync(join(tmpdir(), "osc-tmux-"));
   const rawFile = join(dir, "raw");
   const tmux = (...a: string[]) => exec("tmux", ["-L", socket, "-f", "/dev/null", ...a], { encoding: "utf8" });
   const assignments = Object.entries({ TERM: "tmux-256color", ...env }).map(([k, v]) => `${k}=${shellQuote(v)}`);
-  const command = [`cd ${shellQuote(cwd)} &&`, "env -i", ...assignments, shellQuote(process.execPath), shellQuote(BIN), ...args.map(shellQuote)].join(" ");
+  const command = [`cd ${shellQuote(cwd)} &&`, "env -i", ...assignments, ...program.map(shellQuote), ...args.map(shellQuote)].join(" ");
   // The pane waits until its output is piped to a file too (so that the file has the first
   // frame); `cat` keeps the pane open for the last capture.
   const go = `tmux -L ${socket} wait-for go`;
