@@ -9,6 +9,7 @@
 // option, and would have needed its own suggestions and completion on top (~400 lines then, and
 // growing with each command); with commander the declarations below are the whole contract.
 
+import { examplesHelp } from "./examples.js";
 import { Command, Help } from "commander";
 import { OUTPUT_FORMATS, PROTOCOLS, SETTING_TYPES, SHELLS, type CommandName } from "./types.js";
 
@@ -387,6 +388,7 @@ export function buildProgram(version: string, onRun: (spec: CommandSpec, args: s
       else cmd.option(o.flags, o.help);
     }
     if (spec.after) cmd.addHelpText("after", `\n${spec.after}`);
+    cmd.addHelpText("after", `\n${examplesHelp(spec.name)}`);
     byPath.set(spec.name, cmd);
     cmd.action((...received: unknown[]) => {
       // commander passes the positional arguments, then the options, then the command.

@@ -323,3 +323,27 @@ describe("option values", () => {
     expect(closest("xml", ["table", "json", "yaml"])).toBeUndefined();
   });
 });
+
+describe("Examples in --help (issue 30)", () => {
+  /** A command line split as a POSIX shell does, for the quoting the examples use ('…'). */
+  const words = (line: string) => [...line.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+
+  it.each(COMMANDS.map((c) => c.name))("%s --help ends with an Examples section whose every command parses as that command", (name) => {
+    const help = helpOf([...name.split(" "), "--help"]);
+    const at = help.lastIndexOf("\nExamples:\n");
+    expect(at, help).toBeGreaterThan(0);
+    // A command continued on the next line (a trailing backslash) is read as one line.
+    const section = help.slice(at + 1).trimEnd().replace(/ \\\n {6}/g, " ").split("\n");
+    for (const line of help.slice(at + 1).split("\n")) expect(line.length, line).toBeLessThanOrEqual(80);
+    const commands = section.filter((l) => l.startsWith("  openshell-config "));
+    expect(commands.length).toBeGreaterThan(0);
+    // Each example has its comment just above it, and every line fits 80 columns.
+    for (const [i, line] of section.entries()) {
+      if (line.startsWith("  openshell-config ")) expect(section[i - 1]).toMatch(/^ {2}# \S/);
+    }
+    for (const line of commands) {
+      const parsed = parseCommandLine(words(line.slice("  openshell-config ".length)));
+      expect(parsed.command.name, line).toBe(name);
+    }
+  });
+});
