@@ -4,8 +4,10 @@
 // values of options with a fixed set (--output, --protocol, --type, the shell) and file names
 // for --file and --config, the names of the openshell CLI's registered gateways for -g (read from
 // the registry's directories by the script itself), and the subcommands of a command that has its
-// own (`policy rollout resume|undo|status`). Sandbox names and ids are not completed (that would
-// need the gateway).
+// own (`policy rollout resume|undo|status`). Sandbox names (after --sandbox), operation ids
+// (operation get|wait) and rollout ids (policy rollout resume|undo|status) come from the hidden
+// `openshell-config __complete KIND WORDS...` (dynamic-completion.ts), bounded in time, which
+// reads the connection flags from the words typed so far.
 
 import { ARGUMENT_CHOICES, COMMANDS, GLOBAL_OPTIONS, type OptionSpec } from "./program.js";
 import type { Shell } from "./types.js";
@@ -27,7 +29,18 @@ interface Tree {
   readonly files: readonly string[];
   /** Options whose value is a registered gateway's name. */
   readonly gateways: readonly string[];
+  /** Options whose value is a sandbox name, from the gateway. */
+  readonly sandboxes: readonly string[];
 }
+
+/** Commands whose positional argument the gateway (or the saved rollouts) completes, and with what. */
+const DYNAMIC_ARGUMENTS: readonly (readonly [string, "operation" | "rollout"])[] = [
+  ["operation get", "operation"],
+  ["operation wait", "operation"],
+  ["policy rollout resume", "rollout"],
+  ["policy rollout undo", "rollout"],
+  ["policy rollout status", "rollout"],
+];
 
 const flagsOf = (o: OptionSpec) => o.flags.split(/[ ,]+/).filter((f) => f.startsWith("-"));
 const takesValue = (o: OptionSpec) => /[<[]/.test(o.flags);
@@ -71,6 +84,7 @@ function tree(): Tree {
     choices: [...byValues].map(([values, flags]) => [flags, values.split(" ")] as const),
     files: uniq(all.filter((o) => o.complete === "file").flatMap(flagsOf)),
     gateways: uniq(all.filter((o) => o.complete === "gateway").flatMap(flagsOf)),
+    sandboxes: uniq(all.filter((o) => o.complete === "sandbox").flatMap(flagsOf)),
   };
 }
 
@@ -128,6 +142,7 @@ _openshell_config() {
 ${t.choices.map(([flags, values]) => `    ${flags.join("|")}) COMPREPLY=($(compgen -W ${sq(values.join(" "))} -- "$cur")); return ;;`).join("\n")}
     ${t.files.join("|")}) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")); return ;;
     ${t.gateways.join("|")}) local n; COMPREPLY=(); while IFS= read -r n; do [[ $n == "$cur"* ]] && COMPREPLY+=("$n"); done < <(_openshell_config_gateways | sort -u); return ;;
+    ${t.sandboxes.join("|")}) _openshell_config_dynamic sandbox; return ;;
   esac
   # Some other value (a sandbox name, a duration): nothing to offer.
   [[ $valued == *" $prev "* ]] && return
@@ -136,6 +151,21 @@ ${t.choices.map(([flags, values]) => `    ${flags.join("|")}) COMPREPLY=($(compg
 ${cases.join("\n")}
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))
+  # The argument of a command that takes an operation or rollout id, once none is typed yet.
+  if [[ $cur != -* ]]; then
+    case "$cmd" in
+${DYNAMIC_ARGUMENTS.map(([c, kind]) => `      ${sq(c)}) _openshell_config_dynamic ${kind} keep ;;`).join("\n")}
+    esac
+  fi
+}
+# Values from the gateway (or the saved rollouts), bounded in time by the command itself; the
+# words typed so far carry the connection flags. "keep" adds to what is offered already.
+_openshell_config_dynamic() {
+  local n
+  [[ $2 == keep ]] || COMPREPLY=()
+  while IFS= read -r n; do
+    [[ $n == "$cur"* ]] && COMPREPLY+=("$n")
+  done < <("\${COMP_WORDS[0]}" __complete "$1" "\${COMP_WORDS[@]:1:COMP_CWORD-1}" 2>/dev/null)
 }
 complete -F _openshell_config openshell-config
 `;
@@ -183,11 +213,23 @@ _openshell_config() {
 ${t.choices.map(([flags, values]) => `    ${flags.join("|")}) _values 'value' ${values.map(sq).join(" ")}; return ;;`).join("\n")}
     ${t.files.join("|")}) _files; return ;;
     ${t.gateways.join("|")}) local -a gws=(\${(f)"$(_openshell_config_gateways | sort -u)"}); compadd -a gws; return ;;
+    ${t.sandboxes.join("|")}) _openshell_config_dynamic sandbox; return ;;
   esac
   (( \${valued[(Ie)$prev]} )) && return
+  if [[ \${words[CURRENT]} != -* ]]; then
+    case $cmd in
+${DYNAMIC_ARGUMENTS.map(([c, kind]) => `      ${sq(c)}) _openshell_config_dynamic ${kind} ;;`).join("\n")}
+    esac
+  fi
   case $cmd in
 ${cases.join("\n")}
   esac
+}
+# Values from the gateway (or the saved rollouts), bounded in time by the command itself; the
+# words typed so far carry the connection flags.
+_openshell_config_dynamic() {
+  local -a found=(\${(f)"$(\${words[1]} __complete $1 "\${(@)words[2,CURRENT-1]}" 2>/dev/null)"})
+  compadd -a found
 }
 if (( $+functions[compdef] )); then
   compdef _openshell_config openshell-config

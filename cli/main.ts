@@ -17,6 +17,7 @@ import { createOutput } from "./output.js";
 import { describeFailure } from "./errors.js";
 import { EXIT } from "./outcome.js";
 import { lineReport, RETRY_RULE, retryInterceptor } from "./retry.js";
+import { COMPLETION_KINDS, completeValues, type CompletionKind } from "./dynamic-completion.js";
 import type { Command, CommandName } from "./types.js";
 import { Interrupted, type CommandContext } from "./commands/context.js";
 import { completion } from "./commands/completion.js";
@@ -65,6 +66,12 @@ function version(): string {
 }
 
 async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  // The completion scripts' hidden helper: candidates on stdout, nothing else, always exit 0.
+  if (argv[0] === "__complete") {
+    const kind = argv[1] as CompletionKind;
+    if ((COMPLETION_KINDS as readonly string[]).includes(kind)) for (const v of await completeValues(kind, argv.slice(2), env)) process.stdout.write(`${v}\n`);
+    return EXIT.ok;
+  }
   const plain = createOutput("table", process.stdout, process.stderr);
   let parsed;
   try {

@@ -21,8 +21,8 @@ export interface OptionSpec {
   readonly choices?: readonly string[];
   /** Given more than once, each value is kept (`--selector a=b --selector c=d`). */
   readonly repeatable?: boolean;
-  /** What completion offers for the value: files, the registry's gateway names, or nothing. */
-  readonly complete?: "file" | "gateway";
+  /** What completion offers for the value: files, the registry's gateway names, the gateway's sandbox names, or nothing. */
+  readonly complete?: "file" | "gateway" | "sandbox";
 }
 
 export interface CommandSpec {
@@ -41,7 +41,7 @@ export interface CommandSpec {
   readonly after?: string;
 }
 
-const sandbox: OptionSpec = { flags: "-s, --sandbox <S>", help: "the sandbox name (required)" };
+const sandbox: OptionSpec = { flags: "-s, --sandbox <S>", help: "the sandbox name (required)", complete: "sandbox" };
 const workspace: OptionSpec = { flags: "--workspace <W>", help: "the sandbox's workspace (default: $OPENSHELL_WORKSPACE, else the gateway's default workspace)" };
 const policyFile: OptionSpec = { flags: "-f, --file <FILE>", help: "the policy file: YAML, or JSON for *.json (required)", complete: "file" };
 const selector: OptionSpec = {
@@ -278,7 +278,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: "completion",
     summary: "print a completion script for bash or zsh",
     description:
-      "Prints a shell completion script. bash: source <(openshell-config completion bash), or save it in ~/.local/share/bash-completion/completions/openshell-config. zsh: source <(openshell-config completion zsh) in ~/.zshrc, after compinit.",
+      "Prints a shell completion script. bash: source <(openshell-config completion bash), or save it in ~/.local/share/bash-completion/completions/openshell-config. zsh: source <(openshell-config completion zsh) in ~/.zshrc, after compinit. Sandbox names, operation ids and rollout ids are completed too: from the gateway, with the connection flags typed on the line, within 1.5 s (nothing when it does not answer in time).",
     usage: "bash|zsh",
     args: ["<SHELL>"],
     options: [],
