@@ -7,7 +7,9 @@ import { h } from "./dom.js";
 import { explain, isUnauthenticated } from "./explain.js";
 import { createOperationsCard } from "./operations-card.js";
 import { createPolicyEditor } from "./policy-editor.js";
+import { createHistoryCard } from "./history-card.js";
 import { createResumeCard } from "./resume-card.js";
+import { createSettingsCard } from "./settings-card.js";
 import { createRolloutView } from "./rollout-view.js";
 import { createSandboxesCard } from "./sandboxes-card.js";
 import { listAll, type Session } from "./session.js";
@@ -44,10 +46,19 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
     readConfig,
     onEnforcement: (view) => operations.setEnforcement(view),
     onPolicyValid: (valid) => rolloutView.setPolicyValid(valid),
-    onCommitted: () => operations.render(),
+    onCommitted: () => {
+      operations.render();
+      if (state.selected !== undefined) history.show(state.selected);
+    },
     refreshOne: (name) => void refreshOne(name),
     resume: (operationId) => resumeCard.resume(operationId),
   });
+  const settings = createSettingsCard({ client, gateway, signal: stopped.signal, onChanged: (name) => void refreshOne(name), resume: (id) => resumeCard.resume(id) });
+  const history = createHistoryCard({ raw, gateway, signal: stopped.signal });
+  const showSettings = (name: string) => {
+    const row = state.rows.get(name);
+    settings.show(name, row?.config, row?.configError);
+  };
   const operations = createOperationsCard({
     raw,
     gateway,
@@ -73,7 +84,7 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
       "main",
       { class: "grid" },
       h("div", { class: "col" }, sandboxes.element, resumeCard.element, rolloutView.element),
-      h("div", { class: "col" }, editor.element, operations.element),
+      h("div", { class: "col" }, editor.element, operations.element, settings.element, history.element),
     ),
   );
 
@@ -97,6 +108,7 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
     });
     sandboxes.listed(new Date());
     sandboxes.render();
+    if (state.selected !== undefined && state.rows.has(state.selected)) showSettings(state.selected);
     if (state.selected === undefined || !state.rows.has(state.selected)) {
       const first = state.rows.keys().next();
       if (!first.done) select(first.value);
@@ -123,6 +135,7 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
       if (name === state.selected) {
         editor.renderMeta();
         operations.render();
+        showSettings(name);
       }
     } catch {
       // the periodic refresh catches up
@@ -135,6 +148,8 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
     sandboxes.render();
     editor.show(name);
     operations.show(name);
+    showSettings(name);
+    history.show(name);
   }
 
   // Session -----------------------------------------------------------------------------------
@@ -146,6 +161,7 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
     editor.stop();
     resumeCard.stop();
     operations.stop();
+    settings.stop();
     clearInterval(timer);
     onSignOut(reason);
   }

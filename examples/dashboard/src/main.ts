@@ -8,6 +8,7 @@
 
 import "./style.css";
 import "./rollouts.css";
+import "./settings-history.css";
 import { showDashboard } from "./dashboard.js";
 import { byId, h } from "./dom.js";
 import { explain } from "./explain.js";

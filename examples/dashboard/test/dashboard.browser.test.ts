@@ -719,6 +719,77 @@ describe("dashboard in Chromium", () => {
     mark("fail closed");
   }, 45_000);
 
+  it("shows and edits a sandbox's settings, typed and with their scope, and diffs two of its policy revisions", async () => {
+    // A second policy revision of staging, committed elsewhere (the SDK in this process).
+    const v2 = { ...POLICY_V1, networkPolicies: { ...POLICY_V1.networkPolicies, npm: { name: "npm", endpoints: [{ host: "registry.npmjs.org", ports: [443] }] } } };
+    const { policyVersion: latest } = await admin.updatePolicy({ sandbox: "staging", policy: v2, wait: { timeoutMs: WAIT } });
+    await page.locator('tr[data-sandbox="staging"]').click();
+    const settings = page.locator('[data-testid="settings-card"]');
+    await expect.poll(() => settings.locator("h2").textContent()).toBe("Settings of staging");
+
+    // A value that is not of its type is refused in the page, naming the field; nothing is sent.
+    const before = updateConfigRequests;
+    await page.fill("#setting-key", "max_conns");
+    await page.selectOption("#setting-type", "int");
+    await page.fill("#setting-value", "lots");
+    await page.click("#setting-set");
+    await expect.poll(() => page.locator('[data-testid="setting-error"]').textContent()).toBe('value: an int is a whole number such as 64 or -5, not "lots"');
+    expect(updateConfigRequests).toBe(before);
+
+    // Typed values, each waited for at the sandbox, then listed with type and scope.
+    for (const [key, type, value] of [["max_conns", "int", "64"], ["log_level", "string", "debug"]] as const) {
+      await page.fill("#setting-key", key);
+      await page.selectOption("#setting-type", type);
+      await page.fill("#setting-value", value);
+      await page.click("#setting-set");
+      await page.locator('[data-testid="setting-outcome"] .outcome[data-state="applied"]').waitFor();
+      await page.locator(`[data-testid="setting-rows"] tr[data-key="${key}"]`).waitFor();
+    }
+    const row = (key: string) => page.locator(`[data-testid="setting-rows"] tr[data-key="${key}"] td`).allTextContents();
+    expect((await row("max_conns")).slice(0, 4)).toEqual(["max_conns", "int", "64", "sandbox"]);
+    expect((await row("log_level")).slice(0, 4)).toEqual(["log_level", "string", '"debug"', "sandbox"]);
+    const stored = await admin.getConfig({ sandbox: "staging" });
+    expect(stored.desired.settings["max_conns"]?.value).toBe(64n);
+    // A click on a row puts its setting, typed, in the form.
+    await page.fill("#setting-key", "");
+    await page.locator('[data-testid="setting-rows"] tr[data-key="max_conns"] td').first().click();
+    expect([await page.inputValue("#setting-key"), await page.inputValue("#setting-type"), await page.inputValue("#setting-value")]).toEqual(["max_conns", "int", "64"]);
+    // Delete: the row goes, and so does the value at the gateway.
+    await page.locator('[data-testid="setting-rows"] tr[data-key="log_level"] [data-action="delete"]').click();
+    await page.locator('[data-testid="setting-rows"] tr[data-key="log_level"]').waitFor({ state: "detached" });
+    expect((await admin.getConfig({ sandbox: "staging" })).desired.settings["log_level"]).toBeUndefined();
+
+    // History, newest first, and the diff of the latest change as 'policy diff' prints it.
+    const history = page.locator('[data-testid="history-card"]');
+    const versions = () => history.locator('[data-testid="revisions"] li').evaluateAll((els) => els.map((e) => Number(e.getAttribute("data-version"))));
+    await expect.poll(async () => (await versions()).slice(0, 2)).toEqual([latest, latest - 1]);
+    expect(await versions()).toEqual([...Array(latest).keys()].map((i) => latest - i));
+    await page.click("#diff-show");
+    await history.locator('[data-testid="revision-diff"] .add').first().waitFor();
+    const diff = await history.locator('[data-testid="revision-diff"]').textContent();
+    expect(diff).toContain(`--- staging v${latest - 1}\n+++ staging v${latest}\n`);
+    expect(diff).toMatch(/^\+ +npm:$/m);
+    expect(diff).toMatch(/^\+ +- host: registry\.npmjs\.org$/m);
+    await page.selectOption("#diff-from", String(latest));
+    await page.click("#diff-show");
+    await expect.poll(() => history.locator('[data-testid="diff-note"]').textContent()).toBe(`v${latest} and v${latest} are the same policy.`);
+    await page.selectOption("#diff-from", "1");
+    await page.click("#diff-show");
+    await history.locator('[data-testid="revision-diff"] .add').first().waitFor();
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      if (width === 390) {
+        // One column: the two cards follow the operations, before the rollout card.
+        const tops = await page.evaluate(() => ["operations", "settings-card", "history-card", "rollout"].map((id) => document.querySelector(`[data-testid="${id}"]`)!.getBoundingClientRect().top));
+        expect(tops).toEqual([...tops].sort((a, b) => a - b));
+      }
+      await settings.screenshot({ path: join(ROOT, "test-results", `dashboard-settings-${width}.png`) });
+      await history.screenshot({ path: join(ROOT, "test-results", `dashboard-history-${width}.png`) });
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+
   it("fits every width from 360 px up without scrolling sideways, and saves screenshots at 1280 and 390 px", async () => {
     await page.locator('tr[data-sandbox="dev"]').click();
     await page.locator('[data-testid="operation-rows"] tr[data-kind="setting"]').waitFor();
