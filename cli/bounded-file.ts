@@ -46,6 +46,7 @@ export function readBounded(path: string, maxBytes: number): ReadResult {
 }
 
 function formatBytes(n: number): string {
+  if (n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
   return n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`;
 }
 

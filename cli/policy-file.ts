@@ -1,14 +1,36 @@
 // Reading a SandboxPolicy from a YAML or JSON file. The file is the protobuf JSON mapping of
 // SandboxPolicy (camelCase or snake_case field names, enum names as strings) written as YAML or
 // JSON; it is validated by converting it with protobuf-es `fromJson`. Errors name the file, the
-// line and column when known, and the path of the offending field.
+// line and column when known, and the path of the offending field. A file too large to hold a
+// policy the gateway accepts is refused before it is parsed: parsing YAML takes about a second
+// per megabyte, and the file may be anything (a FIFO, a device, a 15 MB mistake).
 
-import { readFile } from "node:fs/promises";
+import { statSync } from "node:fs";
 import { extname } from "node:path";
 import { fromJson, type DescEnum, type DescField, type DescMessage, type JsonValue } from "@bufbuild/protobuf";
 import { LineCounter, isMap, isSeq, parseDocument, type Document, type Node as YamlNode } from "yaml";
 import { SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
+import { readBounded } from "./bounded-file.js";
+import { jsonDuplicateKey, yamlDuplicateKey, type DuplicateKey } from "./duplicate-keys.js";
 import { editDistance } from "./suggest.js";
+
+const MiB = 1024 * 1024;
+
+/**
+ * The largest policy the gateway accepts, in bytes of its binary encoding: every commit must leave
+ * a sandbox's bootstrap message within the 3 MiB a supervisor takes (gateway/src/operations/
+ * snapshot-cap.ts, DEFAULT_MAX_SNAPSHOT_BYTES; fixed in gateway/src/gateway.ts), which is tighter
+ * than the 4 MiB request limit. Neither the SDK nor the gateway exports it to the command line.
+ */
+export const MAX_POLICY_BYTES = 3 * MiB;
+
+/**
+ * The largest policy file read. The text is larger than the encoding: measured on rule-heavy
+ * policies, the YAML `policy get` prints is 2.2 times the encoding and indented JSON (jq's, or
+ * JSON.stringify(…, null, 2)) 3.9 times, so 4 times the gateway's limit still reads back any policy
+ * it holds, while a file that could never be accepted is refused at once instead of after minutes.
+ */
+export const MAX_POLICY_FILE_BYTES = 4 * MAX_POLICY_BYTES;
 
 /** A policy file that cannot be read or is not a valid SandboxPolicy. */
 export class PolicyFileError extends Error {
@@ -24,38 +46,61 @@ export class PolicyFileError extends Error {
 
 type Path = readonly (string | number)[];
 
+const mib = (bytes: number) => `${Number((bytes / MiB).toFixed(1))} MiB`;
+
+function tooLarge(name: string, bytes: number): PolicyFileError {
+  return new PolicyFileError(
+    `policy file ${name} is too large: ${mib(bytes)} (${bytes} bytes); a policy file may be at most ${mib(MAX_POLICY_FILE_BYTES)} ` +
+      `(the gateway accepts a policy of at most ${mib(MAX_POLICY_BYTES)} encoded)`,
+  );
+}
+
 /** Reads and validates a policy file. Throws PolicyFileError. */
 export async function readPolicyFile(path: string): Promise<SandboxPolicy> {
-  let text: string;
+  // The size first, from stat (which does not open a FIFO), so that the error can give it.
+  let size: number | undefined;
   try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : code === "EACCES" ? "permission denied" : (err as Error).message;
-    throw new PolicyFileError(`cannot read policy file ${path}: ${why}`);
+    const st = statSync(path);
+    if (st.isFile()) size = st.size;
+  } catch {
+    // readBounded says why.
   }
-  return parsePolicy(text, path);
+  if (size !== undefined && size > MAX_POLICY_FILE_BYTES) throw tooLarge(path, size);
+  const read = readBounded(path, MAX_POLICY_FILE_BYTES);
+  if ("missing" in read) throw new PolicyFileError(`cannot read policy file ${path}: no such file`);
+  if ("problem" in read) throw new PolicyFileError(`cannot read policy file ${path}: ${read.problem}`);
+  return parsePolicy(read.text, path);
 }
 
 /** Parses policy text; `name` is the file name used in errors (and `.json` selects strict JSON). */
 export function parsePolicy(text: string, name: string): SandboxPolicy {
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > MAX_POLICY_FILE_BYTES) throw tooLarge(name, bytes);
+  // Without the library's quadratic duplicate-key check; yamlDuplicateKey does it linearly.
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  let parsed: Document | undefined;
+  const yamlDoc = () => (parsed ??= parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: false }));
   let value: unknown;
   if (extname(name).toLowerCase() === ".json") {
-    // Strict JSON; the YAML reading of the same text only locates fields for error messages.
+    // Strict JSON. The YAML reading of the same text, much slower, is made only to locate a field
+    // for an error message.
     try {
       value = text.trim() === "" ? null : JSON.parse(text);
     } catch (err) {
       throw new PolicyFileError(`${name}${jsonErrorPosition(err as Error, text)}: not valid JSON: ${jsonErrorMessage(err as Error)}`);
     }
+    const duplicate = jsonDuplicateKey(text);
+    if (duplicate) throw duplicateError(name, duplicate, (offset) => textPosition(text, offset));
   } else {
+    const doc = yamlDoc();
     const syntax = doc.errors[0];
     if (syntax !== undefined) {
       const pos = lines.linePos(syntax.pos[0]);
       const message = syntax.code === "MULTIPLE_DOCS" ? "holds several YAML documents; put one policy in a file" : syntax.message.split("\n")[0]!;
       throw new PolicyFileError(`${name}:${pos.line}:${pos.col}: not valid YAML: ${message}`);
     }
+    const duplicate = yamlDuplicateKey(doc);
+    if (duplicate) throw duplicateError(name, duplicate, (offset) => lines.linePos(offset));
     value = doc.toJS({ maxAliasCount: 100 });
   }
   if (value === null || value === undefined) throw new PolicyFileError(`${name}: the file is empty; expected a SandboxPolicy`);
@@ -67,9 +112,22 @@ export function parsePolicy(text: string, name: string): SandboxPolicy {
   } catch (err) {
     const found = locate(SandboxPolicySchema, value, []) ?? { path: [], message: cleanMessage((err as Error).message), unknownKey: false };
     const field = formatPath(found.path);
-    const pos = position(doc, lines, found.path, found.unknownKey);
+    const pos = position(yamlDoc(), lines, found.path, found.unknownKey);
     throw new PolicyFileError(`${name}${pos}: ${field === "" ? "" : `${field}: `}${found.message}`, field === "" ? undefined : field);
   }
+}
+
+type LinePos = { readonly line: number; readonly col: number };
+
+/** `file:line:col: mapping.path: duplicate key "k" (first at line L, column C)`; the field is the key's path. */
+function duplicateError(name: string, dup: DuplicateKey, at: (offset: number) => LinePos): PolicyFileError {
+  const here = at(dup.offset);
+  const first = at(dup.firstOffset);
+  const within = formatPath(dup.path);
+  return new PolicyFileError(
+    `${name}:${here.line}:${here.col}: ${within === "" ? "" : `${within}: `}duplicate key ${JSON.stringify(dup.key)} (first at line ${first.line}, column ${first.col})`,
+    formatPath([...dup.path, dup.key]),
+  );
 }
 
 interface Found {
@@ -205,12 +263,18 @@ function position(doc: Document, lines: LineCounter, path: Path, key: boolean): 
   return `:${line}:${col}`;
 }
 
+/** 1-based line and column of an offset in the text. */
+function textPosition(text: string, offset: number): LinePos {
+  let line = 1;
+  for (let i = text.indexOf("\n"); i !== -1 && i < offset; i = text.indexOf("\n", i + 1)) line++;
+  return { line, col: offset - (offset === 0 ? -1 : text.lastIndexOf("\n", offset - 1)) };
+}
+
 function jsonErrorPosition(err: Error, text: string): string {
   const m = /at position (\d+)/.exec(err.message);
   if (!m) return "";
-  const before = text.slice(0, Number(m[1]));
-  const line = before.split("\n").length;
-  return `:${line}:${before.length - before.lastIndexOf("\n")}`;
+  const { line, col } = textPosition(text, Number(m[1]));
+  return `:${line}:${col}`;
 }
 
 function jsonErrorMessage(err: Error): string {

@@ -2,12 +2,12 @@
 // mapping of SandboxPolicy, validated by protobuf-es fromJson; errors name the file, the line and
 // column, and the field.
 
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { NetworkTlsMode } from "../../src/raw.js";
-import { parsePolicy, PolicyFileError, readPolicyFile } from "../../cli/policy-file.js";
+import { MAX_POLICY_FILE_BYTES, parsePolicy, PolicyFileError, readPolicyFile } from "../../cli/policy-file.js";
 
 const dir = mkdtempSync(join(tmpdir(), "openshell-cli-policy-"));
 function file(name: string, text: string): string {
@@ -113,5 +113,53 @@ describe("policy file errors", () => {
     expect(policyError("").message).toBe("policy.yaml: the file is empty; expected a SandboxPolicy");
     expect(policyError("# nothing\n").message).toBe("policy.yaml: the file is empty; expected a SandboxPolicy");
     expect(policyError("- version: 1\n").message).toMatch(/^policy\.yaml: expected a mapping of SandboxPolicy fields/);
+  });
+});
+
+describe("large files and duplicate keys (issue 30, item 2)", () => {
+  /** A policy of `rules` network rules, as YAML, padded to about `bytes` when given. */
+  const bigPolicy = (rules: number) => {
+    const lines = ["version: 1", "networkPolicies:"];
+    for (let i = 0; i < rules; i++) lines.push(`  r${i}:`, `    name: r${i}`, "    endpoints:", `      - host: h${i}.example.com`, "        ports: [443]");
+    return `${lines.join("\n")}\n`;
+  };
+
+  it("parses a file just under the 4 MiB cap, duplicate check included (a linear one; the library's was quadratic)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "osc-policy-big-"));
+    try {
+      let rules = 1000;
+      while (Buffer.byteLength(bigPolicy(rules * 2)) < MAX_POLICY_FILE_BYTES) rules *= 2;
+      // Grow to just under the cap.
+      while (Buffer.byteLength(bigPolicy(rules + 1000)) < MAX_POLICY_FILE_BYTES) rules += 1000;
+      const path = join(dir, "big.yaml");
+      writeFileSync(path, bigPolicy(rules));
+      const policy = await readPolicyFile(path);
+      expect(Object.keys(policy.networkPolicies)).toHaveLength(rules);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("refuses a file over the cap by its size, before parsing it (the text would not even be YAML)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "osc-policy-big-"));
+    try {
+      const path = join(dir, "huge.yaml");
+      writeFileSync(path, `{{{ not yaml ${"x".repeat(MAX_POLICY_FILE_BYTES)}`);
+      const err = (await readPolicyFile(path).catch((e: unknown) => e)) as PolicyFileError;
+      expect(err).toBeInstanceOf(PolicyFileError);
+      expect(err.message).toBe(`cannot read policy file ${path}: it is larger than 4 MiB (${MAX_POLICY_FILE_BYTES + 13} bytes), the gateway's cap on a request`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("finds a repeated key at any depth, naming it and its second occurrence's line and column, in YAML and JSON", () => {
+    expect(policyError("version: 1\nnetworkPolicies:\n  a:\n    name: a\n  b:\n    name: b\n  a:\n    name: again\n").message).toBe(
+      'policy.yaml:7:3: not valid YAML: Map keys must be unique; "a" appears twice',
+    );
+    expect(policyError("networkPolicies:\n  a:\n    name: a\n    name: b\n").message).toBe('policy.yaml:4:5: not valid YAML: Map keys must be unique; "name" appears twice');
+    expect(policyError('{\n  "version": 1,\n  "version": 2\n}\n', "policy.json").message).toBe('policy.json:3:3: not valid JSON: Map keys must be unique; "version" appears twice');
+    // Equal names in different mappings are not duplicates.
+    expect(() => parsePolicy("networkPolicies:\n  a:\n    name: x\n  b:\n    name: x\n", "policy.yaml")).not.toThrow();
   });
 });
