@@ -51,7 +51,7 @@ const mib = (bytes: number) => `${Number((bytes / MiB).toFixed(1))} MiB`;
 function tooLarge(name: string, bytes: number): PolicyFileError {
   return new PolicyFileError(
     `policy file ${name} is too large: ${mib(bytes)} (${bytes} bytes); a policy file may be at most ${mib(MAX_POLICY_FILE_BYTES)} ` +
-      `(the gateway accepts a policy of at most ${mib(MAX_POLICY_BYTES)} encoded)`,
+      `(${MAX_POLICY_FILE_BYTES} bytes), and the gateway accepts a policy of at most ${mib(MAX_POLICY_BYTES)} encoded`,
   );
 }
 
