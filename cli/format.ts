@@ -64,3 +64,17 @@ export function shortId(id: string, wide = false): string {
 export function formatClock(at: Date): string {
   return [at.getHours(), at.getMinutes(), at.getSeconds()].map((n) => String(n).padStart(2, "0")).join(":");
 }
+
+/** `1 sandbox`, `2 sandboxes`: a count and its noun, singular for exactly one. */
+export function countOf(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/**
+ * A short duration for lists (a rollout's run, its slowest sandboxes): `45ms` below a tenth of a
+ * second (never a misleading `0.0s`), `0.9s` and `31.8s` below a minute, then as formatDuration.
+ */
+export function formatShortDuration(ms: number): string {
+  if (Math.round(ms) < 100) return `${Math.max(0, Math.round(ms))}ms`;
+  return ms < 59_950 ? `${(ms / 1000).toFixed(1)}s` : formatDuration(ms);
+}

@@ -9,6 +9,7 @@ import type { RolloutEvent, RolloutState } from "openshell-config/rollout";
 import { barFrame } from "./progress-bar.js";
 import { startLiveLine, type LiveLineOptions } from "./live-line.js";
 import type { Output } from "./output.js";
+import { countOf } from "./format.js";
 import { formatElapsed, spinnerFrame, type SpinnerStream } from "./spinner.js";
 import { canRedraw, fit, usableColumns } from "./terminal.js";
 
@@ -107,7 +108,7 @@ export function startRolloutDisplay(
           const sent = e.alreadyCommitted ? `, ${e.alreadyCommitted} sent before` : "";
           // The waves are on the lines that follow: with a UUID this line is near 80 columns already.
           // An undo says what it does on its own line (rollback-started).
-          if (!options.undo) note(`rollout ${e.id}: ${e.sandboxes.length} sandboxes${selector ? ` (${selector})` : ""}${sent}`);
+          if (!options.undo) note(`rollout ${e.id}: ${countOf(e.sandboxes.length, "sandbox", "sandboxes")}${selector ? ` (${selector})` : ""}${sent}`);
           showing = { kind: "wave", index: 0, startedAt: now() };
           break;
         }
@@ -133,7 +134,7 @@ export function startRolloutDisplay(
           }
           break;
         case "halted":
-          if (waves.length <= 1) note(`warning: ${e.failures} sandboxes failed (--max-failures ${e.maxFailures}): no further sandbox is sent; waiting for those already sent`);
+          if (waves.length <= 1) note(`warning: ${countOf(e.failures, "sandbox", "sandboxes")} failed (--max-failures ${e.maxFailures}): no further sandbox is sent; waiting for those already sent`);
           break;
         case "paused":
           if (e.until === undefined) {

@@ -10,6 +10,7 @@ import type { OperationHandle, OperationStatus } from "openshell-config";
 import type { RolloutState } from "openshell-config/rollout";
 import { usageOf, UsageError } from "../args.js";
 import { EXIT } from "../outcome.js";
+import { countOf } from "../format.js";
 import { rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
 import { waveName } from "../rollout-display.js";
 import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
@@ -152,7 +153,7 @@ type StatusDocument = ReturnType<typeof statusDocument>;
 export function statusLines(d: StatusDocument): string[] {
   // The status on a line of its own: beside the id ("paused after wave 1/2, waiting for approval")
   // it did not fit 80 columns, and a watch frame cut the state words.
-  const lines = [`rollout ${d.id}`, `status: ${d.status}`, `${d.total} sandboxes${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ""];
+  const lines = [`rollout ${d.id}`, `status: ${d.status}`, `${countOf(d.total, "sandbox", "sandboxes")}${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ""];
   const table = (headers: string[], rows: string[][]) => {
     const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     for (const r of [headers, ...rows]) lines.push(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  "));

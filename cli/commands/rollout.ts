@@ -13,9 +13,9 @@ import { usageOf, UsageError } from "../args.js";
 import type { RolloutCommand } from "../rollout-args.js";
 import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
 import { EXIT } from "../outcome.js";
+import { countOf, formatShortDuration } from "../format.js";
 import { readPolicyFile } from "../policy-file.js";
 import { startRolloutDisplay, waveName } from "../rollout-display.js";
-import { formatElapsed } from "../spinner.js";
 import { resumeTimeout, rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
 import { DEFAULT_TIMEOUT_MS } from "../types.js";
 import type { RolloutResumeCommand, RolloutUndoCommand } from "../types.js";
@@ -285,7 +285,11 @@ function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly {
   const waved = r.waves.length > 1;
   // The selector is in the header above (stderr) and the JSON, the waves in the table below:
   // without them the line fits 80 columns.
-  out.line(`rollout ${r.id}: ${VERDICT[r.phase] ?? (r.complete ? "done" : "incomplete")}, ${r.counts.total} sandboxes in ${formatElapsed(r.durationMs)}`);
+  // The whole run's duration: 45ms, 0.9s, 31.8s, 2m05s (never "0.0s").
+  // A rollback that did not return every sandbox says so here too, as the line about it below does.
+  const rb = r.rollback;
+  const verdict = r.phase === "rolled-back" && rb !== undefined && (rb.failed.length > 0 || rb.pending.length > 0) ? (rb.rolledBack > 0 ? "partly rolled back" : "not rolled back") : (VERDICT[r.phase] ?? (r.complete ? "done" : "incomplete"));
+  out.line(`rollout ${r.id}: ${verdict}, ${countOf(r.counts.total, "sandbox", "sandboxes")} in ${formatShortDuration(r.durationMs)}`);
   if (waved) {
     out.line();
     out.table(
@@ -304,7 +308,7 @@ function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly {
     const rb = r.rollback;
     const considered = rb.rolledBack + rb.leftAlone.length + rb.failed.length + rb.pending.length;
     out.line();
-    out.line(`rolled back ${rb.rolledBack} of ${considered} changed sandboxes${rb.leftAlone.length ? `; ${rb.leftAlone.length} left alone` : ""}${rb.failed.length ? `; ${rb.failed.length} failed` : ""}${rb.pending.length ? `; ${rb.pending.length} pending` : ""}`);
+    out.line(`rolled back ${rb.rolledBack} of ${countOf(considered, "changed sandbox", "changed sandboxes")}${rb.leftAlone.length ? `; ${rb.leftAlone.length} left alone` : ""}${rb.failed.length ? `; ${rb.failed.length} failed` : ""}${rb.pending.length ? `; ${rb.pending.length} pending` : ""}`);
     const rows = [
       ...rb.leftAlone.map((x) => [x.sandbox, "left alone", LEFT_ALONE[x.reason]]),
       ...rb.failed.map((x) => [x.sandbox, "failed", x.reason]),
@@ -324,7 +328,7 @@ function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly {
   );
   if (r.halted && !waved) {
     out.line();
-    out.line(`halted: ${r.failures} sandboxes failed; ${r.counts.byStatus.skipped} were not sent`);
+    out.line(`halted: ${countOf(r.failures, "sandbox", "sandboxes")} failed; ${r.counts.byStatus.skipped} ${r.counts.byStatus.skipped === 1 ? "was" : "were"} not sent`);
   }
   const notApplied = r.sandboxes.filter((s) => !(s.status === "completed" && (s.completion.state === "applied" || s.completion.state === "inactive")) && s.status !== "skipped");
   if (notApplied.length > 0) {
@@ -340,7 +344,7 @@ function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly {
   }
   if (slowest.length > 0) {
     out.line();
-    out.line(`slowest: ${slowest.map((s) => `${s.sandbox} ${formatElapsed(s.durationMs)}`).join(", ")}`);
+    out.line(`slowest: ${slowest.map((s) => `${s.sandbox} ${formatShortDuration(s.durationMs)}`).join(", ")}`);
   }
 }
 

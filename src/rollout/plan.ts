@@ -107,8 +107,12 @@ export interface Plan {
   /** The gate every planned wave starts from. */
   baseGate: Gate;
   rollback: "never" | "on-halt";
-  /** True when each wave's before-state is read (waves or a rollback mode given, or resumed with some). */
-  capture: boolean;
+  /**
+   * Each wave's before-state is read, always (undo needs it, with or without waves). "required"
+   * (waves or a rollback mode): a sandbox whose state cannot be read is not sent; "best-effort":
+   * it is sent anyway, and an undo leaves it alone for want of a before-state.
+   */
+  capture: "required" | "best-effort";
   undo: boolean;
   resumed: boolean;
   refs: Record<string, OperationHandle>;
@@ -154,7 +158,9 @@ export function plan(options: RolloutOptions, clientWorkspace: string | undefine
       annotations,
       waveInput: undefined,
       baseGate,
-      capture: Object.keys(s.before).length > 0 || s.waves.length > 1 || rollback !== "never",
+      // Every rollout records what each sandbox had before it (undo works for all of them); a
+      // state saved before that was so still captures it for the sandboxes it has yet to send.
+      capture: s.waves.length > 1 || rollback !== "never" ? "required" : "best-effort",
       resumed: true,
       refs: { ...s.refs },
       waves: s.waves.map((w) => ({ sandboxes: [...w.sandboxes], gate: w.gate })),
@@ -204,7 +210,7 @@ export function plan(options: RolloutOptions, clientWorkspace: string | undefine
     annotations: options.annotations,
     waveInput: options.waves,
     baseGate,
-    capture: waved || options.rollback !== undefined,
+    capture: waved || options.rollback !== undefined ? "required" : "best-effort",
     resumed: false,
     refs: {},
     waves: [],

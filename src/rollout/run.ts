@@ -158,13 +158,16 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
         }
       }
       const refused = new Map<string, Error>();
-      if (!replayOnly && !stopNew && p.capture) {
+      if (!replayOnly && !stopNew) {
         const unread = w.sandboxes.filter((s) => p.before[s] === undefined && p.refs[s] === undefined);
         const read = await captureBefore(client, unread, p.change, { workspace: p.workspace, labelSelector: p.labelSelector, concurrency: p.concurrency, signal });
         unread.forEach((s, k) => {
           const b = read[k]!;
-          if (b instanceof Error) refused.set(s, b);
-          else p.before[s] = b;
+          // Without waves or a rollback mode, a before-state that cannot be read does not keep
+          // the sandbox from its change (as before every rollout recorded one).
+          if (b instanceof Error) {
+            if (p.capture === "required") refused.set(s, b);
+          } else p.before[s] = b;
         });
         // Durable before the wave's first commit: a rollback must know what to return to.
         await persist();

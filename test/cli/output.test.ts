@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { createOutput, formatTable, toJsonText, toYamlText } from "../../cli/output.js";
-import { formatAge, formatDuration, formatVersion, shortHash } from "../../cli/format.js";
+import { countOf, formatAge, formatDuration, formatShortDuration, formatVersion, shortHash } from "../../cli/format.js";
 import { formatSettingValue, settingJson } from "../../cli/setting-format.js";
 
 function stream(isTTY = false) {
@@ -211,5 +211,18 @@ describe("tables that fit the terminal (issue 30, item 5)", () => {
     o.frame(["done"]);
     // 1 row for the cut line and 3 for the 88-character command at 40 columns.
     expect(out.text().slice(first.length)).toBe("\x1b[4A\r\x1b[Jdone\n");
+  });
+});
+
+describe("counts (issue 30, item 9)", () => {
+  it("say 1 sandbox and 2 sandboxes, never 1 sandboxes", () => {
+    expect([0, 1, 2].map((n) => countOf(n, "sandbox", "sandboxes"))).toEqual(["0 sandboxes", "1 sandbox", "2 sandboxes"]);
+    expect(countOf(1, "changed sandbox", "changed sandboxes")).toBe("1 changed sandbox");
+    expect(countOf(3, "wave")).toBe("3 waves");
+  });
+
+  it("a duration is never a misleading 0.0s: milliseconds under a second, or under a tenth of one in lists", () => {
+    expect([formatDuration(4), formatDuration(49), formatDuration(999.4)]).toEqual(["4ms", "49ms", "999ms"]);
+    expect([formatShortDuration(4), formatShortDuration(99), formatShortDuration(865), formatShortDuration(31_795), formatShortDuration(125_000)]).toEqual(["4ms", "99ms", "0.9s", "31.8s", "2m05s"]);
   });
 });

@@ -84,7 +84,7 @@ describe("policy rollout --waves", () => {
     expect(r.stderr).toMatch(/^wave 1\/3  canary  1\/1 applied  gate passed$/m);
     expect(r.stderr).toMatch(/^wave 2\/3  50%     5\/5 applied  gate passed$/m);
     expect(r.stderr).toMatch(/^wave 3\/3  100%    6\/6 applied  gate passed$/m);
-    expect(r.stdout).toMatch(new RegExp(`^rollout ${id}: done, 12 sandboxes in \\d+\\.\\ds$`, "m"));
+    expect(r.stdout).toMatch(new RegExp(`^rollout ${id}: done, 12 sandboxes in (\\d+ms|\\d+\\.\\ds)$`, "m"));
     expect(r.stdout).toMatch(/^WAVE\s+SANDBOXES\s+APPLIED\s+FAILED\s+NOT SENT\s+GATE$/m);
     expect(r.stdout).toMatch(/^1 canary\s+1\s+1\s+0\s+0\s+passed$/m);
     expect(r.stdout).toMatch(/^2 50%\s+5\s+5\s+0\s+0\s+passed$/m);
@@ -120,14 +120,14 @@ describe("policy rollout --waves", () => {
     expect(table.code).toBe(1);
     expect(table.stdout).toMatch(/^rollout \S+: rolled back, 12 sandboxes in /m);
     expect(table.stdout).toMatch(/^gate failed: wave 1 \(canary\): 1 of 1 failed, limit 1$/m);
-    expect(table.stdout).toMatch(/^rolled back 1 of 1 changed sandboxes$/m);
+    expect(table.stdout).toMatch(/^rolled back 1 of 1 changed sandbox$/m);
   }, 90_000);
 
   it("--pause-for-approval exits 3 after the canary; resume ID in another process approves it; status -o json and undo ID then roll everything back", async () => {
     const before = await versions();
     const first = await cli(["policy", "rollout", "-l", "fleet=waves", "-f", file(), "--waves", "1,100%", "--pause-for-approval"]);
     expect(first.code, first.stdout + first.stderr).toBe(3);
-    const id = new RegExp(`^rollout (${UUID}): paused, 12 sandboxes in \\d+\\.\\ds$`, "m").exec(first.stdout)?.[1];
+    const id = new RegExp(`^rollout (${UUID}): paused, 12 sandboxes in (\\d+ms|\\d+\\.\\ds)$`, "m").exec(first.stdout)?.[1];
     expect(id, first.stdout).toBeDefined();
     expect(first.stderr).toMatch(/^paused after wave 1\/2: waiting for approval$/m);
     expect(first.stderr).toContain(`approve the next wave with: openshell-config policy rollout resume ${id}\n`);

@@ -70,7 +70,7 @@ describe("openshell-config policy rollout", () => {
     expect(r.stderr).toMatch(/^rollout [0-9a-f-]{36}: 30 sandboxes \(speed=fast\)/m);
     // No progress bar: stderr is not a terminal.
     expect(r.stderr).not.toContain("\r");
-    expect(r.stdout).toMatch(/^rollout [0-9a-f-]{36}: done, 30 sandboxes in \d+\.\ds$/m);
+    expect(r.stdout).toMatch(/^rollout [0-9a-f-]{36}: done, 30 sandboxes in (\d+ms|\d+\.\ds)$/m);
     expect(r.stdout).toMatch(/^STATE\s+OUTCOME\s+SANDBOXES$/m);
     expect(r.stdout).toMatch(/^applied\s+applied\s+30$/m);
     expect(r.stdout).toMatch(/^slowest: cr-\d{4} /m);
@@ -78,6 +78,26 @@ describe("openshell-config policy rollout", () => {
     const after = await versions("speed=fast");
     for (const name of fast) expect(after.get(name), name).toBe(before.get(name)! + 1);
   }, 60_000);
+
+  it("undoes a rollout without waves like any other: every sandbox back on the policy it had, exit 0, and status says rolled back (issue 30, item 7)", async () => {
+    const before = await versions("speed=fast");
+    const r = await cli(["policy", "rollout", "--selector", "speed=fast", "--file", file("undo-me.yaml", { undone: { host: "undone.example.com" } })]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const id = /^rollout ([0-9a-f-]{36}): /m.exec(r.stderr)![1]!;
+    const undo = await cli(["policy", "rollout", "undo", id]);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    expect(undo.stdout).toMatch(new RegExp(`^rollout ${id}: rolled back, 30 sandboxes in `, "m"));
+    expect(undo.stdout).toMatch(/^rolled back 30 of 30 changed sandboxes$/m);
+    expect(undo.stdout + undo.stderr).not.toMatch(/no before-state|failed/);
+    // Back on what they had, as a new revision each (nothing is deleted from the history).
+    const after = await versions("speed=fast");
+    for (const name of fast) expect(after.get(name), name).toBe(before.get(name)! + 2);
+    const policy = await admin().getSandboxPolicyStatus({ sandbox: fast[0]!, version: 0, workspaceScope: workspaceScope() });
+    const was = await admin().getSandboxPolicyStatus({ sandbox: fast[0]!, version: before.get(fast[0]!)!, workspaceScope: workspaceScope() });
+    expect(policy.revision?.policyHash).toBe(was.revision?.policyHash);
+    const status = await cli(["policy", "rollout", "status", id]);
+    expect(status.stdout).toMatch(new RegExp(`^rollout ${id}\nstatus: rolled back`, "m"));
+  }, 90_000);
 
   it("halts after --max-failures rejected sandboxes, lists them and exits 1", async () => {
     const before = await versions("speed=fast");
@@ -100,7 +120,8 @@ describe("openshell-config policy rollout", () => {
   it("resumes an interrupted rollout in a new process with --resume, without a second revision for any sandbox", async () => {
     const before = await versions("speed=slow");
     const policyFile = file("pypi.yaml", { pypi: { host: "pypi.org" } });
-    const first = await cli(["policy", "rollout", "--selector", "speed=slow", "--file", policyFile, "--concurrency", "2"], { interruptAfterMs: 2_000 });
+    // Late enough that some sandboxes were sent (after the process starts and reads what each one has), early enough that some were not.
+    const first = await cli(["policy", "rollout", "--selector", "speed=slow", "--file", policyFile, "--concurrency", "2"], { interruptAfterMs: 3_500 });
     expect(first.code, first.stderr).toBe(130);
     const id = /rollout ([0-9a-f-]{36}): interrupted/.exec(first.stdout)?.[1];
     expect(id, first.stdout).toBeDefined();
@@ -129,7 +150,7 @@ describe("openshell-config policy rollout", () => {
     for (const name of slow) expect(after.get(name), name).toBe(before.get(name)! + 1);
   }, 60_000);
 
-  it("a rollout whose waits time out exits 124: pending rows with their operation ids, no slowest of unfinished sandboxes, a resume command with the same --timeout", async () => {
+  it("a rollout whose waits time out exits 124: pending rows with their operation ids, no slowest of unfinished sandboxes, a resume command without a --timeout as short as 100ms", async () => {
     // The slow fleet takes 600 ms per apply: a 100 ms wait ends first.
     const r = await cli(["policy", "rollout", "-l", "speed=slow", "-f", file("conda.yaml", { conda: { host: "conda.anaconda.org" } }), "--timeout", "100ms", "-o", "json"]);
     expect(r.code, r.stderr).toBe(124);
@@ -137,7 +158,7 @@ describe("openshell-config policy rollout", () => {
     expect(doc.sandboxes).toHaveLength(slow.length);
     for (const s of doc.sandboxes) expect(s, s.sandbox).toMatchObject({ state: "pending", outcome: null, reason: "deadline", operationId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
     expect(doc.slowest).toEqual([]);
-    expect(doc.resume).toBe(`openshell-config policy rollout resume ${doc.id} --timeout 100ms -o json`);
+    expect(doc.resume).toBe(`openshell-config policy rollout resume ${doc.id} -o json`);
     expect(r.stderr).toContain(`resume with: ${doc.resume}\n`);
   }, 60_000);
 

@@ -139,12 +139,12 @@ describe.each(COLUMNS)("at %i columns", (columns) => {
     expect(id, screen.lines.join("\n")).toBeDefined();
     expect(screen.lines).toEqual([
       `rollout ${id}: 6 sandboxes (fleet=term)`,
-      expect.stringMatching(new RegExp(`^rollout ${id}: done, 6 sandboxes in \\d+\\.\\ds$`)),
+      expect.stringMatching(new RegExp(`^rollout ${id}: done, 6 sandboxes in (\\d+ms|\\d+\\.\\ds)$`)),
       "",
       "STATE    OUTCOME  SANDBOXES",
       "applied  applied  6",
       "",
-      expect.stringMatching(/^slowest: tr-\d{4} \d+\.\ds(, tr-\d{4} \d+\.\ds){4}$/),
+      expect.stringMatching(/^slowest: tr-\d{4} (\d+ms|\d+\.\ds)(, tr-\d{4} (\d+ms|\d+\.\ds)){4}$/),
     ]);
     expect(screen.rows).toHaveLength(rowsFor(screen.lines, columns));
     if (columns === 80) save("rollout-80.txt", screen);
@@ -172,7 +172,7 @@ describe("progressive rollout at 80 columns", () => {
       "wave 1/3  canary  1/1 applied  gate passed",
       "wave 2/3  50%     2/2 applied  gate passed",
       "wave 3/3  100%    3/3 applied  gate passed",
-      expect.stringMatching(new RegExp(`^rollout ${id}: done, 6 sandboxes in \\d+\\.\\ds$`)),
+      expect.stringMatching(new RegExp(`^rollout ${id}: done, 6 sandboxes in (\\d+ms|\\d+\\.\\ds)$`)),
       "",
       "WAVE      SANDBOXES  APPLIED  FAILED  NOT SENT  GATE",
       "1 canary  1          1        0       0         passed",
@@ -182,7 +182,7 @@ describe("progressive rollout at 80 columns", () => {
       "STATE    OUTCOME  SANDBOXES",
       "applied  applied  6",
       "",
-      expect.stringMatching(/^slowest: tr-\d{4} \d+\.\ds(, tr-\d{4} \d+\.\ds){4}$/),
+      expect.stringMatching(/^slowest: tr-\d{4} (\d+ms|\d+\.\ds)(, tr-\d{4} (\d+ms|\d+\.\ds)){4}$/),
     ]);
     expect(screen.rows).toHaveLength(rowsFor(screen.lines, 80));
     save("rollout-waves-80.txt", screen);
@@ -202,7 +202,7 @@ describe("progressive rollout at 80 columns", () => {
     const undo = await (await pane(80, ["policy", "rollout", "undo", pid!])).finish();
     expect(undo.code).toBe(0);
     expect(undo.lines).toContain("rolling back 1 sandbox: undo requested");
-    expect(undo.lines).toContain("rolled back 1 of 1 changed sandboxes");
+    expect(undo.lines).toContain("rolled back 1 of 1 changed sandbox");
     expect(framesOf(undo.raw).some((f) => /^rolling back \[[#-]+\] [01]\/1 /.test(f))).toBe(true);
     save("rollout-paused-undo-80.txt", { ...paused, rows: [...paused.rows, "$ openshell-config policy rollout undo …", ...undo.rows] });
   }, 120_000);

@@ -15,7 +15,8 @@ export interface RowView {
   tone?: "error" | "warn";
 }
 
-export const secs = (ms: number) => `${(ms / 1000).toFixed(1)}\u00a0s`;
+/** A duration: `850 ms` under a second (never "0.0 s"), else `1.4 s`. */
+export const secs = (ms: number) => (ms < 1000 ? `${Math.round(ms)}\u00a0ms` : `${(ms / 1000).toFixed(1)}\u00a0s`);
 
 /** `paused`: the sandbox is in the wave a paused rollout sends when approved (`next`), or in a later one. */
 export function viewOf(r: SandboxRolloutResult, paused?: "next" | "later"): RowView {
@@ -77,7 +78,8 @@ export function summaryOf(r: RolloutResult, mode: "new" | "resume" | "undo", exp
   if (error) counts.push(plural(error, "error"));
   if (pending) counts.push(`${pending} still pending`);
   if (skipped) counts.push(`${skipped} ${r.phase === "paused" ? "not sent yet" : "not sent"}`);
-  const tail = `${counts.join(", ")} (rollout ${r.id}, ${secs(r.durationMs)}).`;
+  // The time is this run's (a Continue or an Undo is a run of its own), and says so.
+  const tail = `${counts.join(", ")} (rollout ${r.id}; this run ${secs(r.durationMs)}).`;
   const failed = r.failures > 0 || error > 0;
   switch (r.phase) {
     case "complete":
@@ -89,8 +91,8 @@ export function summaryOf(r: RolloutResult, mode: "new" | "resume" | "undo", exp
     case "rolled-back": {
       const rb = r.rollback;
       const undone = [`${rb?.rolledBack ?? 0} rolled back`, ...(rb?.leftAlone.length ? [`${rb.leftAlone.length} left alone`] : []), ...(rb?.failed.length ? [`${rb.failed.length} not rolled back`] : [])].join(", ");
-      if (mode === "undo" || !r.gateFailure) return { text: `Undone: ${undone} (rollout ${r.id}, ${secs(r.durationMs)}).`, tone: rb?.failed.length ? "error" : "warn", verdict: "rolled-back" };
-      return { text: `Rolled back after a failed gate: ${counts.join(", ")}; ${undone} (rollout ${r.id}, ${secs(r.durationMs)}).`, tone: "error", verdict: "rolled-back" };
+      if (mode === "undo" || !r.gateFailure) return { text: `Undone: ${undone} (rollout ${r.id}; this run ${secs(r.durationMs)}).`, tone: rb?.failed.length ? "error" : "warn", verdict: "rolled-back" };
+      return { text: `Rolled back after a failed gate: ${counts.join(", ")}; ${undone} (rollout ${r.id}; this run ${secs(r.durationMs)}).`, tone: "error", verdict: "rolled-back" };
     }
     case "incomplete":
       return { text: `Incomplete: ${tail}`, tone: failed ? "error" : "warn", verdict: "incomplete" };
