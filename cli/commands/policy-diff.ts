@@ -45,7 +45,8 @@ async function compare(ctx: CommandContext, cmd: PolicyDiff | PolicySet, policy:
 
 function report(ctx: CommandContext, cmd: PolicyDiff | PolicySet, c: Compared, extra: Record<string, unknown>): void {
   if (c.diff !== "") ctx.out.line(c.diff.trimEnd());
-  if (c.staticFields.length > 0) {
+  // A dry run says it as its error (policyDryRun); a diff warns.
+  if (c.staticFields.length > 0 && extra["dryRun"] !== true) {
     ctx.out.warn(`${cmd.file} changes ${c.staticFields.join(", ")}, fixed when the sandbox was created: the gateway refuses it (only networkPolicies may change)`);
   }
   ctx.out.json({
@@ -73,7 +74,16 @@ export async function policyDiff(ctx: CommandContext, cmd: PolicyDiff): Promise<
 /** `policy set --dry-run`: the file is valid (read by the caller); show the diff, send nothing. */
 export async function policyDryRun(ctx: CommandContext, cmd: PolicySet, policy: SandboxPolicy): Promise<number> {
   const c = await compare(ctx, cmd, policy);
-  report(ctx, cmd, c, { dryRun: true, sent: false });
+  // What the gateway would refuse is known here: the dry run fails with its reason (exit 1) rather
+  // than calling the file valid. (A sandbox on a global policy is compared with the global one.)
+  const refused = c.staticFields.length > 0 && c.source !== "global";
+  report(ctx, cmd, c, { dryRun: true, sent: false, wouldBeRefused: refused });
+  if (refused) {
+    ctx.out.error(
+      `dry run: the gateway would refuse ${cmd.file}: it changes ${c.staticFields.join(", ")}, fixed when sandbox ${cmd.sandbox} was created (only networkPolicies may change); nothing was sent`,
+    );
+    return EXIT.failed;
+  }
   if (c.diff !== "") ctx.out.line();
   ctx.out.line(
     c.diff === ""

@@ -170,13 +170,22 @@ describe("policy diff, set --dry-run, merge and history", () => {
     expect(JSON.parse(asJson.stdout)).toMatchObject({ sandbox: api, desiredVersion: 1, equal: false, added, removed: 0, staticFieldsChanged: [], diff: differ.stdout });
   });
 
-  it("policy set --dry-run checks the file, shows the diff and a static-field warning, and sends nothing", async () => {
+  it("policy set --dry-run checks the file, shows the diff, fails with the reason when the gateway would refuse a static field, and sends nothing", async () => {
     const staticChange = file("static.yaml", policyYaml({ ...base, npm: { host: "registry.npmjs.org" } }).replace("readWrite: [/tmp, /workspace]", "readWrite: [/tmp]"));
     const r = await cli(["policy", "set", "-s", api, "-f", staticChange, "--dry-run"]);
-    expect(r.code, r.stderr).toBe(0);
+    // The gateway would refuse it: not "valid", exit 1 with the reason (issue 30, item 8).
+    expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toContain("-    - /workspace\n");
-    expect(r.stdout).toMatch(/^dry run: .*static\.yaml is valid \(\d+ lines added, 1 removed against v1\); nothing was sent$/m);
-    expect(r.stderr).toMatch(/^warning: .*static\.yaml changes filesystem, fixed when the sandbox was created: the gateway refuses it/);
+    expect(r.stdout).not.toMatch(/is valid/);
+    expect(r.stderr).toMatch(/^error: dry run: the gateway would refuse .*static\.yaml: it changes filesystem, fixed when sandbox cmd-api was created \(only networkPolicies may change\); nothing was sent$/m);
+    // The same file for real: the gateway does refuse it, as the dry run said.
+    const real = await cli(["policy", "set", "-s", api, "-f", staticChange]);
+    expect(real.code).toBe(1);
+    expect(real.stderr).toMatch(/policy\.filesystem differs from the policy the sandbox was created with/);
+    // A file that changes only network rules is valid.
+    const ok = await cli(["policy", "set", "-s", api, "-f", file("net-only.yaml", policyYaml({ ...base, npm: { host: "registry.npmjs.org" } })), "--dry-run"]);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/^dry run: .*net-only\.yaml is valid \(\d+ lines added, 0 removed against v1\); nothing was sent$/m);
     const history = json<{ revisions: unknown[] }>(await cli(["policy", "history", "-s", api, "-o", "json"]));
     expect(history.revisions).toHaveLength(1);
     const bad = file("bad.yaml", policyYaml(base).replace("ports: [443]", "ports: [https]"));
