@@ -80,6 +80,9 @@ describe("openshell-config policy rollout", () => {
   }, 60_000);
 
   it("undoes a rollout without waves like any other: every sandbox back on the policy it had, exit 0, and status says rolled back (issue 30, item 7)", async () => {
+    // What the sandboxes have before: a known policy, sent the same way.
+    const known = file("known.yaml", { known: { host: "known.example.com" } });
+    expect((await cli(["policy", "rollout", "--selector", "speed=fast", "--file", known])).code).toBe(0);
     const before = await versions("speed=fast");
     const r = await cli(["policy", "rollout", "--selector", "speed=fast", "--file", file("undo-me.yaml", { undone: { host: "undone.example.com" } })]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -97,6 +100,12 @@ describe("openshell-config policy rollout", () => {
     expect(policy.revision?.policyHash).toBe(was.revision?.policyHash);
     const status = await cli(["policy", "rollout", "status", id]);
     expect(status.stdout).toMatch(new RegExp(`^rollout ${id}\nstatus: rolled back`, "m"));
+    // The policy they had, sent again after the undo, is identical to what they run: no new
+    // revision, whatever annotations the rollback's revision carries (issue 30, item 14).
+    const again = await cli(["policy", "set", "--sandbox", fast[0]!, "--file", known, "--wait"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/: applied \(the sandbox already ran an identical configuration\)$/m);
+    expect((await versions("speed=fast")).get(fast[0]!)).toBe(after.get(fast[0]!));
   }, 90_000);
 
   it("halts after --max-failures rejected sandboxes, lists them and exits 1", async () => {

@@ -249,9 +249,12 @@ async function changePolicy(tx: StoreTx, sb: SandboxRecord, req: UpdateConfigReq
   validatePolicy(next);
   checkStaticFields(next, createTimePolicy(sb));
   const hash = next === req.policy && policyJson !== undefined ? policyHash(next, policyJson) : policyHash(next);
-  if (latest && latest.hash === hash && sameMap(latest.provenance, req.annotations)) {
-    return { changed: false, deleted: false, patch: {} };
-  }
+  // Identical means the same policy: its canonical hash equals the latest revision's. Annotations
+  // are the commit's provenance, not policy: they merge into the sandbox's annotations either way,
+  // and the revision keeps the provenance of the commit that created it. (They used to count, so
+  // re-sending a policy after a rollout's undo, whose revision carries rollback annotations, made
+  // an identical new revision instead of an ignored duplicate.)
+  if (latest && latest.hash === hash) return { changed: false, deleted: false, patch: {} };
   const version = (latest?.version ?? 0) + 1;
   const record: PolicyRevisionRecord = {
     sandboxId: sb.id,

@@ -196,12 +196,18 @@ describe("sandbox metadata", () => {
     expect(history.revisions[0]?.provenance).toEqual({ "example.com/ticket": "OPS-1" });
   });
 
-  it("the same policy with different provenance annotations is a new version", async () => {
+  it("the same policy with other annotations is no new version: identical means the same policy (issue 30, item 14)", async () => {
     await createSandbox(gw, "provenance");
-    const a = await gw.sdk().updatePolicy({ sandbox: "provenance", policy: policy(), annotations: { "example.com/ticket": "A" } });
-    const b = await gw.sdk().updatePolicy({ sandbox: "provenance", policy: policy(), annotations: { "example.com/ticket": "A" } });
+    const changed = policy({ x: "x.example.com" });
+    const a = await gw.sdk().updatePolicy({ sandbox: "provenance", policy: changed, annotations: { "example.com/ticket": "A" } });
+    const b = await gw.sdk().updatePolicy({ sandbox: "provenance", policy: changed, annotations: { "example.com/ticket": "B" } });
     expect(a.policyVersion).toBe(2);
     expect(b.policyVersion).toBe(2);
+    // The annotations still merge into the sandbox's; the revision keeps its creator's provenance.
+    expect(b.annotations["example.com/ticket"]).toBe("B");
+    const history = await gw.raw("admin").listSandboxPolicies({ sandbox: "provenance", workspaceScope: workspaceScope() });
+    expect(history.revisions.map((r) => r.version)).toEqual([2, 1]);
+    expect(history.revisions[0]?.provenance).toEqual({ "example.com/ticket": "A" });
   });
 
   it("resource_version bumps on each change and not on an unchanged update", async () => {
