@@ -13,6 +13,7 @@ import {
   ConfigUpdateOperationState as State,
   GatewayMessageSchema,
   ProviderEnvironmentSnapshotSchema,
+  SandboxPhase,
   type ConfigSnapshotRevision,
   type GatewayMessage,
   type ProviderEnvironmentSnapshot,
@@ -224,6 +225,10 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     if (outbound.closed || !bootstrapped) return;
     const sb = known ? known.sandbox : await deps.store.sandboxById(sandbox.id);
     if (!sb) return close(new ConnectError("sandbox no longer exists", Code.NotFound));
+    // A stopped sandbox gets nothing: its operations are INACTIVE ("the change applies when it
+    // starts"), and a supervisor still connected must not enforce what they say it does not.
+    // StartSandbox notifies the session again, which then delivers the latest desired state.
+    if (sb.phase === SandboxPhase.STOPPED || sb.phase === SandboxPhase.COMPLETED) return;
     const { desired, provider } = await snapshots(sb, true);
     const { snap, revision } = desired;
     deferred = slots.sandbox.inflight !== undefined || slots.provider.inflight !== undefined;
