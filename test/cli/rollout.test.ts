@@ -15,6 +15,7 @@ import { build, policyYaml, runBinary, waitFleetReady, type Run } from "./harnes
 
 const fast = fleetNames("cr-", 30);
 const slow = fleetNames("cs-", 12);
+const solo = fast[fast.length - 1]!;
 const base = { github: { host: "api.github.com" } };
 
 let stack: LocalStack;
@@ -50,7 +51,8 @@ beforeAll(async () => {
   const raw = admin();
   // The filesystem part of a policy is fixed at creation: the same as policyYaml's.
   const policy = { version: 1, filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] }, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] } } };
-  for (const name of fast) await raw.createSandbox({ name, labels: { env: "prod", speed: "fast" }, spec: { policy }, workspaceScope: workspaceScope() });
+  // The last fast sandbox is also the only one labelled solo=yes: a rollout to one sandbox.
+  for (const name of fast) await raw.createSandbox({ name, labels: { env: "prod", speed: "fast", ...(name === solo ? { solo: "yes" } : {}) }, spec: { policy }, workspaceScope: workspaceScope() });
   for (const name of slow) await raw.createSandbox({ name, labels: { env: "prod", speed: "slow" }, spec: { policy }, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "cr-", count: fast.length } });
   stack.startSupervisor({ fleet: { prefix: "cs-", count: slow.length }, args: ["--apply-delay-ms", "600"] });
@@ -107,6 +109,27 @@ describe("openshell-config policy rollout", () => {
     expect(again.stdout).toMatch(/: applied \(the sandbox already ran an identical configuration\)$/m);
     expect((await versions("speed=fast")).get(fast[0]!)).toBe(after.get(fast[0]!));
   }, 90_000);
+
+  it("undoes a rollout without waves to one sandbox: the first line and the rollback line agree, in the singular, exit 0, status rolled back (issue 30, items 7 and 9)", async () => {
+    const before = (await versions("solo=yes")).get(solo)!;
+    const r = await cli(["policy", "rollout", "--selector", "solo=yes", "--file", file("solo.yaml", { solo: { host: "solo.example.com" } })]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^rollout [0-9a-f-]{36}: done, 1 sandbox in (\d+ms|\d+\.\ds)$/m);
+    expect(r.stdout).toMatch(new RegExp(`^slowest: ${solo} (\\d+ms|\\d+\\.\\ds)$`, "m"));
+    const id = /^rollout ([0-9a-f-]{36}): /m.exec(r.stderr)![1]!;
+    const undo = await cli(["policy", "rollout", "undo", id]);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    expect(undo.stdout).toMatch(new RegExp(`^rollout ${id}: rolled back, 1 sandbox in (\\d+ms|\\d+\\.\\ds)$`, "m"));
+    expect(undo.stdout).toMatch(/^rolled back 1 of 1 changed sandbox$/m);
+    expect(undo.stdout + undo.stderr).not.toMatch(/no before-state|failed|0\.0s|1 sandboxes/);
+    // Back on the policy it had, as a new revision.
+    expect((await versions("solo=yes")).get(solo)).toBe(before + 2);
+    const now = await admin().getSandboxPolicyStatus({ sandbox: solo, version: 0, workspaceScope: workspaceScope() });
+    const was = await admin().getSandboxPolicyStatus({ sandbox: solo, version: before, workspaceScope: workspaceScope() });
+    expect(now.revision?.policyHash).toBe(was.revision?.policyHash);
+    const status = await cli(["policy", "rollout", "status", id]);
+    expect(status.stdout).toMatch(new RegExp(`^rollout ${id}\nstatus: rolled back\n1 sandbox \\(solo=yes\\), 1 sent$`, "m"));
+  }, 60_000);
 
   it("halts after --max-failures rejected sandboxes, lists them and exits 1", async () => {
     const before = await versions("speed=fast");
