@@ -77,4 +77,22 @@ describe("idempotency keys", () => {
     const again = await gw.raw("admin").updateConfig({ sandbox: "dev", settingKey: "k256", settingValue: { value: { case: "intValue", value: 1n } }, idempotencyKey: key, workspaceScope: workspaceScope() });
     expect(again.operation?.operationId).toBe(res.operation?.operationId);
   });
+
+  it("a key's request includes its annotations, though annotations do not make a policy new (issue 30, item 14)", async () => {
+    const raw = gw.raw("admin");
+    const req = { sandbox: "dev", policy: policy({ annotated: "annotated.example.com" }), annotations: { "example.com/ticket": "A" }, idempotencyKey: "annotated-key", workspaceScope: workspaceScope() };
+    const original = await raw.updateConfig(req);
+    // The same request again: the same operation.
+    expect((await raw.updateConfig(req)).operation?.operationId).toBe(original.operation?.operationId);
+    // The same key with other annotations is another request: refused, nothing changes.
+    const before = await dumpState(gw);
+    const err = await rpcError(raw.updateConfig({ ...req, annotations: { "example.com/ticket": "B" } }));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.rawMessage).toBe("idempotency_key was already used with a different request payload");
+    expect(await dumpState(gw)).toBe(before);
+    // Under a key of its own the same policy is no new revision: a new operation on the same one.
+    const other = await raw.updateConfig({ ...req, annotations: { "example.com/ticket": "B" }, idempotencyKey: "annotated-key-2" });
+    expect(other.operation?.operationId).not.toBe(original.operation?.operationId);
+    expect([other.version, other.policyHash]).toEqual([original.version, original.policyHash]);
+  });
 });
