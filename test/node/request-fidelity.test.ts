@@ -154,8 +154,9 @@ describe("the workspace scope of every request", () => {
     await client.awaitCompletion({ operationId: "op-1" }, { timeoutMs: 2_000 });
     await client.getOperation({ operationId: "op-1" });
     await rollout(client, { labelSelector: "env=prod", policy: samplePolicy() });
+    // The rollout reads what each sandbox has before changing it (its undo needs it): a status read.
     expect(new Set(gw.seen.map((s) => s.method))).toEqual(
-      new Set(["UpdateConfig", "WatchConfigUpdateOperations", "GetConfigUpdateOperation", "ListSandboxes"]),
+      new Set(["UpdateConfig", "WatchConfigUpdateOperations", "GetConfigUpdateOperation", "ListSandboxes", "GetSandboxPolicyStatus"]),
     );
     for (const s of gw.seen) expect({ method: s.method, scope: s.scope }).toEqual({ method: s.method, scope: DEFAULT });
   });
@@ -178,6 +179,7 @@ describe("the workspace scope of every request", () => {
       ["UpdateConfig", { case: "workspace", value: "team-a" }],
       ["WatchConfigUpdateOperations", { case: "workspace", value: "team-a" }],
       ["ListSandboxes", { case: "workspace", value: "team-b" }],
+      ["GetSandboxPolicyStatus", { case: "workspace", value: "team-b" }],
       ["UpdateConfig", { case: "workspace", value: "team-b" }],
     ]);
   });
@@ -189,6 +191,7 @@ describe("the workspace scope of every request", () => {
     await run.result;
     expect(gw.seen.map((s) => [s.method, s.scope])).toEqual([
       ["ListSandboxes", { case: "workspace", value: "team-a" }],
+      ["GetSandboxPolicyStatus", { case: "workspace", value: "team-a" }],
       ["UpdateConfig", { case: "workspace", value: "team-a" }],
     ]);
     expect(run.state().workspace).toBe("team-a");
