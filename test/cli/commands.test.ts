@@ -100,7 +100,8 @@ beforeAll(async () => {
   };
   for (const name of [web, api, slow, rej]) {
     await raw.createSandbox({ name, spec: { policy: basePolicy }, labels: labels[name]!, workspaceScope: workspaceScope() });
-    stack.startSupervisor({ sandbox: name, ...(name === slow ? { args: ["--apply-delay-ms", "1500"] } : {}) });
+    // slow: long enough that a command started after a commit (over a second on a loaded machine) still sees it pending.
+    stack.startSupervisor({ sandbox: name, ...(name === slow ? { args: ["--apply-delay-ms", "4000"] } : {}) });
   }
   await waitReady(async (name) => (await raw.getSandbox({ name, workspaceScope: workspaceScope() })).sandbox?.status?.phase, [web, api, slow, rej], stack.logFile, 400);
 }, 240_000);
