@@ -9,15 +9,8 @@ export function formatVersion(version: number): string {
   return version > 0 ? `v${version}` : "-";
 }
 
-/** `950ms` below a second, `31.8s` below a minute, then `2m05s` and `1h02m`. */
-export function formatDuration(ms: number): string {
-  if (!Number.isFinite(ms)) return "no limit";
-  if (Math.round(ms) < 1_000) return `${Math.max(0, Math.round(ms))}ms`;
-  if (Math.round(ms / 100) < 600) return `${(Math.round(ms / 100) / 10).toFixed(1)}s`;
-  const s = Math.round(ms / 1_000);
-  if (s < 3_600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3_600)}h${String(Math.floor((s % 3_600) / 60)).padStart(2, "0")}m`;
-}
+/** `950ms` below a second, `31.8s` below a minute, then `2m05s` and `1h02m` (shared with the dashboard). */
+export { formatDuration } from "../shared/duration.js";
 
 /** A policy hash for text: `sha256:` and the first 12 hex digits (the JSON has it whole). */
 export function shortHash(hash: string): string {
@@ -68,13 +61,4 @@ export function formatClock(at: Date): string {
 /** `1 sandbox`, `2 sandboxes`: a count and its noun, singular for exactly one. */
 export function countOf(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
-}
-
-/**
- * A short duration for lists (a rollout's run, its slowest sandboxes): `45ms` below a tenth of a
- * second (never a misleading `0.0s`), `0.9s` and `31.8s` below a minute, then as formatDuration.
- */
-export function formatShortDuration(ms: number): string {
-  if (Math.round(ms) < 100) return `${Math.max(0, Math.round(ms))}ms`;
-  return ms < 59_950 ? `${(ms / 1000).toFixed(1)}s` : formatDuration(ms);
 }

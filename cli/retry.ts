@@ -12,6 +12,7 @@
 
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { tlsErrorOf, UnavailableError } from "openshell-config";
+import { countOf, formatDuration } from "./format.js";
 
 export interface RetryRule {
   /** The pauses before each retry; their number is the number of retries. */
@@ -116,7 +117,7 @@ export function lineReport(note: (line: string) => void): RetryReport {
       if (shown) return;
       shown = true;
       const total = rule.delaysMs.reduce((a, b) => a + b, 0);
-      note(`gateway unreachable (${reason}); retrying ${rule.delaysMs.length} times within ${(total / 1000).toFixed(1)}s…`);
+      note(`gateway unreachable (${reason}); retrying ${countOf(rule.delaysMs.length, "time")} within ${formatDuration(total)}…`);
     },
     recovered() {
       shown = false;

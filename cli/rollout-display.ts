@@ -114,7 +114,7 @@ export function startRolloutDisplay(
         }
         case "wave-started":
           showing = { kind: "wave", index: e.wave, startedAt: now() };
-          if (!live && e.waves > 1) note(`wave ${e.wave + 1}/${e.waves}  ${waveName(e.wave, waves)}: sending to ${e.sandboxes.length} sandbox${e.sandboxes.length === 1 ? "" : "es"}`);
+          if (!live && e.waves > 1) note(`wave ${e.wave + 1}/${e.waves}  ${waveName(e.wave, waves)}: sending to ${countOf(e.sandboxes.length, "sandbox", "sandboxes")}`);
           break;
         case "result": {
           progress = { ...e.progress };
@@ -145,7 +145,7 @@ export function startRolloutDisplay(
           }
           break;
         case "rollback-started":
-          note(`rolling back ${e.sandboxes.length} sandbox${e.sandboxes.length === 1 ? "" : "es"}: ${e.reason}`);
+          note(`rolling back ${countOf(e.sandboxes.length, "sandbox", "sandboxes")}: ${e.reason}`);
           showing = { kind: "rollback", total: e.sandboxes.length, done: 0, failed: 0, startedAt: now() };
           break;
         case "rollback-result":

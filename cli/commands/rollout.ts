@@ -13,7 +13,7 @@ import { usageOf, UsageError } from "../args.js";
 import type { RolloutCommand } from "../rollout-args.js";
 import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
 import { EXIT } from "../outcome.js";
-import { countOf, formatShortDuration } from "../format.js";
+import { countOf, formatDuration } from "../format.js";
 import { readPolicyFile } from "../policy-file.js";
 import { startRolloutDisplay, waveName } from "../rollout-display.js";
 import { resumeTimeout, rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
@@ -285,11 +285,11 @@ function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly {
   const waved = r.waves.length > 1;
   // The selector is in the header above (stderr) and the JSON, the waves in the table below:
   // without them the line fits 80 columns.
-  // The whole run's duration: 45ms, 0.9s, 31.8s, 2m05s (never "0.0s").
+  // The whole run's duration: 240ms, 31.8s, 2m05s (never "0.0s"), as every duration the CLI prints.
   // A rollback that did not return every sandbox says so here too, as the line about it below does.
   const rb = r.rollback;
   const verdict = r.phase === "rolled-back" && rb !== undefined && (rb.failed.length > 0 || rb.pending.length > 0) ? (rb.rolledBack > 0 ? "partly rolled back" : "not rolled back") : (VERDICT[r.phase] ?? (r.complete ? "done" : "incomplete"));
-  out.line(`rollout ${r.id}: ${verdict}, ${countOf(r.counts.total, "sandbox", "sandboxes")} in ${formatShortDuration(r.durationMs)}`);
+  out.line(`rollout ${r.id}: ${verdict}, ${countOf(r.counts.total, "sandbox", "sandboxes")} in ${formatDuration(r.durationMs)}`);
   if (waved) {
     out.line();
     out.table(
@@ -344,7 +344,16 @@ function printSummary(ctx: CommandContext, r: RolloutResult, slowest: readonly {
   }
   if (slowest.length > 0) {
     out.line();
-    out.line(`slowest: ${slowest.map((s) => `${s.sandbox} ${formatShortDuration(s.durationMs)}`).join(", ")}`);
+    // On a terminal, as many as fit its width (five names with "819ms" each pass 80 columns), the
+    // slowest at least; on a pipe all of them, and -o json has each one's milliseconds.
+    const [first, ...rest] = slowest.map((s) => `${s.sandbox} ${formatDuration(s.durationMs)}`);
+    const width = out.tableLayout().maxWidth ?? Infinity;
+    let text = `slowest: ${first}`;
+    for (const entry of rest) {
+      if (text.length + 2 + entry.length > width) break;
+      text += `, ${entry}`;
+    }
+    out.line(text);
   }
 }
 

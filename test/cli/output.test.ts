@@ -7,7 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { createOutput, formatTable, toJsonText, toYamlText } from "../../cli/output.js";
-import { countOf, formatAge, formatDuration, formatShortDuration, formatVersion, shortHash } from "../../cli/format.js";
+import { countOf, formatAge, formatDuration, formatVersion, shortHash } from "../../cli/format.js";
+import { formatDuration as sharedFormatDuration } from "../../shared/duration.js";
 import { formatSettingValue, settingJson } from "../../cli/setting-format.js";
 
 function stream(isTTY = false) {
@@ -221,8 +222,10 @@ describe("counts (issue 30, item 9)", () => {
     expect(countOf(3, "wave")).toBe("3 waves");
   });
 
-  it("a duration is never a misleading 0.0s: milliseconds under a second, or under a tenth of one in lists", () => {
-    expect([formatDuration(4), formatDuration(49), formatDuration(999.4)]).toEqual(["4ms", "49ms", "999ms"]);
-    expect([formatShortDuration(4), formatShortDuration(99), formatShortDuration(865), formatShortDuration(31_795), formatShortDuration(125_000)]).toEqual(["4ms", "99ms", "0.9s", "31.8s", "2m05s"]);
+  it("a duration is never a misleading 0.0s: milliseconds under a second, one decimal from a second, minutes from a minute", () => {
+    const ms = [0, 4, 49, 240, 865, 999.4, 1_000, 31_795, 125_000];
+    expect(ms.map(formatDuration)).toEqual(["0ms", "4ms", "49ms", "240ms", "865ms", "999ms", "1.0s", "31.8s", "2m05s"]);
+    // The dashboard's rollout card uses the same function.
+    expect(ms.map(sharedFormatDuration)).toEqual(ms.map(formatDuration));
   });
 });

@@ -31,7 +31,7 @@ describe("the retry rule", () => {
     const r = run([refused, refused, () => "ok"]);
     await expect(r.promise).resolves.toBe("ok");
     expect(r.calls()).toBe(3);
-    expect(r.notes).toEqual(["gateway unreachable (connect ECONNREFUSED 127.0.0.1:9); retrying 3 times within 0.0s…"]);
+    expect(r.notes).toEqual(["gateway unreachable (connect ECONNREFUSED 127.0.0.1:9); retrying 3 times within 0ms…"]);
   });
 
   it("fails with GatewayUnreachableError after the last retry, carrying no cause a caller would retry", async () => {

@@ -144,7 +144,7 @@ describe.each(COLUMNS)("at %i columns", (columns) => {
       "STATE    OUTCOME  SANDBOXES",
       "applied  applied  6",
       "",
-      expect.stringMatching(/^slowest: tr-\d{4} (\d+ms|\d+\.\ds)(, tr-\d{4} (\d+ms|\d+\.\ds)){4}$/),
+      expect.stringMatching(/^slowest: tr-\d{4} (\d+ms|\d+\.\ds)(, tr-\d{4} (\d+ms|\d+\.\ds)){2,4}$/),
     ]);
     expect(screen.rows).toHaveLength(rowsFor(screen.lines, columns));
     if (columns === 80) save("rollout-80.txt", screen);
@@ -182,7 +182,7 @@ describe("progressive rollout at 80 columns", () => {
       "STATE    OUTCOME  SANDBOXES",
       "applied  applied  6",
       "",
-      expect.stringMatching(/^slowest: tr-\d{4} (\d+ms|\d+\.\ds)(, tr-\d{4} (\d+ms|\d+\.\ds)){4}$/),
+      expect.stringMatching(/^slowest: tr-\d{4} (\d+ms|\d+\.\ds)(, tr-\d{4} (\d+ms|\d+\.\ds)){2,4}$/),
     ]);
     expect(screen.rows).toHaveLength(rowsFor(screen.lines, 80));
     save("rollout-waves-80.txt", screen);

@@ -2,6 +2,7 @@
 // the rollback panel, the segments of the card's bar, and the summary line of a finished run.
 
 import type { RolloutResult, SandboxRollback, SandboxRolloutResult } from "openshell-config/rollout";
+import { formatDuration } from "../../../shared/duration.js";
 import { badgeStateOf, fromStatus, plural, type BadgeState } from "./status.js";
 import { leftAloneReason, type RollbackLine } from "./rollout-waves.js";
 
@@ -15,9 +16,6 @@ export interface RowView {
   tone?: "error" | "warn";
 }
 
-/** A duration: `850 ms` under a second (never "0.0 s"), else `1.4 s`. */
-export const secs = (ms: number) => (ms < 1000 ? `${Math.round(ms)}\u00a0ms` : `${(ms / 1000).toFixed(1)}\u00a0s`);
-
 /** `paused`: the sandbox is in the wave a paused rollout sends when approved (`next`), or in a later one. */
 export function viewOf(r: SandboxRolloutResult, paused?: "next" | "later"): RowView {
   switch (r.status) {
@@ -25,7 +23,7 @@ export function viewOf(r: SandboxRolloutResult, paused?: "next" | "later"): RowV
       const state = badgeStateOf(r.completion);
       const v = fromStatus(r.completion).policyVersion;
       // A result replayed by a resumed run comes back at once: its time says nothing.
-      const what = [v === undefined ? undefined : `policy v${v}`, r.durationMs >= 50 ? secs(r.durationMs) : undefined].filter(Boolean).join(" · ");
+      const what = [v === undefined ? undefined : `policy v${v}`, r.durationMs >= 50 ? formatDuration(r.durationMs) : undefined].filter(Boolean).join(" · ");
       const error = r.completion.error;
       return { state, label: state, detail: error ? `${what}: ${error}` : what, tone: state === "failed" ? "error" : state === "degraded" ? "warn" : undefined };
     }
@@ -78,8 +76,9 @@ export function summaryOf(r: RolloutResult, mode: "new" | "resume" | "undo", exp
   if (error) counts.push(plural(error, "error"));
   if (pending) counts.push(`${pending} still pending`);
   if (skipped) counts.push(`${skipped} ${r.phase === "paused" ? "not sent yet" : "not sent"}`);
-  // The time is this run's (a Continue or an Undo is a run of its own), and says so.
-  const tail = `${counts.join(", ")} (rollout ${r.id}; this run ${secs(r.durationMs)}).`;
+  // The time is this run's (a Continue or an Undo is a run of its own, and replaces the text), and
+  // says so; written as the command line writes durations (850ms, 1.4s, 2m05s; never "0.0s").
+  const tail = `${counts.join(", ")} (rollout ${r.id}; this run ${formatDuration(r.durationMs)}).`;
   const failed = r.failures > 0 || error > 0;
   switch (r.phase) {
     case "complete":
@@ -91,8 +90,8 @@ export function summaryOf(r: RolloutResult, mode: "new" | "resume" | "undo", exp
     case "rolled-back": {
       const rb = r.rollback;
       const undone = [`${rb?.rolledBack ?? 0} rolled back`, ...(rb?.leftAlone.length ? [`${rb.leftAlone.length} left alone`] : []), ...(rb?.failed.length ? [`${rb.failed.length} not rolled back`] : [])].join(", ");
-      if (mode === "undo" || !r.gateFailure) return { text: `Undone: ${undone} (rollout ${r.id}; this run ${secs(r.durationMs)}).`, tone: rb?.failed.length ? "error" : "warn", verdict: "rolled-back" };
-      return { text: `Rolled back after a failed gate: ${counts.join(", ")}; ${undone} (rollout ${r.id}; this run ${secs(r.durationMs)}).`, tone: "error", verdict: "rolled-back" };
+      if (mode === "undo" || !r.gateFailure) return { text: `Undone: ${undone} (rollout ${r.id}; this run ${formatDuration(r.durationMs)}).`, tone: rb?.failed.length ? "error" : "warn", verdict: "rolled-back" };
+      return { text: `Rolled back after a failed gate: ${counts.join(", ")}; ${undone} (rollout ${r.id}; this run ${formatDuration(r.durationMs)}).`, tone: "error", verdict: "rolled-back" };
     }
     case "incomplete":
       return { text: `Incomplete: ${tail}`, tone: failed ? "error" : "warn", verdict: "incomplete" };

@@ -405,11 +405,11 @@ describe("dashboard in Chromium", () => {
 
     await page.locator('[data-testid="rollout-progress"][data-verdict="done"]').waitFor();
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(WEB.length);
-    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}; this run [\d.]+\s(s|ms)\)\.$/);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}; this run (\d+ms|\d+\.\ds|\d+m\d\ds)\)\.$/);
     expect(await page.locator('[data-testid="rollout-bar"]').getAttribute("aria-valuenow")).toBe(String(WEB.length));
     expect(await page.locator('[data-testid="rollout-bar"]').getAttribute("aria-valuemax")).toBe(String(WEB.length));
     expect(await page.locator('[data-testid="rollout-progress"]').getAttribute("data-tone")).toBe("ok");
-    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').first().locator("td").nth(2).innerText()).toMatch(/^policy v\d+ · [\d.]+\s(s|ms)$/);
+    expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').first().locator("td").nth(2).innerText()).toMatch(/^policy v\d+ · (\d+ms|\d+\.\ds|\d+m\d\ds)$/);
     expect(await page.locator("#rollout-resume").isHidden()).toBe(true);
     // Each sandbox: queued, sending, committed (pending), then applied; never straight from sending to its outcome.
     const rowStates = await page.evaluate(() => (window as unknown as { rowStates: Record<string, string[]> }).rowStates);
@@ -484,7 +484,7 @@ describe("dashboard in Chromium", () => {
     const summaries = await page.evaluate(() => (window as unknown as { summaries: string[] }).summaries);
     expect(summaries).toContain("Rolling out to 1 sandbox…");
     expect(summaries.filter((t) => /\b1 (sandboxes|errors|failures)\b/.test(t))).toEqual([]);
-    expect(await summary.innerText()).toMatch(/^Done: 1 applied \(rollout [0-9a-f-]{36}; this run [\d.]+\s(s|ms)\)\.$/);
+    expect(await summary.innerText()).toMatch(/^Done: 1 applied \(rollout [0-9a-f-]{36}; this run (\d+ms|\d+\.\ds|\d+m\d\ds)\)\.$/);
     expect(updateConfigRequests).toBeGreaterThan(sent);
     expect(pageErrors).toEqual([]);
     mark("rollout errors");
@@ -519,7 +519,7 @@ describe("dashboard in Chromium", () => {
       { gate: "approval", chip: "waiting for approval", counts: "0 applied · 0 failed · 0 pending · 2 queued", reason: expect.stringContaining("Continue sends this wave") },
       { gate: "not-reached", chip: "not reached", counts: "0 applied · 0 failed · 0 pending · 3 queued", reason: undefined },
     ]);
-    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Paused after wave 1 of 3, waiting for approval: 1 applied, 5 not sent yet \(rollout [0-9a-f-]{36}; this run [\d.]+\s(s|ms)\)\. Continue sends the next wave\.$/);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Paused after wave 1 of 3, waiting for approval: 1 applied, 5 not sent yet \(rollout [0-9a-f-]{36}; this run (\d+ms|\d+\.\ds|\d+m\d\ds)\)\. Continue sends the next wave\.$/);
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(1);
     // Wave 2's sandboxes await the approval; wave 3's are not sent yet.
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="waiting"][data-wave="1"]').count()).toBe(2);
@@ -590,7 +590,7 @@ describe("dashboard in Chromium", () => {
       { gate: "passed", chip: "gate passed", counts: "3 applied · 0 failed · 0 pending", reason: "wave 3: 3 of 3 succeeded" },
     ]);
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-state="applied"]').count()).toBe(WEB.length);
-    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}; this run [\d.]+\s(s|ms)\)\.$/);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Done: 6 applied \(rollout [0-9a-f-]{36}; this run (\d+ms|\d+\.\ds|\d+m\d\ds)\)\.$/);
     expect(await page.locator("#rollout-resume").isHidden()).toBe(true);
     expect(await page.locator("#rollout-undo").isEnabled()).toBe(true); // a finished rollout can still be undone
     await card().screenshot({ path: ROLLOUT_SCREENSHOT("complete") });
@@ -619,7 +619,7 @@ describe("dashboard in Chromium", () => {
     expect(await leftAlone.innerText()).toMatch(/^web-0000 left alone: changed by someone else since \(desired policy is v\d+, this rollout made v\d+\)$/);
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-rollback="rolled-back"]').count()).toBe(5);
     expect(await page.locator('[data-testid="rollout-rows"] tr[data-sandbox="web-0001"] [data-testid="row-rollback"]').innerText()).toMatch(/^↩ rolled back \(policy v\d+\)$/);
-    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Undone: 5 rolled back, 1 left alone \(rollout [0-9a-f-]{36}; this run [\d.]+\s(s|ms)\)\.$/);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Undone: 5 rolled back, 1 left alone \(rollout [0-9a-f-]{36}; this run (\d+ms|\d+\.\ds|\d+m\d\ds)\)\.$/);
     expect(await page.locator("#rollout-undo").isHidden()).toBe(true);
     // web-0001 has a new revision with the policy it had before; web-0000 keeps the other change.
     expect(await versionOf("web-0001")).toBe(before + 1);
@@ -655,7 +655,7 @@ describe("dashboard in Chromium", () => {
     expect(waves.map((w) => w.gate)).toEqual(["failed", "not-reached", "not-reached"]);
     expect(waves[0]).toMatchObject({ chip: "gate failed", counts: "0 applied · 1 failed · 0 pending", reason: "wave 1 (canary): 1 of 1 failed, limit 1" });
     expect(await styleOf('[data-testid="rollout-waves"] li[data-gate="failed"] [data-testid="wave-reason"]')).toBe(RED);
-    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Rolled back after a failed gate: 1 failed, 5 not sent; 1 rolled back \(rollout [0-9a-f-]{36}; this run [\d.]+\s(s|ms)\)\.$/);
+    expect(await page.locator('[data-testid="rollout-progress"]').innerText()).toMatch(/^Rolled back after a failed gate: 1 failed, 5 not sent; 1 rolled back \(rollout [0-9a-f-]{36}; this run (\d+ms|\d+\.\ds|\d+m\d\ds)\)\.$/);
     expect(await page.locator('[data-testid="rollout-progress"]').getAttribute("data-tone")).toBe("error");
     const failed = page.locator('[data-testid="rollout-rows"] tr[data-state="failed"]');
     expect(await failed.count()).toBe(1);
