@@ -17,7 +17,7 @@ import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { freePort, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
-import { BIN, build, policyYaml, runBinary, type Run, waitReady } from "./harness.js";
+import { BIN, build, policyYaml, runBash, runBinary, type Run, waitReady } from "./harness.js";
 
 const web = "cmd-web";
 const api = "cmd-api";
@@ -372,16 +372,7 @@ describe("one retry rule, and a gateway without the extension", () => {
 
 describe("shell completion", () => {
   it("bash can source the script, which registers openshell-config and completes commands, options and values", async () => {
-    const bash = (script: string) =>
-      new Promise<Run>((res, rej) => {
-        const child = spawn("bash", ["-c", script], { cwd: dir, env: { PATH: process.env.PATH, HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-        child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-        child.once("error", rej);
-        child.once("close", (code) => res({ code, stdout, stderr }));
-      });
+    const bash = (script: string) => runBash(script, dir, { PATH: process.env.PATH, HOME: home });
     const registered = await bash(`source <("${process.execPath}" "${BIN}" completion bash) && complete -p openshell-config`);
     expect(registered.code, registered.stderr).toBe(0);
     expect(registered.stdout).toBe("complete -F _openshell_config openshell-config\n");

@@ -6,7 +6,6 @@
 // terminal.
 
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +15,7 @@ import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { startLocalStack, type LocalStack } from "../../examples/local-stack.js";
 import { typedFlags } from "../../cli/dynamic-completion.js";
-import { BIN, build, policyYaml, runBinary, type Run } from "./harness.js";
+import { BIN, build, policyYaml, runBash, runBinary, type Run } from "./harness.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 let stack: LocalStack;
@@ -58,15 +57,7 @@ function cli(args: readonly string[]): Promise<Run> {
 /** COMPREPLY for the words typed (the last one being completed), from the real bash script. */
 async function complete(words: readonly string[], extra: Record<string, string> = {}): Promise<{ words: string[]; stderr: string }> {
   const script = `source <(openshell-config completion bash); COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _openshell_config; printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const r = await new Promise<Run>((res, rej) => {
-    const child = spawn("bash", ["-c", script], { cwd: dir, env: { ...env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-    child.once("error", rej);
-    child.once("close", (code) => res({ code, stdout, stderr }));
-  });
+  const r = await runBash(script, dir, { ...env, ...extra });
   expect(r.code, r.stderr).toBe(0);
   return { words: r.stdout.split("\n").filter((w) => w !== ""), stderr: r.stderr };
 }

@@ -3,12 +3,12 @@
 // these fail or answer before any connection). The 80-column screens come from a real
 // pseudo-terminal (tmux) and are saved to test-results/.
 
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestPki, type TestPki } from "../../examples/tls/pki.js";
-import { BIN, build, ROOT, runBinary, type Run } from "./harness.js";
+import { BIN, build, ROOT, runBash, runBinary, type Run } from "./harness.js";
 import { createFakeHome, type FakeHome } from "./registry-fixture.js";
 import { hasTmux, startInPane } from "./tmux.js";
 
@@ -220,15 +220,7 @@ describe("completion", () => {
     const script = (words: string[]) =>
       `source <("${process.execPath}" "${BIN}" completion bash); COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _openshell_config; echo "\${COMPREPLY[*]}"`;
     const complete = async (...words: string[]) => {
-      const r = await new Promise<Run>((res, rej) => {
-        const child = spawn("bash", ["-c", script(words)], { env: { PATH: process.env.PATH, ...home.env }, stdio: ["ignore", "pipe", "pipe"] });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
-        child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-        child.once("error", rej);
-        child.once("close", (code) => res({ code, stdout, stderr }));
-      });
+      const r = await runBash(script(words), undefined, { PATH: process.env.PATH, ...home.env });
       expect(r.stderr).toBe("");
       return r.stdout.trim().split(" ");
     };

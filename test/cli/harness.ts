@@ -35,6 +35,20 @@ export function runBinary(args: readonly string[], cwd: string, env: Record<stri
   });
 }
 
+/** Runs `script` with `bash -c` in `cwd` with exactly `env`; its exit status and output. */
+export function runBash(script: string, cwd: string | undefined, env: Record<string, string | undefined>): Promise<Run> {
+  const clean = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
+  return new Promise((res, rej) => {
+    const child = spawn("bash", ["-c", script], { ...(cwd !== undefined ? { cwd } : {}), env: clean, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
+    child.once("error", rej);
+    child.once("close", (code) => res({ code, stdout, stderr }));
+  });
+}
+
 /** True when every build output is newer than every input (make's rule). */
 function distIsFresh(): boolean {
   const mtime = (p: string) => statSync(p).mtimeMs;
