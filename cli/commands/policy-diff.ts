@@ -1,10 +1,10 @@
 // `policy diff --sandbox S --file F` and `policy set --dry-run`: the sandbox's desired policy (the
 // effective one, from getConfig) against a policy file, as a unified diff of their canonical YAML,
 // before anything is sent. `policy diff` exits 0 when they are equal and 1 when they differ (as
-// diff does); the dry run exits 0 either way. Both warn when the file changes a static field,
-// which the gateway would refuse.
+// diff does); the dry run exits 0 unless the file changes a static field, which the gateway would
+// refuse (exit 1 with the reason; policy diff only warns).
 
-import type { SandboxPolicy } from "openshell-config/raw";
+import { OpenShell, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import type { Command } from "../types.js";
 import { unifiedDiff } from "../diff.js";
 import { EXIT } from "../outcome.js";
@@ -55,12 +55,12 @@ function report(ctx: CommandContext, cmd: PolicyDiff | PolicySet, c: Compared, e
     file: cmd.file,
     desiredVersion: c.version,
     desiredSource: c.source,
-    ...extra,
     equal: c.diff === "",
     added: c.added,
     removed: c.removed,
     staticFieldsChanged: c.staticFields,
     diff: c.diff,
+    ...extra,
   });
 }
 
@@ -75,14 +75,29 @@ export async function policyDiff(ctx: CommandContext, cmd: PolicyDiff): Promise<
 export async function policyDryRun(ctx: CommandContext, cmd: PolicySet, policy: SandboxPolicy): Promise<number> {
   const c = await compare(ctx, cmd, policy);
   // What the gateway would refuse is known here: the dry run fails with its reason (exit 1) rather
-  // than calling the file valid. (A sandbox on a global policy is compared with the global one.)
-  const refused = c.staticFields.length > 0 && c.source !== "global";
-  report(ctx, cmd, c, { dryRun: true, sent: false, wouldBeRefused: refused });
+  // than calling the file valid. The gateway checks static fields against the policy the sandbox
+  // was created with; a sandbox's own desired policy has those same fields (they never change),
+  // but a sandbox on a global policy is compared with the global one, so that check needs the
+  // create-time policy itself (GetSandbox's spec). Unreadable: the file is still called valid,
+  // and stderr says the check was not made.
+  let staticFields: string[] | undefined = c.staticFields;
+  if (c.source === "global") {
+    const created = await ctx.client
+      .raw(OpenShell)
+      .getSandbox({ name: cmd.sandbox, workspaceScope: workspaceScope(cmd.workspace) }, { signal: ctx.signal })
+      .then((r) => r.sandbox?.spec?.policy, () => undefined);
+    staticFields = created === undefined ? undefined : staticChanges(created, policy);
+  }
+  const refused = staticFields !== undefined && staticFields.length > 0;
+  report(ctx, cmd, c, { dryRun: true, sent: false, wouldBeRefused: refused, staticFieldsChecked: staticFields !== undefined, staticFieldsChanged: staticFields ?? [] });
   if (refused) {
     ctx.out.error(
-      `dry run: the gateway would refuse ${cmd.file}: it changes ${c.staticFields.join(", ")}, fixed when sandbox ${cmd.sandbox} was created (only networkPolicies may change); nothing was sent`,
+      `dry run: the gateway would refuse ${cmd.file}: it changes ${staticFields!.join(", ")}, fixed when sandbox ${cmd.sandbox} was created (only networkPolicies may change); nothing was sent`,
     );
     return EXIT.failed;
+  }
+  if (staticFields === undefined) {
+    ctx.out.warn(`dry run: static fields (filesystem, landlock, process, networkMiddlewares) were not checked: the policy sandbox ${cmd.sandbox} was created with could not be read`);
   }
   if (c.diff !== "") ctx.out.line();
   ctx.out.line(
