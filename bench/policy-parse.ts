@@ -17,6 +17,7 @@ import { fromJson, toBinary, type JsonValue } from "@bufbuild/protobuf";
 import { LineCounter, parseDocument } from "yaml";
 import { SandboxPolicySchema } from "openshell-config/raw";
 import { MAX_POLICY_BYTES, MAX_POLICY_FILE_BYTES, parsePolicy } from "../cli/policy-file.js";
+import { rulesWithin } from "../test/support/policy-text.js";
 
 const MiB = 1024 * 1024;
 const SIZES_MIB = [0.25, 1, 2, 4, 8, MAX_POLICY_FILE_BYTES / MiB];
@@ -46,14 +47,7 @@ const RULES: Record<Format, { head: string; rule: (i: number) => string; separat
 /** As many rules as fit in `bytes`. */
 function policyText(format: Format, bytes: number): { text: string; rules: number } {
   const { head, rule, separator, tail } = RULES[format];
-  const parts = [head];
-  let size = head.length + tail.length;
-  for (let i = 0; ; i++) {
-    const next = (i === 0 ? "" : separator) + rule(i);
-    if (size + next.length > bytes) return { text: parts.join("") + tail, rules: i };
-    parts.push(next);
-    size += next.length;
-  }
+  return rulesWithin(bytes, head, rule, separator, tail);
 }
 
 /** What the command line did before issue 30 (parsePolicy with the library's own check). */

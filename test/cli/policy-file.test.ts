@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { NetworkTlsMode } from "../../src/raw.js";
 import { MAX_POLICY_BYTES, MAX_POLICY_FILE_BYTES, parsePolicy, PolicyFileError, readPolicyFile } from "../../cli/policy-file.js";
+import { rulesWithin } from "../support/policy-text.js";
 
 const dir = mkdtempSync(join(tmpdir(), "openshell-cli-policy-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -119,16 +120,7 @@ describe("policy file errors", () => {
 
 describe("large policy files (issue 30, item 2)", () => {
   /** A policy text of as many network rules as fit in `bytes`, and their number. */
-  const within = (bytes: number, head: string, rule: (i: number) => string, separator: string, tail: string) => {
-    const parts = [head];
-    let size = head.length + tail.length;
-    for (let i = 0; ; i++) {
-      const next = (i === 0 ? "" : separator) + rule(i);
-      if (size + next.length > bytes) return { text: parts.join("") + tail, rules: i };
-      parts.push(next);
-      size += next.length;
-    }
-  };
+  const within = rulesWithin;
   const yamlRule = (i: number) => `  r${i}:\n    name: r${i}\n    endpoints:\n      - host: h${i}.example.com\n        ports: [443]\n`;
   // As jq or JSON.stringify(policy, null, 2) print it.
   const jsonRule = (i: number) =>
