@@ -27,4 +27,5 @@ export * from "./gen/openshell/v1/openshell_pb.js";
 export * from "./gen/openshell/v1/config_pb.js";
 export * from "./gen/openshell/v1/sandboxes_pb.js";
 export * from "./gen/openshell/v1/supervisor_pb.js";
+export * from "./gen/openshell/v1/rollouts_pb.js";
 export { workspaceScope, allWorkspacesScope, DEFAULT_WORKSPACE } from "./workspace.js";
