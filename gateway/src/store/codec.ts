@@ -78,6 +78,20 @@ export function decodeOperationPageToken(token: string): { createdAtMs: number; 
   throw new InvalidPageTokenError("invalid page token");
 }
 
+/** Token after the rollout (created at `createdAtMs`, `workspace`, `id`); rollout pages go newest first. */
+export function rolloutPageToken(createdAtMs: number, workspace: string, id: string): string {
+  return encodeToken(["r", createdAtMs, workspace, id]);
+}
+
+export function decodeRolloutPageToken(token: string): { createdAtMs: number; workspace: string; id: string } | undefined {
+  if (token === "") return undefined;
+  const key = decodeToken(token);
+  if (Array.isArray(key) && key.length === 4 && key[0] === "r" && Number.isSafeInteger(key[1]) && typeof key[2] === "string" && typeof key[3] === "string") {
+    return { createdAtMs: key[1] as number, workspace: key[2], id: key[3] };
+  }
+  throw new InvalidPageTokenError("invalid page token");
+}
+
 /** A private copy, so callers never share (or mutate) a driver's pooled buffer. */
 export function copyBytes(bytes: Uint8Array): Uint8Array {
   return new Uint8Array(bytes);

@@ -7,6 +7,10 @@
 // as binary blobs: the store never interprets them. Nothing secret is stored outside the
 // providers table's value column.
 
+import type { RolloutStore } from "./rollouts.js";
+
+export type { RolloutRow, RolloutPatch, RolloutListQuery, RolloutApprovalRow, RolloutLeaseRow, RolloutStore } from "./rollouts.js";
+
 /** Sandbox phases, numbered as `openshell.v1.SandboxPhase`. */
 export type PhaseNumber = number;
 
@@ -273,7 +277,7 @@ export class StoreUnavailableError extends Error {
   override readonly name = "StoreUnavailableError";
 }
 
-export interface Store {
+export interface Store extends RolloutStore {
   /** "sqlite" or "postgres", for logs and metrics. */
   readonly kind: "sqlite" | "postgres";
   /**

@@ -11,6 +11,7 @@ import { defineTransactionTests } from "./store-suite-tx.js";
 import { defineClusterTests } from "./store-suite-cluster.js";
 import { defineEnforcementTests } from "./store-suite-enforcement.js";
 import { defineSharedDatabaseTests } from "./store-suite-shared-db.js";
+import { defineRolloutTests } from "./store-suite-rollouts.js";
 
 export interface StoreHarness {
   readonly store: Store;
@@ -496,5 +497,6 @@ export function defineStoreSuite(name: string, open: () => Promise<StoreHarness>
     defineClusterTests(() => harness);
     defineEnforcementTests(() => harness);
     defineSharedDatabaseTests(() => harness);
+    defineRolloutTests(() => harness);
   });
 }

@@ -173,4 +173,38 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: "shared rollout records",
+    // One row per rollout (issue 31), written whole under compare-and-set on resource_version.
+    // The change (request) and the driver's state are stored once per rollout; lists never read
+    // them. The lease columns are all set or all NULL.
+    sql: `
+      CREATE TABLE rollouts (
+        workspace text COLLATE "C" NOT NULL,
+        id text COLLATE "C" NOT NULL,
+        resource_version bigint NOT NULL,
+        created_by text NOT NULL,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL,
+        label_selector text NOT NULL,
+        change_hash text NOT NULL,
+        change_summary text NOT NULL,
+        phase integer NOT NULL,
+        summary bytea NOT NULL,
+        approvals jsonb NOT NULL,
+        lease_holder text,
+        lease_principal text,
+        lease_until timestamptz,
+        require_distinct_approver boolean NOT NULL,
+        request bytea NOT NULL,
+        state text NOT NULL,
+        PRIMARY KEY (workspace, id),
+        CHECK ((lease_holder IS NULL) = (lease_until IS NULL) AND (lease_principal IS NULL) = (lease_until IS NULL))
+      );
+      -- listRollouts: newest first, with and without a phase filter.
+      CREATE INDEX rollouts_newest ON rollouts (created_at DESC, workspace DESC, id DESC);
+      CREATE INDEX rollouts_by_phase ON rollouts (phase, created_at DESC, workspace DESC, id DESC);
+    `,
+  },
 ];

@@ -4,6 +4,7 @@
 // are narrowed; timestamptz arrives as Date, bytea as Buffer and jsonb already parsed.
 
 import * as rows from "../rows.js";
+import type { RolloutColumns, RolloutRowOf } from "../rollout-rows.js";
 import type {
   EnforcementRecord,
   IdempotencyRecord,
@@ -56,3 +57,7 @@ export const operationValues = (o: OperationRecord): unknown[] => rows.operation
 export const operationPatchSets = (p: OperationPatch, values: unknown[]): string[] => assignments(rows.operationPatchColumns(p, columns), values);
 export const providerFromRow = (r: ProviderRow): ProviderRecord => rows.providerFromRow(r, columns);
 export const enforcementFromRow = (r: EnforcementRow): EnforcementRecord => rows.enforcementFromRow(r, columns);
+
+/** The rollouts table (../rollout-rows.ts): its boolean is a PostgreSQL boolean. */
+export const rolloutColumns: RolloutColumns<Int, Date, unknown> = { ...columns, flag: (b) => b };
+export type RolloutTableRow = RolloutRowOf<Int, Date, unknown>;

@@ -21,6 +21,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
 import { MigrationError, migratePostgres } from "../migrations/migrate.js";
+import type { RolloutListQuery, RolloutPatch, RolloutRow } from "../rollouts.js";
 import {
   StoreConflictError,
   StoreUnavailableError,
@@ -33,6 +34,7 @@ import {
 } from "../store.js";
 import * as cluster from "./pg-cluster.js";
 import * as instances from "./pg-instances.js";
+import * as rollouts from "./pg-rollouts.js";
 import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
@@ -320,6 +322,20 @@ class PostgresStore implements Store {
   }
   bindSupervisor(record: SupervisorBindingRecord, replace = false) {
     return instances.bindSupervisor(this.run, record, replace);
+  }
+
+  // Each rollout call is one statement on the pool (pg-rollouts.ts), atomic on its own.
+  insertRollout(row: RolloutRow) {
+    return rollouts.insertRollout(this.run, row);
+  }
+  rollout(workspace: string, id: string, withBody: boolean) {
+    return rollouts.rollout(this.run, workspace, id, withBody);
+  }
+  listRollouts(query: RolloutListQuery) {
+    return rollouts.listRollouts(this.run, query);
+  }
+  updateRollout(workspace: string, id: string, expectedVersion: bigint, patch: RolloutPatch) {
+    return rollouts.updateRollout(this.run, workspace, id, expectedVersion, patch);
   }
 
   /** Ends the pool once checked-out clients are released. Idempotent. */

@@ -172,4 +172,38 @@ export const sqliteMigrations: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 6,
+    name: "shared rollout records",
+    // One row per rollout (issue 31), written whole under compare-and-set on resource_version.
+    // The change (request) and the driver's state are stored once per rollout; lists never read
+    // them. The lease columns are all set or all NULL.
+    sql: `
+      CREATE TABLE rollouts (
+        workspace TEXT NOT NULL,
+        id TEXT NOT NULL,
+        resource_version INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        label_selector TEXT NOT NULL,
+        change_hash TEXT NOT NULL,
+        change_summary TEXT NOT NULL,
+        phase INTEGER NOT NULL,
+        summary BLOB NOT NULL,
+        approvals TEXT NOT NULL,
+        lease_holder TEXT,
+        lease_principal TEXT,
+        lease_until INTEGER,
+        require_distinct_approver INTEGER NOT NULL CHECK (require_distinct_approver IN (0, 1)),
+        request BLOB NOT NULL,
+        state TEXT NOT NULL,
+        PRIMARY KEY (workspace, id),
+        CHECK ((lease_holder IS NULL) = (lease_until IS NULL) AND (lease_principal IS NULL) = (lease_until IS NULL))
+      ) STRICT;
+      -- listRollouts: newest first, with and without a phase filter.
+      CREATE INDEX rollouts_newest ON rollouts (created_at DESC, workspace DESC, id DESC);
+      CREATE INDEX rollouts_by_phase ON rollouts (phase, created_at DESC, workspace DESC, id DESC);
+    `,
+  },
 ];

@@ -4,6 +4,7 @@
 // are narrowed. Times are epoch milliseconds, JSON columns text.
 
 import * as rows from "../rows.js";
+import type { RolloutColumns, RolloutRowOf } from "../rollout-rows.js";
 import type {
   EnforcementRecord,
   IdempotencyRecord,
@@ -54,3 +55,7 @@ export const patchedOperation = rows.patchedOperation;
 export const operationPatchSql = (p: OperationPatch) => assignments(rows.operationPatchColumns(p, columns));
 export const providerFromRow = (r: ProviderRow): ProviderRecord => rows.providerFromRow(r, columns);
 export const enforcementFromRow = (r: EnforcementRow): EnforcementRecord => rows.enforcementFromRow(r, columns);
+
+/** The rollouts table (../rollout-rows.ts): STRICT INTEGER 0/1 for its one boolean. */
+export const rolloutColumns: RolloutColumns<bigint, bigint, string> = { ...columns, flag: (b) => (b ? 1 : 0) };
+export type RolloutTableRow = RolloutRowOf<bigint, bigint, string>;

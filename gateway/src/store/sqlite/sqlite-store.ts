@@ -30,10 +30,12 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { closeSync, fsync, openSync } from "node:fs";
 import type Database from "better-sqlite3";
 import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
+import type { RolloutListQuery, RolloutPatch, RolloutRow } from "../rollouts.js";
 import { StoreUnavailableError, type Dimension, type SessionOwnerRecord, type Store, type StoreListenHandlers, type StoreTx, type SupervisorBindingRecord } from "../store.js";
 import { createInProcessChannels } from "../in-process-channels.js";
 import * as cluster from "./sqlite-cluster.js";
 import * as instances from "./sqlite-instances.js";
+import * as rollouts from "./sqlite-rollouts.js";
 import { BUSY_TIMEOUT_MS, openSqliteConnection } from "./sqlite-connection.js";
 import { createCredentialScrub, type CredentialScrub } from "./sqlite-credential-scrub.js";
 import { guarded, toStoreError } from "./sqlite-errors.js";
@@ -375,6 +377,20 @@ class SqliteStore implements Store {
   }
   bindSupervisor(record: SupervisorBindingRecord, replace = false) {
     return this.transaction(async () => guarded(() => instances.bindSupervisor(this.db, record, replace)));
+  }
+
+  // Rollout writes ride the group commit; reads take the read path like every other read.
+  insertRollout(row: RolloutRow) {
+    return this.transaction(async () => guarded(() => rollouts.insertRollout(this.db, row)));
+  }
+  rollout(workspace: string, id: string, withBody: boolean) {
+    return this.read(() => rollouts.rollout(this.db, workspace, id, withBody));
+  }
+  listRollouts(query: RolloutListQuery) {
+    return this.read(() => rollouts.listRollouts(this.db, query));
+  }
+  updateRollout(workspace: string, id: string, expectedVersion: bigint, patch: RolloutPatch) {
+    return this.transaction(async () => guarded(() => rollouts.updateRollout(this.db, workspace, id, expectedVersion, patch)));
   }
 
   /** Waits for the running and already queued transactions, then closes the connection. Idempotent. */
