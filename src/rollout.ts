@@ -45,6 +45,21 @@ export { ROLLOUT_KIND, ROLLOUT_KIND_V1, restoreRolloutState, rolloutKey, undoKey
 export type { LabelSelector, LabelRequirement } from "./rollout/label-selector.js";
 export { parseLabelSelector, formatLabelSelector, matchesLabelSelector, gatewayLabelSelector, isGatewayExact } from "./rollout/label-selector.js";
 export { ROLLBACK_ANNOTATION } from "./rollout/undo.js";
+export type { SharedRollout, RolloutApproval, RolloutLease } from "./rollout/shared-rollout.js";
+export type { ShareOptions } from "./rollout/record-sync.js";
+export { RolloutLeaseHeldError, SharedRolloutsUnsupportedError } from "./rollout/record-errors.js";
+export type { ListRolloutsOptions, RolloutPage, RolloutReadOptions, ResumeOptions, RolloutCapabilities, RolloutWatchEvent } from "./rollout/shared-api.js";
+export {
+  listRollouts,
+  getRollout,
+  watchRollout,
+  watchRollouts,
+  resumeRollout,
+  approveRollout,
+  recordApproval,
+  undoSharedRollout,
+  getRolloutCapabilities,
+} from "./rollout/shared-api.js";
 
 /**
  * Sends one change to many sandboxes through `client` and reports each one's outcome. Await the

@@ -19,9 +19,10 @@ import {
 import { checkSandboxNames, normalizeSelector } from "./select.js";
 import { checkWaves, resolveGate, type Gate, type GateInput, type PlannedWave, type WaveInput } from "./waves.js";
 import type { RolloutEvent } from "./events.js";
+import type { ShareOptions } from "./record-sync.js";
 
 /** Options of `client.rollout`. Name the targets (`sandboxes` or `labelSelector`) and the change, or pass `resume`. */
-export interface RolloutOptions {
+export interface RolloutOptions extends ShareOptions {
   /** The rollout id keys are derived from. Default: a fresh UUID. Run again with the same id (and change) to resume. */
   readonly id?: string;
   /** The target sandbox names. Give this or `labelSelector`. */
@@ -90,6 +91,22 @@ export interface RolloutOptions {
 
 const DEFAULT_CONCURRENCY = 16;
 
+/** The shared-record options (record-sync.ts), checked before anything is sent. */
+function checkShareOptions(options: RolloutOptions): void {
+  if (options.share !== undefined && !["auto", "required", "off"].includes(options.share)) {
+    throw new InvalidArgumentError('share must be "auto", "required" or "off"', { field: "share" });
+  }
+  const d = options.driver;
+  // eslint-disable-next-line no-control-regex
+  if (d !== undefined && (typeof d !== "string" || d.length === 0 || d.length > 200 || /[\u0000-\u001f\u007f]/.test(d))) {
+    throw new InvalidArgumentError("driver must be 1-200 characters without control characters", { field: "driver" });
+  }
+  const ttl = options.leaseTtlMs;
+  if (ttl !== undefined && !(Number.isSafeInteger(ttl) && ttl >= 1000 && ttl <= 300_000)) {
+    throw new InvalidArgumentError("leaseTtlMs must be an integer from 1000 to 300000", { field: "leaseTtlMs" });
+  }
+}
+
 /** A validated rollout. The mutable parts are what the state records as the rollout goes. */
 export interface Plan {
   id: string;
@@ -137,6 +154,7 @@ export function plan(options: RolloutOptions, clientWorkspace: string | undefine
   const rollback = options.rollback ?? options.resume?.rollback ?? "never";
   if (rollback !== "never" && rollback !== "on-halt") throw new InvalidArgumentError('rollback must be "never" or "on-halt"', { field: "rollback" });
   if (options.undo !== undefined && options.resume === undefined) throw new InvalidArgumentError("undo needs resume: the state to undo", { field: "undo" });
+  checkShareOptions(options);
   const total = maxFailures === Infinity ? undefined : maxFailures;
   const limits = { concurrency, maxFailures: total, waitTimeoutMs, rollback, undo: options.undo === true } as const;
 

@@ -28,6 +28,8 @@ import {
 import { failsGate } from "./gate.js";
 import { createEventLog } from "./events.js";
 import type { RolloutEvent } from "./events.js";
+import { createRecordSync } from "./record-sync.js";
+import type { RunTally, SharedRollout } from "./shared-rollout.js";
 
 export type { RolloutOptions } from "./plan.js";
 
@@ -82,11 +84,30 @@ function pauseFor(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** Starts a rollout with `client`. Throws InvalidArgumentError (naming the field) before anything is sent. */
-export function startRollout(client: ConfigClient, options: RolloutOptions): RolloutRun {
+/** What a run has seen, for the summary its shared record shows. */
+function observe(tally: RunTally, e: RolloutEvent): void {
+  if (e.type === "result") {
+    const r = e.result;
+    const failed = r.status === "error" || (r.status === "completed" && (r.completion.state === "failed" || r.completion.state === "cancelled"));
+    tally.outcomes.set(r.sandbox, r.status === "completed" && r.completion.state === "applied" ? "applied" : failed ? "failed" : "other");
+  } else if (e.type === "rollback-result" && e.rollback.status === "completed" && e.rollback.completion.state === "applied") {
+    tally.rolledBack.add(e.sandbox);
+  }
+}
+
+/**
+ * Starts a rollout with `client`. Throws InvalidArgumentError (naming the field) before anything is
+ * sent. `acquired`: the shared record whose lease the caller already took (resuming by id).
+ */
+export function startRollout(client: ConfigClient, options: RolloutOptions, acquired?: SharedRollout): RolloutRun {
   const p = plan(options, client.workspace);
   const log = createEventLog(options.onProgress);
-  const emit = log.push;
+  const seen: RunTally = { outcomes: new Map(), rolledBack: new Set(), end: undefined };
+  const sync = createRecordSync(client, options, seen, acquired);
+  const emit = (e: RolloutEvent) => {
+    observe(seen, e);
+    log.push(e);
+  };
   const signal = options.signal;
   let targets: readonly string[] = p.names ?? [];
   const state = () => stateOf(p, targets);
@@ -96,18 +117,23 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
   let stateError: { error: unknown } | undefined;
   let lastPersist = 0;
   let inFlight: Promise<void> | undefined;
-  const persist = async (): Promise<void> => {
-    if (!options.onState || stateError) return;
+  // The shared record (record-sync.ts) is written first: a state only the local file had would
+  // not be seen by another operator resuming the rollout.
+  const durable = () => options.onState !== undefined || sync.shared();
+  const persist = async (final = false): Promise<void> => {
+    if (!durable() || stateError) return;
     await inFlight;
     lastPersist = Date.now();
     try {
-      await options.onState(state());
+      const s = state();
+      await (final ? sync.end(s) : sync.write(s));
+      await options.onState?.(s);
     } catch (error) {
       stateError ??= { error };
     }
   };
   const persistSoon = () => {
-    if (!options.onState || inFlight || Date.now() - lastPersist < PERSIST_EVERY_MS) return;
+    if (!durable() || inFlight || Date.now() - lastPersist < PERSIST_EVERY_MS) return;
     inFlight = persist().finally(() => (inFlight = undefined));
   };
   const stopped = () => stateError !== undefined;
@@ -124,6 +150,8 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
       const single = p.waves.length === 1;
       p.waves = p.waves.map((w) => ({ ...w, gate: { ...w.gate, maxTotalFailures: p.maxFailures ?? null, ...(single ? { maxFailures: p.maxFailures ?? null } : {}) } }));
     }
+    // The lease before anything is sent: another live driver of this rollout refuses this one.
+    await sync.begin(state(), !p.resumed);
     if (!p.resumed) await persist();
     emit({ type: "started", id: p.id, sandboxes: [...targets], alreadyCommitted: targets.filter((t) => p.refs[t]).length });
 
@@ -253,8 +281,9 @@ export function startRollout(client: ConfigClient, options: RolloutOptions): Rol
     } else if (end === "incomplete" || (end === "aborted" && p.phase !== "paused")) {
       p.phase = "running";
     }
+    seen.end = end;
     await inFlight;
-    await persist();
+    await persist(true);
 
     const ordered = targets.map((t) => {
       const r = results.get(t)!;

@@ -3,6 +3,7 @@ import { createRouterTransport } from "@connectrpc/connect";
 import { OpenShell } from "../../src/gen/openshell/v1/openshell_pb.js";
 import { ConfigRpc } from "../../src/rpc.js";
 import { ListSandboxesRpc } from "../../src/rollout/select.js";
+import { RolloutRecordRpc } from "../../src/rollout/record-rpc.js";
 import { createConfigClient } from "../../src/index.js";
 import { createFakeGateway } from "../support/fake-gateway.js";
 
@@ -10,6 +11,7 @@ describe("the SDK's subset of the OpenShell service", () => {
   it.each([
     ["the SDK's", ConfigRpc],
     ["the rollout module's", ListSandboxesRpc],
+    ["the shared rollout record's", RolloutRecordRpc],
   ] as const)("describes each method of %s subset exactly as the generated service does", (_name, subset) => {
     expect(subset.typeName).toBe(OpenShell.typeName);
     expect(subset.methods.length).toBeGreaterThan(0);
