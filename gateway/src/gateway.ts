@@ -17,6 +17,9 @@ import { createTransitions, type Transitions } from "./operations/transitions.js
 import { createWaiters } from "./operations/waiters.js";
 import { updateConfig, updateConfigUntracked } from "./rpc/config.js";
 import { getConfigUpdateOperation, listConfigUpdateOperations, watchConfigUpdateOperations } from "./rpc/operations.js";
+import { approveRollout, createRollout, getRollout, listRollouts, updateRollout, type RolloutDeps } from "./rpc/rollouts.js";
+import { watchRollouts } from "./rpc/rollout-watch-stream.js";
+import { createRolloutHub } from "./rpc/rollout-watch.js";
 import { createSandbox, deleteSandbox, getSandbox, listSandboxes, startSandbox, stopSandbox } from "./rpc/sandboxes.js";
 import { getSandboxPolicyStatus, listSandboxPolicies } from "./rpc/policies.js";
 import { reportPolicyStatus } from "./rpc/report-policy-status.js";
@@ -142,6 +145,8 @@ export function createGateway(options: GatewayOptions): Gateway {
     intervalMs: reconcileIntervalMs,
     ...(cluster ? { ownedBy: cluster.replicaId } : {}),
   });
+  // One store subscription for every rollout watcher of this process, opened with the first.
+  const rolloutDeps: RolloutDeps = { store, logger, waiters, hub: createRolloutHub(store, logger) };
   const unimplemented = (what: string) => () => {
     throw new ConnectError(`${what} is not supported by this gateway`, Code.Unimplemented);
   };
@@ -162,19 +167,26 @@ export function createGateway(options: GatewayOptions): Gateway {
             getConfigUpdateOperation: unimplemented("GetConfigUpdateOperation"),
             watchConfigUpdateOperations: unimplemented("WatchConfigUpdateOperations"),
             listConfigUpdateOperations: unimplemented("ListConfigUpdateOperations"),
+            createRollout: unimplemented("CreateRollout"),
+            getRollout: unimplemented("GetRollout"),
+            listRollouts: unimplemented("ListRollouts"),
+            watchRollouts: unimplemented("WatchRollouts"),
+            updateRollout: unimplemented("UpdateRollout"),
+            approveRollout: unimplemented("ApproveRollout"),
           }
         : {
             updateConfig: (req, ctx) => updateConfig(deps, req, ctx),
             getConfigUpdateOperation: (req, ctx) => getConfigUpdateOperation(deps, req, ctx),
             watchConfigUpdateOperations: (req, ctx) => watchConfigUpdateOperations(deps, req, ctx),
             listConfigUpdateOperations: (req, ctx) => listConfigUpdateOperations(deps, req, ctx),
+            // The shared rollout record (rollouts.proto), an extension of the same generation.
+            createRollout: (req, ctx) => createRollout(rolloutDeps, req, ctx),
+            getRollout: (req, ctx) => getRollout(rolloutDeps, req, ctx),
+            listRollouts: (req, ctx) => listRollouts(rolloutDeps, req, ctx),
+            watchRollouts: (req, ctx) => watchRollouts(rolloutDeps, req, ctx),
+            updateRollout: (req, ctx) => updateRollout(rolloutDeps, req, ctx),
+            approveRollout: (req, ctx) => approveRollout(rolloutDeps, req, ctx),
           }),
-      createRollout: unimplemented("CreateRollout"),
-      getRollout: unimplemented("GetRollout"),
-      listRollouts: unimplemented("ListRollouts"),
-      watchRollouts: unimplemented("WatchRollouts"),
-      updateRollout: unimplemented("UpdateRollout"),
-      approveRollout: unimplemented("ApproveRollout"),
       getSandboxConfig: (req, ctx) => getSandboxConfig(deps, req, ctx),
       getGatewayConfig: (_req, ctx) => getGatewayConfig(deps, ctx),
       getSandboxPolicyStatus: (req, ctx) => getSandboxPolicyStatus(deps, req, ctx),
@@ -218,7 +230,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     async shutdown() {
       reconciler.stop();
       await cluster?.stop();
+      // Rollout watches end with UNAVAILABLE through waiters.onShutdown, then their subscription closes.
       waiters.shutdown();
+      await rolloutDeps.hub.close();
       registry.closeAll(new ConnectError("gateway is shutting down", Code.Unavailable));
     },
     async isHealthy() {

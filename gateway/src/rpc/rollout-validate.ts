@@ -1,0 +1,114 @@
+// The checks on what a client writes into a rollout record (proto/openshell/v1/rollouts.proto):
+// ids, driver ids, lease lengths, the request template and the rollout@2 state JSON with its
+// summary. Each failure is INVALID_ARGUMENT naming the field, so a client can fix its request.
+
+import { Code, ConnectError } from "@connectrpc/connect";
+import { RolloutRecordPhase, type RolloutSummary, type UpdateConfigRequest } from "openshell-config/raw";
+import { quotedName } from "../model/workspace-name.js";
+
+/** The state document's kind (the SDK's ROLLOUT_KIND). */
+export const ROLLOUT_STATE_KIND = "openshell-config/rollout@2";
+export const DEFAULT_LEASE_TTL_MS = 15_000;
+export const MIN_LEASE_TTL_MS = 1_000;
+export const MAX_LEASE_TTL_MS = 300_000;
+export const MAX_STATE_BYTES = 8 * 1024 * 1024;
+export const MAX_LABEL_SELECTOR = 1024;
+export const MAX_CHANGE_SUMMARY = 200;
+export const MAX_DRIVER = 200;
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const ID_RULE = "1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit";
+const CONTROL = /\p{Cc}/u;
+
+/** The state's `phase` for each summary phase (and back): the two must agree. */
+const STATE_PHASE: ReadonlyMap<RolloutRecordPhase, string> = new Map([
+  [RolloutRecordPhase.RUNNING, "running"],
+  [RolloutRecordPhase.PAUSED, "paused"],
+  [RolloutRecordPhase.ROLLING_BACK, "rolling-back"],
+  [RolloutRecordPhase.DONE, "done"],
+]);
+
+export const invalid = (message: string) => new ConnectError(message, Code.InvalidArgument);
+
+export function validateRolloutId(id: string, field: string): void {
+  if (id === "") throw invalid(`${field} is required`);
+  if (!ID.test(id)) throw invalid(`${field} ${quotedName(id)} is not a rollout id: ${ID_RULE}`);
+}
+
+export function validateDriver(driver: string, field = "driver"): void {
+  if (driver === "") throw invalid(`${field} is required (the writer's driver id)`);
+  // Code points, so that a name in any script gets the same room.
+  const length = [...driver].length;
+  if (length > MAX_DRIVER) throw invalid(`${field} has ${length} characters; at most ${MAX_DRIVER} are allowed`);
+  if (CONTROL.test(driver)) throw invalid(`${field} must not contain control characters`);
+}
+
+/** The lease length a request asks for, in ms. */
+export function leaseTtlMs(ms: number, field = "lease_ttl_ms"): number {
+  if (ms === 0) return DEFAULT_LEASE_TTL_MS;
+  if (ms < MIN_LEASE_TTL_MS || ms > MAX_LEASE_TTL_MS) {
+    throw invalid(`${field} must be 0 (${DEFAULT_LEASE_TTL_MS} ms) or from ${MIN_LEASE_TTL_MS} to ${MAX_LEASE_TTL_MS}; got ${ms}`);
+  }
+  return ms;
+}
+
+export function validateLength(value: string, max: number, field: string): void {
+  const length = [...value].length;
+  if (length > max) throw invalid(`${field} has ${length} characters; at most ${max} are allowed`);
+}
+
+/** The view a read asks for: true for FULL. */
+export function fullView(view: number, field = "view"): boolean {
+  if (view < 0 || view > 2) throw invalid(`${field} ${view} is not a RolloutView`);
+  return view === 2;
+}
+
+/**
+ * A state the driver writes, with its summary: `stateField` and `summaryField` name them in
+ * errors ("state_json" or "rollout.state_json"). Returns the summary, known to be present.
+ */
+export function validateState(
+  stateJson: string,
+  summary: RolloutSummary | undefined,
+  id: string,
+  fields: { state: string; summary: string },
+): RolloutSummary {
+  // UTF-16 length bounds the UTF-8 size from both sides (1 to 3 bytes per unit): measure only near the cap.
+  if (stateJson.length * 3 > MAX_STATE_BYTES) {
+    const bytes = Buffer.byteLength(stateJson, "utf8");
+    if (bytes > MAX_STATE_BYTES) throw invalid(`${fields.state} is ${bytes} bytes; at most ${MAX_STATE_BYTES} (8 MiB) are allowed`);
+  }
+  if (!summary) throw invalid(`${fields.summary} is required with ${fields.state}`);
+  const statePhase = STATE_PHASE.get(summary.phase);
+  if (statePhase === undefined) throw invalid(`${fields.summary}.phase must be RUNNING, PAUSED, ROLLING_BACK or DONE`);
+  let state: unknown;
+  try {
+    state = JSON.parse(stateJson);
+  } catch (err) {
+    throw invalid(`${fields.state} is not JSON: ${(err as Error).message}`);
+  }
+  if (typeof state !== "object" || state === null || Array.isArray(state)) throw invalid(`${fields.state} must be a JSON object`);
+  const s = state as Record<string, unknown>;
+  if (s["kind"] !== ROLLOUT_STATE_KIND) throw invalid(`${fields.state}: kind must be "${ROLLOUT_STATE_KIND}"`);
+  if (s["id"] !== id) throw invalid(`${fields.state}: id must be the rollout's id "${id}"`);
+  if (Object.hasOwn(s, "request")) throw invalid(`${fields.state} must not hold "request": the change is stored once, as the rollout's request`);
+  if (s["phase"] !== statePhase) {
+    throw invalid(`${fields.state}: phase ${JSON.stringify(s["phase"])} does not match ${fields.summary}.phase ${RolloutRecordPhase[summary.phase]} ("${statePhase}")`);
+  }
+  return summary;
+}
+
+/** The change a rollout sends to every sandbox: sandbox and idempotency key are each sandbox's own. */
+export function validateRequestTemplate(request: UpdateConfigRequest | undefined, field: string): UpdateConfigRequest {
+  if (!request) throw invalid(`${field} is required (the change sent to every sandbox)`);
+  if (request.sandbox !== "") throw invalid(`${field}.sandbox must be empty: the rollout chooses the sandboxes`);
+  if (request.idempotencyKey !== "") throw invalid(`${field}.idempotency_key must be empty: each sandbox's key derives from the rollout id`);
+  const kinds = [request.policy !== undefined, request.mergeOperations.length > 0, request.settingKey !== ""].filter(Boolean).length;
+  if (kinds !== 1) throw invalid(`${field} must set exactly one of policy, merge_operations and setting_key`);
+  return request;
+}
+
+/** A phase filter value: one of the four phases. */
+export function validatePhase(phase: number, field: string): void {
+  if (!STATE_PHASE.has(phase)) throw invalid(`${field} must be RUNNING, PAUSED, ROLLING_BACK or DONE; got ${phase}`);
+}
