@@ -15,7 +15,7 @@ import { encodeMessage } from "../model/binary-encoder.js";
 export interface RequestLimits {
   /** Largest request message, in bytes of its binary encoding. */
   readonly maxMessageBytes: number;
-  /** Concurrent waits (waited UpdateConfig, WatchConfigUpdateOperations) per principal. */
+  /** Concurrent waits (waited UpdateConfig, WatchConfigUpdateOperations, WatchRollouts) per principal. */
   readonly maxWaitersPerCaller: number;
 }
 
@@ -40,7 +40,7 @@ function tooLarge(size: number, limit: number): ConnectError {
 
 /** Whether a call holds a server-side wait for as long as it runs. */
 function isWait(method: string, message: unknown): boolean {
-  if (method === "WatchConfigUpdateOperations") return true;
+  if (method === "WatchConfigUpdateOperations" || method === "WatchRollouts") return true;
   if (method !== "UpdateConfig") return false;
   const req = message as UpdateConfigRequest;
   // Global updates cannot wait (validation rejects them); counting them would only mislead.

@@ -130,6 +130,30 @@ describe("on one gateway", () => {
     expect(err?.rawMessage).toContain("view FULL needs an id");
   });
 
+  it("open watches count against the caller's concurrent wait limit, and a closed one frees its slot", async () => {
+    const own = await startTestGateway("sqlite", { limits: { maxWaitersPerCaller: 2 } });
+    try {
+      const watches = [openWatch(own.raw("user"), { workspaceScope: scope }), openWatch(own.raw("user"), { workspaceScope: scope })];
+      for (const w of watches) expect((await w.next()).initialDone).toBe(true);
+      const third = openWatch(own.raw("user"), { workspaceScope: scope });
+      const err = await third.next().then(() => undefined, (e: unknown) => ConnectError.from(e));
+      expect(err?.code).toBe(Code.ResourceExhausted);
+      watches[0]!.stop();
+      // The server learns of the cancel asynchronously: a new watch gets the slot within a moment.
+      let ok = false;
+      for (let i = 0; i < 50 && !ok; i++) {
+        const again = openWatch(own.raw("user"), { workspaceScope: scope });
+        ok = await again.next().then((m) => m.initialDone, () => false);
+        again.stop();
+        if (!ok) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(ok).toBe(true);
+      watches[1]!.stop();
+    } finally {
+      await own.close();
+    }
+  });
+
   it("a watch ends with UNAVAILABLE when the gateway shuts down", async () => {
     const own = await startTestGateway();
     try {

@@ -282,3 +282,18 @@ describe("validation", () => {
     expect((await gw.raw("user").getRollout({ id: "v-upd", workspaceScope: workspaceScope() })).rollout?.resourceVersion).toBe(1n);
   });
 });
+
+describe("a gateway that does not track operations", () => {
+  it("answers every rollout RPC UNIMPLEMENTED, as before the extension", async () => {
+    const untracked = await startTestGateway("sqlite", { trackOperations: false });
+    try {
+      const admin = untracked.raw("admin");
+      expect(await codeOf(admin.createRollout(createRequest("u-1")))).toBe("Unimplemented");
+      expect(await codeOf(admin.getRollout({ id: "u-1", workspaceScope: workspaceScope() }))).toBe("Unimplemented");
+      expect(await codeOf(admin.listRollouts({ workspaceScope: workspaceScope() }))).toBe("Unimplemented");
+      expect(await codeOf(admin.approveRollout({ id: "u-1", wave: 0, workspaceScope: workspaceScope() }))).toBe("Unimplemented");
+    } finally {
+      await untracked.close();
+    }
+  });
+});
