@@ -2,7 +2,8 @@
 // sandboxes (every one `applied`), on a local stack: one gateway on SQLite and one supervisor
 // process hosting the whole fleet, all from source on this machine. Then the same fleet in three
 // waves with health gates (beside a one-wave rollout at the same concurrency, its floor), and a
-// rollout to 100 more sandboxes whose last wave fails its gate and is rolled back automatically.
+// rollout to 100 more sandboxes whose last wave fails its gate and is rolled back automatically;
+// and the shared rollout record's cost (rollout-record.ts): the three waves with and without it.
 // Writes bench/results/rollout.md.
 //
 //   node --import tsx bench/rollout.ts [--sandboxes 1000] [--concurrency 16,64] [--runs 2] [--rollback 100]
@@ -18,6 +19,7 @@ import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, SandboxPhase, SandboxPolicySchema, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import { rollout, type RolloutResult } from "openshell-config/rollout";
 import { runRollback, runWaves, wavesReport, type RollbackRow, type WavesRow } from "./rollout-waves.js";
+import { recordReport, runRecordCost, type RecordRow } from "./rollout-record.js";
 import { fleetNames, startLocalStack } from "../examples/local-stack.js";
 
 const { values } = parseArgs({
@@ -54,6 +56,7 @@ async function main() {
   const rows: { concurrency: number; run: number; result: RolloutResult; perSandbox: number[] }[] = [];
   let waves: WavesRow[] = [];
   let rollbackRow: RollbackRow | undefined;
+  let record: RecordRow[] = [];
   try {
     const client = createConfigClient({ transport: createNodeTransport({ baseUrl: stack.url, protocol: "grpc" }), token: stack.adminToken });
     const raw = client.raw(OpenShell);
@@ -86,12 +89,13 @@ async function main() {
     }
     const waveConcurrency = Math.max(...concurrencies);
     waves = await runWaves(client, { labelSelector: "env=bench", count, concurrency: waveConcurrency, runs, policy: (n) => fleetPolicy(["github.com", `wave-${n}.example.com`]) });
+    record = await runRecordCost(client, { labelSelector: "env=bench", count, concurrency: waveConcurrency, runs: Math.max(runs, 3), policy: (n) => fleetPolicy(["github.com", `record-${n}.example.com`]) });
     rollbackRow = await runRollback(client, stack, rbNames, waveConcurrency);
   } finally {
     await stack.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-  writeReport(rows, wavesReport(waves, rollbackRow));
+  writeReport(rows, [...recordReport(record), ...wavesReport(waves, rollbackRow)]);
 }
 
 function writeReport(rows: { concurrency: number; run: number; result: RolloutResult; perSandbox: number[] }[], more: string[]) {

@@ -4,7 +4,7 @@
 
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { ConfigClient } from "../client.js";
-import { InvalidArgumentError, toSdkError } from "../errors.js";
+import { FailedPreconditionError, InvalidArgumentError, toSdkError } from "../errors.js";
 import { allWorkspacesScope, workspaceScope } from "../workspace.js";
 import { RolloutView } from "../gen/openshell/v1/rollouts_pb.js";
 import { phaseNumber, fromRecord, type SharedRollout } from "./shared-rollout.js";
@@ -183,18 +183,49 @@ function drive(client: ConfigClient, record: SharedRollout, options: ResumeOptio
 }
 
 /**
+ * A run that starts once `start` has read the record and taken its lease: like `rollout()`, it is
+ * returned at once (await it for the result, iterate it for events), and a refusal before anything
+ * is sent (a live lease elsewhere, a refused approval) rejects its result.
+ */
+function deferredRun(id: string, start: () => Promise<{ run: RolloutRun }>): RolloutRun {
+  let inner: RolloutRun | undefined;
+  // Boxed: a run is a thenable, and a promise resolved with one would become its result.
+  const ready = start().then((box) => {
+    inner = box.run;
+    return box;
+  });
+  const result = ready.then(({ run }) => run.result);
+  // Iterating is an alternative to awaiting: an unobserved rejection must not crash the process.
+  result.catch(() => {});
+  return {
+    id,
+    result,
+    state: () => {
+      if (inner === undefined) throw new FailedPreconditionError(`rollout "${id}" has not started yet: its record is being read`);
+      return inner.state();
+    },
+    then: (onFulfilled, onRejected) => result.then(onFulfilled, onRejected),
+    async *[Symbol.asyncIterator]() {
+      yield* (await ready).run;
+    },
+  };
+}
+
+/**
  * Continues shared rollout `id` from its record, in any process: waits again for what was sent
  * (never a second revision), then sends the rest. A rollout paused for approval is approved by
- * this call (the gateway refuses a user, and its creator under four eyes). Rejects with
- * RolloutLeaseHeldError while another driver's lease is live.
+ * this call (the gateway refuses a user, and its creator under four eyes). Returned at once, like
+ * `rollout()`; its result rejects with RolloutLeaseHeldError while another driver's lease is live.
  */
-export async function resumeRollout(client: ConfigClient, id: string, options: ResumeOptions = {}): Promise<RolloutRun> {
+export function resumeRollout(client: ConfigClient, id: string, options: ResumeOptions = {}): RolloutRun {
   validateRolloutId(id);
   const driver = options.driver ?? `sdk ${randomId()}`;
-  const before = await getRollout(client, id, options);
-  // Approved before the lease is taken: a refused approval must not leave a lease behind.
-  if (before.awaitingApproval && !before.approvals.some((a) => a.wave === before.waves.done)) await recordApproval(client, id, options);
-  return drive(client, await acquire(client, id, options, driver), options, driver, false);
+  return deferredRun(id, async () => {
+    const before = await getRollout(client, id, options);
+    // Approved before the lease is taken: a refused approval must not leave a lease behind.
+    if (before.awaitingApproval && !before.approvals.some((a) => a.wave === before.waves.done)) await recordApproval(client, id, options);
+    return { run: drive(client, await acquire(client, id, options, driver), options, driver, false) };
+  });
 }
 
 /**
@@ -218,18 +249,20 @@ export async function recordApproval(client: ConfigClient, id: string, options: 
 
 /**
  * Approves the wave shared rollout `id` waits for, then drives the rest (`resumeRollout`). Unlike
- * `resumeRollout` it fails (FailedPreconditionError) when the rollout waits for no approval.
+ * `resumeRollout` its result rejects (FailedPreconditionError) when the rollout waits for no approval.
  */
-export async function approveRollout(client: ConfigClient, id: string, options: ResumeOptions = {}): Promise<RolloutRun> {
-  await recordApproval(client, id, options);
+export function approveRollout(client: ConfigClient, id: string, options: ResumeOptions = {}): RolloutRun {
+  validateRolloutId(id);
   const driver = options.driver ?? `sdk ${randomId()}`;
-  return drive(client, await acquire(client, id, options, driver), options, driver, false);
+  return deferredRun(id, async () => {
+    await recordApproval(client, id, options);
+    return { run: drive(client, await acquire(client, id, options, driver), options, driver, false) };
+  });
 }
 
 /** Rolls back shared rollout `id` from its record, in any process (see `undoRollout`); its lease first. */
-export async function undoSharedRollout(client: ConfigClient, id: string, options: ResumeOptions = {}): Promise<RolloutRun> {
+export function undoSharedRollout(client: ConfigClient, id: string, options: ResumeOptions = {}): RolloutRun {
   validateRolloutId(id);
   const driver = options.driver ?? `sdk ${randomId()}`;
-  const record = await acquire(client, id, options, driver);
-  return drive(client, record, options, driver, true);
+  return deferredRun(id, async () => ({ run: drive(client, await acquire(client, id, options, driver), options, driver, true) }));
 }

@@ -3,7 +3,7 @@
 // starts them). Adds what tests need on top: an SDK client, a raw client, sandbox helpers, the
 // processes' JSON log lines, and the supervisors' on-disk state.
 
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
@@ -127,8 +127,18 @@ afterEach((ctx) => {
   if (ctx.task.result?.state === "fail") failed = true;
 });
 
-export async function startE2EStack(options: Omit<LocalStackOptions, "dir">): Promise<E2EStack> {
+/** A principal besides the stack's admin, written into its auth file before the gateway starts. */
+export interface ExtraPrincipal {
+  readonly token: string;
+  readonly principal: string;
+  readonly role: "admin" | "user";
+  readonly workspaces: "*" | readonly string[];
+}
+
+export async function startE2EStack(options: Omit<LocalStackOptions, "dir"> & { readonly principals?: readonly ExtraPrincipal[] }): Promise<E2EStack> {
   const dir = mkdtempSync(join(tmpdir(), "openshell-e2e-"));
+  // The stack keeps entries of its auth file that are not its own (stack-tokens.ts).
+  if (options.principals?.length) writeFileSync(join(dir, "auth.json"), JSON.stringify({ tokens: options.principals }), { mode: 0o600 });
   let stack: LocalStack;
   try {
     stack = await startLocalStack({ ...options, dir });

@@ -1,0 +1,71 @@
+// What the shared rollout record costs (bench/rollout.ts calls this): the same three-wave rollout
+// of the whole fleet with the record (`share: "required"`: the lease, every durable state written
+// to the gateway under compare-and-swap, the lease renewed) and without it (`share: "off"`, the
+// floor: local state only), alternating, back to back, so both see the same machine. Reports the
+// ratio first, then the times, the record writes (UpdateRollout calls) and the size of the
+// record's state as stored.
+
+import type { ConfigClient } from "openshell-config";
+import type { SandboxPolicy } from "openshell-config/raw";
+import { getRollout, rollout, type RolloutResult } from "openshell-config/rollout";
+
+export interface RecordRow {
+  readonly run: number;
+  readonly shared: RolloutResult;
+  readonly local: RolloutResult;
+  /** State writes the shared run made (onState calls: each is one UpdateRollout before it). */
+  readonly writes: number;
+  /** Bytes of the shared record's state JSON at the end (the change is stored once, apart). */
+  readonly stateBytes: number;
+}
+
+export async function runRecordCost(
+  client: ConfigClient,
+  o: { labelSelector: string; count: number; concurrency: number; runs: number; policy: (n: number) => SandboxPolicy },
+): Promise<RecordRow[]> {
+  const rows: RecordRow[] = [];
+  let n = 0;
+  for (let run = 1; run <= o.runs; run++) {
+    const common = { labelSelector: o.labelSelector, concurrency: o.concurrency, waves: [1, "10%", "100%"] as const, waitTimeoutMs: 120_000 };
+    let writes = 0;
+    // Alternate which goes first, so neither always runs on a warmer process.
+    const sharedRun = () =>
+      rollout(client, { ...common, waves: [...common.waves], policy: o.policy(++n), share: "required", onState: () => void writes++ }).result;
+    const localRun = () => rollout(client, { ...common, waves: [...common.waves], policy: o.policy(++n), share: "off" }).result;
+    let shared: RolloutResult;
+    let local: RolloutResult;
+    if (run % 2 === 1) {
+      shared = await sharedRun();
+      local = await localRun();
+    } else {
+      local = await localRun();
+      shared = await sharedRun();
+    }
+    for (const [what, r] of [["shared", shared], ["local", local]] as const) {
+      if (r.phase !== "complete" || r.counts.byState.applied !== o.count) throw new Error(`${what} run ${run}: phase ${r.phase}, ${JSON.stringify(r.counts)}`);
+    }
+    const record = await getRollout(client, shared.id);
+    const stateBytes = Buffer.byteLength(JSON.stringify({ ...record.state, request: undefined }));
+    rows.push({ run, shared, local, writes, stateBytes });
+    process.stderr.write(`record run ${run}: shared ${shared.durationMs} ms, local ${local.durationMs} ms, ${writes} writes\n`);
+  }
+  return rows;
+}
+
+export function recordReport(rows: readonly RecordRow[]): string[] {
+  if (rows.length === 0) return [];
+  const s = (ms: number) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`);
+  const sum = (f: (r: RecordRow) => number) => rows.reduce((a, r) => a + f(r), 0);
+  const ratio = sum((r) => r.shared.durationMs) / sum((r) => r.local.durationMs);
+  const count = rows[0]!.shared.counts.total;
+  return [
+    "## The shared rollout record's cost",
+    "",
+    `The same three-wave rollout (\`waves: [1, "10%", "100%"]\`) of the ${count} sandboxes at concurrency ${rows[0]!.shared.state.concurrency}, with the gateway's shared record (\`share: "required"\`: lease taken before sending, every durable state written with UpdateRollout under compare-and-swap, lease renewed and released) and without it (\`share: "off"\`: local state only, the floor), alternating which runs first. **Record / no record over all runs: ${ratio.toFixed(2)}×.**`,
+    "",
+    "| run | with record | without | ratio | state writes | record state size |",
+    "| --- | --- | --- | --- | --- | --- |",
+    ...rows.map((r) => `| ${r.run} | ${s(r.shared.durationMs)} | ${s(r.local.durationMs)} | **${(r.shared.durationMs / r.local.durationMs).toFixed(2)}×** | ${r.writes} | ${(r.stateBytes / 1024).toFixed(0)} KiB |`),
+    "",
+  ];
+}
