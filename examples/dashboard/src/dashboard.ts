@@ -11,6 +11,7 @@ import { createHistoryCard } from "./history-card.js";
 import { createResumeCard } from "./resume-card.js";
 import { createSettingsCard } from "./settings-card.js";
 import { createRolloutView } from "./rollout-view.js";
+import { createRolloutsPanel } from "./rollouts-panel.js";
 import { createSandboxesCard } from "./sandboxes-card.js";
 import { listAll, type Session } from "./session.js";
 
@@ -26,8 +27,13 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
   const state = createDashboardState();
   const stopped = state.stopped;
 
+  // This page's id in a shared rollout's lease while it drives one: "dashboard" and a random suffix.
+  const driver = `dashboard ${Math.random().toString(16).slice(2, 10)}`;
   const rolloutView = createRolloutView({
     client,
+    driver,
+    sharedRecord: (id) => (panel.shared() ? panel.record(id) : undefined),
+    onRunning: (id) => panel.setDriving(id),
     policy: () => editor.policyForRollout(),
     explain: (err) => explain(err, gateway),
     listSandboxes: async () => (await listAll(raw)).map((sb) => ({ name: sb.metadata?.name ?? "", labels: sb.metadata?.labels ?? {} })),
@@ -36,6 +42,17 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
       if (sandbox === state.selected) operations.render();
     },
     onFinished: () => void refreshList(),
+  });
+  const panel = createRolloutsPanel({
+    client,
+    raw,
+    driver,
+    explain: (err) => explain(err, gateway),
+    signal: stopped.signal,
+    act: (action, r) => rolloutView.act(action, r),
+    show: (r) => void rolloutView.showShared(r),
+    onShared: (shared) => rolloutView.setShared(shared),
+    onRollouts: () => rolloutView.refresh(),
   });
   const sandboxes = createSandboxesCard({ state, onSelect: select, onRefresh: () => void refreshList() });
   const resumeCard = createResumeCard({ client, gateway, signal: stopped.signal, changeOf: (v) => operations.changeOf(v) });
@@ -83,7 +100,7 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
     h(
       "main",
       { class: "grid" },
-      h("div", { class: "col" }, sandboxes.element, resumeCard.element, rolloutView.element),
+      h("div", { class: "col" }, sandboxes.element, resumeCard.element, panel.element, rolloutView.element),
       h("div", { class: "col" }, editor.element, operations.element, settings.element, history.element),
     ),
   );

@@ -9,6 +9,7 @@
 import "./style.css";
 import "./rollouts.css";
 import "./settings-history.css";
+import "./shared-rollouts.css";
 import { showDashboard } from "./dashboard.js";
 import { byId, h } from "./dom.js";
 import { explain } from "./explain.js";

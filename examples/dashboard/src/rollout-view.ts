@@ -7,8 +7,27 @@
 // paused one: each stays listed with Continue (resuming its state is the approval) and Undo
 // (undoRollout) until it is done or undone, across reloads. Starting a rollout over sandboxes a
 // paused one also targets asks first (rollout-conflict.ts). One run at a time from this page.
+//
+// When the gateway keeps shared rollout records (issue 31), a rollout started here is written
+// there too, driven under this page's driver id ("dashboard <random>"), and the workspace's
+// rollouts panel (rollouts-panel.ts) acts on any rollout through `act`: Continue, Resume and Undo
+// then go by id from the record (resumeRollout, approveRollout, undoSharedRollout), never from a
+// copy in this browser that another operator may have overtaken.
 
-import { rollout, undoRollout, type RolloutEvent, type RolloutPhase, type RolloutRun, type RolloutState } from "openshell-config/rollout";
+import {
+  approveRollout,
+  getRollout,
+  resumeRollout,
+  rollout,
+  undoRollout,
+  undoSharedRollout,
+  type RolloutEvent,
+  type RolloutPhase,
+  type RolloutResult,
+  type RolloutRun,
+  type RolloutState,
+  type SharedRollout,
+} from "openshell-config/rollout";
 import type { ConfigClient } from "openshell-config";
 import type { SandboxPolicy } from "openshell-config/raw";
 import { h } from "./dom.js";
@@ -16,7 +35,8 @@ import { conflictMessage, conflictsWith, targetsOf, type LabelledSandbox } from 
 import { createRolloutDetail } from "./rollout-detail.js";
 import { createRolloutFormFields, formFromState, readSelector, rolloutOptions, type RolloutForm } from "./rollout-form.js";
 import { createRolloutList, resumable } from "./rollout-list.js";
-import { canUndo, createRolloutStore, phaseOfState } from "./rollout-store.js";
+import { canUndo, createRolloutStore, phaseOfState, type KeptRollout } from "./rollout-store.js";
+import { phaseOfRecord } from "./shared-rollouts.js";
 
 export interface RolloutViewOptions {
   readonly client: ConfigClient;
@@ -30,17 +50,43 @@ export interface RolloutViewOptions {
   readonly onCommitted?: (sandbox: string, operationId: string, policyVersion: number) => void;
   /** Called when a rollout ends, e.g. to refresh the sandbox list. */
   readonly onFinished: () => void;
+  /** This page's driver id in a shared rollout's lease. */
+  readonly driver: string;
+  /** The shared record of rollout `id` when the gateway keeps records (then the card acts from it). */
+  readonly sharedRecord?: (id: string) => SharedRollout | undefined;
+  /** The rollout this page drives now ("" while its id is not known yet), or undefined when none. */
+  readonly onRunning?: (id: string | undefined) => void;
 }
 
 type Mode = "new" | "resume" | "undo";
 
+export interface RolloutView {
+  readonly element: HTMLElement;
+  /** Ends a running rollout's waits (sign-out). */
+  stop(): void;
+  setPolicyValid(ok: boolean): void;
+  /** Continues (approving it when it waits for approval) or undoes shared rollout `r`; resolves with the refusal's sentence, or undefined. */
+  act(action: "proceed" | "undo", r: SharedRollout): Promise<string | undefined>;
+  /** Shows shared rollout `r` in the card (its state read from the record). */
+  showShared(r: SharedRollout): Promise<void>;
+  /** Says, above the list, that the rollouts below are kept in this browser only (no shared records). */
+  setShared(shared: boolean): void;
+  /** Redraws the list after the shared records changed. */
+  refresh(): void;
+}
+
 /** The rollout card; call `stop()` on sign-out to end a running rollout's waits. */
-export function createRolloutView(options: RolloutViewOptions): { readonly element: HTMLElement; stop(): void; setPolicyValid(ok: boolean): void } {
+export function createRolloutView(options: RolloutViewOptions): RolloutView {
   const store = createRolloutStore();
   const fields = createRolloutFormFields();
   const detail = createRolloutDetail(options);
   const list = createRolloutList({
-    show: (id) => !running && showKept(id),
+    show: (id) => {
+      if (running !== undefined) return;
+      const record = options.sharedRecord?.(id);
+      if (record) void readShared(id).then(() => sync());
+      else showKept(id);
+    },
     resume: (id) => void run("resume", id),
     undo: (id) => void run("undo", id),
     forget: (id) => {
@@ -65,6 +111,7 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
   let current: RolloutRun | undefined;
   /** The id of the rollout a run drives now ("" until its first state is known). */
   let running: string | undefined;
+  let reported: string | undefined;
   let policyValid = false;
   /** The rollout the card shows and its buttons act on: its state (kept current by onState) and how it stands. */
   let shown: { id: string; state: RolloutState; phase: RolloutPhase } | undefined;
@@ -75,9 +122,21 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
   };
   fields.selector.addEventListener("input", hideConflict);
 
+  /**
+   * The kept rollouts as they stand: with shared records, how each record stands now (another
+   * operator may have continued or undone it since this browser saved it).
+   */
+  function listed(): KeptRollout[] {
+    return store.list().map((r) => {
+      const record = options.sharedRecord?.(r.id);
+      return record ? { ...r, phase: phaseOfRecord(record, Date.now()), wave: record.waves.done } : r;
+    });
+  }
+
   /** The list, and the buttons for the rollout shown: Continue (paused) or Resume (halted, cut short), Undo. */
   function sync(): void {
-    list.render({ rollouts: store.list(), shownId: shown?.id, running });
+    if (running !== reported) options.onRunning?.((reported = running));
+    list.render({ rollouts: listed(), shownId: shown?.id, running });
     const busy = running !== undefined;
     start.disabled = busy || !policyValid;
     anyway.disabled = busy || !policyValid;
@@ -107,8 +166,7 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
 
   /** The paused rollouts over any sandbox `selector` matches now. */
   async function pausedConflicts(selector: Parameters<typeof targetsOf>[0]) {
-    const paused = store
-      .list()
+    const paused = listed()
       .filter((r) => r.phase === "paused")
       .flatMap((r) => {
         const s = store.state(r.id);
@@ -118,29 +176,70 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
     return conflictsWith(targetsOf(selector, await options.listSandboxes()), paused);
   }
 
-  async function run(mode: Mode, id?: string, confirmed = false): Promise<void> {
-    if (running !== undefined) return;
+  /** Whether this browser keeps rollout `id` (a shared one started elsewhere is not copied here). */
+  const kept = (id: string) => store.list().some((e) => e.id === id);
+
+  /** Reads shared rollout `id` with its state and shows it; the error's sentence when it cannot. */
+  async function readShared(id: string): Promise<SharedRollout | string> {
+    try {
+      const full = await getRollout(options.client, id);
+      if (full.state === undefined) return `rollout ${id} has no state to show`;
+      shown = { id, state: full.state, phase: phaseOfState(full.state) };
+      detail.showKept(full.state, undefined, shown.phase);
+      return full;
+    } catch (err) {
+      return options.explain(err);
+    }
+  }
+
+  async function run(mode: Mode, id?: string, confirmed = false, via?: SharedRollout): Promise<string | undefined> {
+    if (running !== undefined) return "This page is driving a rollout already; one at a time.";
     hideConflict();
     let form: RolloutForm | undefined;
     let selectorText = "";
-    let launch: () => RolloutRun;
-    const onProgress = (e: RolloutEvent) => detail.onEvent(e, current, selectorText);
+    let launch: () => RolloutRun | Promise<RolloutRun>;
+    /** The state so far of a shared run, whose RolloutRun the card never holds (the SDK resolves it at the end). */
+    let latest: RolloutState | undefined;
+    const runOf = () => current ?? (latest ? ({ state: () => latest! } as unknown as RolloutRun) : undefined);
+    const onProgress = (e: RolloutEvent) => detail.onEvent(e, runOf(), selectorText);
     const onState = (s: RolloutState) => {
       if (s.sandboxes.length === 0) return; // matched nothing: nothing to keep
-      store.saveState(s, mode === "new" ? form : undefined); // throws when full: the SDK stops, saying why
+      latest = s;
+      if (mode === "new" || kept(s.id)) store.saveState(s, mode === "new" ? form : undefined); // throws when full: the SDK stops, saying why
       running = s.id;
       shown = { id: s.id, state: s, phase: phaseOfState(s) };
       sync();
     };
-    if (mode !== "new") {
-      if (id !== undefined && id !== shown?.id && !showKept(id)) return;
-      const kept = shown;
-      if (!kept) return;
-      selectorText = kept.state.labelSelector ?? "";
+    const record = mode === "new" ? undefined : (via ?? options.sharedRecord?.(id ?? shown?.id ?? ""));
+    if (record) {
+      // Shared: from the record, by id; whoever drove it last, wherever.
+      running = record.id;
+      sync();
+      const full = await readShared(record.id);
+      running = undefined;
+      sync();
+      if (typeof full === "string") {
+        detail.setSummary(`Could not read rollout ${record.id}: ${full}`, "error", "error");
+        return full;
+      }
+      latest = full.state;
+      selectorText = full.labelSelector ?? "";
+      const o = () => ({ driver: options.driver, signal: controller!.signal, onProgress, onState });
       launch = () =>
         mode === "undo"
-          ? undoRollout(options.client, kept.state, { signal: controller!.signal, onProgress, onState })
-          : rollout(options.client, { resume: kept.state, signal: controller!.signal, onProgress, onState });
+          ? undoSharedRollout(options.client, full.id, o())
+          : full.awaitingApproval
+            ? approveRollout(options.client, full.id, o())
+            : resumeRollout(options.client, full.id, o());
+    } else if (mode !== "new") {
+      if (id !== undefined && id !== shown?.id && !showKept(id)) return undefined;
+      const keptOne = shown;
+      if (!keptOne) return undefined;
+      selectorText = keptOne.state.labelSelector ?? "";
+      launch = () =>
+        mode === "undo"
+          ? undoRollout(options.client, keptOne.state, { signal: controller!.signal, onProgress, onState })
+          : rollout(options.client, { resume: keptOne.state, driver: options.driver, signal: controller!.signal, onProgress, onState });
     } else {
       form = fields.values();
       if (form.selector === "") {
@@ -180,26 +279,32 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
         }
       }
       const opts = rolloutOptions(form, selectorText, p.policy);
-      launch = () => rollout(options.client, { ...opts, signal: controller!.signal, onProgress, onState });
+      launch = () => rollout(options.client, { ...opts, driver: options.driver, signal: controller!.signal, onProgress, onState });
     }
     controller = new AbortController();
     detail.setSignal(controller.signal);
-    running = mode === "new" ? "" : shown!.id;
+    running = mode === "new" ? "" : (record?.id ?? shown!.id);
     sync();
     detail.setSummary(mode === "undo" ? "Undoing the rollout…" : `Selecting the sandboxes with ${selectorText}…`, "running");
     cancel.hidden = false;
     try {
-      current = launch();
-      const result = await current;
+      const launched = launch();
+      if (!(launched instanceof Promise)) current = launched;
+      // A shared run's promise settles at its end, with the result (awaiting twice is right either way).
+      const result = (await (await launched)) as RolloutResult;
       const view = detail.finished(result, mode);
-      if (view) {
+      if (view && (record === undefined || kept(result.id))) {
         store.saveState(result.state);
         store.saveView(view);
-        shown = { id: result.id, state: result.state, phase: result.phase };
       }
+      if (view) shown = { id: result.id, state: result.state, phase: result.phase };
+      return undefined;
     } catch (err) {
-      detail.clear();
-      detail.setSummary(`Could not ${mode === "undo" ? "undo" : "roll out"}: ${options.explain(err)}`, "error", "error");
+      const message = options.explain(err);
+      // A refusal of a shared rollout (lease held, four eyes, permission) leaves it as it was, on show.
+      if (record === undefined) detail.clear();
+      detail.setSummary(`Could not ${mode === "undo" ? "undo" : record ? "continue" : "roll out"}: ${message}`, "error", "error");
+      return message;
     } finally {
       running = undefined;
       current = undefined;
@@ -230,6 +335,18 @@ export function createRolloutView(options: RolloutViewOptions): { readonly eleme
     setPolicyValid(ok: boolean) {
       policyValid = ok;
       sync();
+    },
+    refresh: () => sync(),
+    act: (action, r) => run(action === "undo" ? "undo" : "resume", r.id, false, r),
+    async showShared(r) {
+      if (running !== undefined) return;
+      const full = await readShared(r.id);
+      if (typeof full === "string") detail.setSummary(`Could not read rollout ${r.id}: ${full}`, "error", "error");
+      sync();
+    },
+    setShared(shared) {
+      const title = list.element.querySelector("h3");
+      if (title) title.textContent = shared ? "Started in this browser" : "Rollouts (this browser only: not shared)";
     },
   };
 }
