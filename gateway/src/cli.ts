@@ -59,6 +59,7 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
     waitMaxMs: config.waitMaxMs,
     version: packageVersion(),
     ...(config.withoutOperations ? { trackOperations: false } : {}),
+    ...(config.withoutSharedRollouts ? { sharedRollouts: false } : {}),
     session: {
       ...(config.ackTimeoutMs !== undefined ? { ackTimeoutMs: config.ackTimeoutMs } : {}),
       ...(config.heartbeatMs !== undefined ? { heartbeatMs: config.heartbeatMs } : {}),

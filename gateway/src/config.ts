@@ -56,6 +56,11 @@ export interface GatewayConfig {
    * clients against such gateways.
    */
   readonly withoutOperations: boolean;
+  /**
+   * `--without-shared-rollouts`: the rollout record RPCs (rollouts.proto) answer UNIMPLEMENTED, as
+   * on a gateway of ours before them. For tests of clients that fall back to local state.
+   */
+  readonly withoutSharedRollouts: boolean;
   /** `--tls-cert`, `--tls-key` and `--tls-client-ca` (files, read at startup); undefined = cleartext. */
   readonly tls: { readonly certFile: string; readonly keyFile: string; readonly clientCaFile: string | undefined } | undefined;
   /** `--oidc-issuer` and `--oidc-audience`; undefined = no OIDC tokens. */
@@ -103,6 +108,8 @@ Options:
                        end a supervisor stream whose write makes no progress this long (default 20s)
   --without-operations behave like an upstream gateway before durable operations: no operation in
                        UpdateConfig responses, wait_mode and idempotency_key ignored (client tests)
+  --without-shared-rollouts
+                       keep no shared rollout records: their RPCs answer UNIMPLEMENTED (client tests)
 
 TLS, client certificates and OIDC (see docs/operations.md):
   --tls-cert FILE      serve HTTPS (ALPN h2 and http/1.1) with this PEM certificate (chain)
@@ -190,6 +197,7 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   const supervisorWriteTimeoutMs = optionalDuration("supervisor-write-timeout");
   const { replica, dbPoolSize } = replicaSettings(flags, db);
   const withoutOperations = flags.bool("without-operations");
+  const withoutSharedRollouts = flags.bool("without-shared-rollouts");
   flags.rejectUnknown();
 
   return {
@@ -217,6 +225,7 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
       dbPoolSize,
       replica,
       withoutOperations,
+      withoutSharedRollouts,
       tls,
       oidc,
       sandboxPort,
@@ -297,7 +306,7 @@ const VALUE_FLAGS = new Set([
   "max-message-size", "max-waiters", "max-supervisor-streams", "supervisor-write-timeout", "replica-id", "lease", "notify", "db-pool",
   "tls-cert", "tls-key", "tls-client-ca", "oidc-issuer", "oidc-audience", "sandbox-port",
 ]);
-const BOOL_FLAGS = new Set(["no-auth", "without-operations", "allow-readable-auth-file"]);
+const BOOL_FLAGS = new Set(["no-auth", "without-operations", "without-shared-rollouts", "allow-readable-auth-file"]);
 const REPEATABLE = new Set(["cors-origin"]);
 
 /** `--name value` and `--name=value` pairs, checked against the known flags. */

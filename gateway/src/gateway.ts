@@ -76,6 +76,8 @@ export interface GatewayOptions {
    * GetConfigUpdateOperation and the operation extensions answer UNIMPLEMENTED. Default true.
    */
   readonly trackOperations?: boolean;
+  /** False: the shared rollout record RPCs answer UNIMPLEMENTED (as without operations). Default true. */
+  readonly sharedRollouts?: boolean;
 }
 
 export interface Gateway {
@@ -160,13 +162,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       stopSandbox: (req, ctx) => stopSandbox(deps, req, ctx),
       startSandbox: (req, ctx) => startSandbox(deps, req, ctx),
       deleteSandbox: (req, ctx) => deleteSandbox(deps, req, ctx),
-      ...(options.trackOperations === false
+      ...(options.trackOperations === false || options.sharedRollouts === false
         ? {
-            // Like an upstream release before #3273: commits without operations, and no operation RPCs.
-            updateConfig: (req, ctx) => updateConfigUntracked(deps, req, ctx),
-            getConfigUpdateOperation: unimplemented("GetConfigUpdateOperation"),
-            watchConfigUpdateOperations: unimplemented("WatchConfigUpdateOperations"),
-            listConfigUpdateOperations: unimplemented("ListConfigUpdateOperations"),
             createRollout: unimplemented("CreateRollout"),
             getRollout: unimplemented("GetRollout"),
             listRollouts: unimplemented("ListRollouts"),
@@ -175,10 +172,6 @@ export function createGateway(options: GatewayOptions): Gateway {
             approveRollout: unimplemented("ApproveRollout"),
           }
         : {
-            updateConfig: (req, ctx) => updateConfig(deps, req, ctx),
-            getConfigUpdateOperation: (req, ctx) => getConfigUpdateOperation(deps, req, ctx),
-            watchConfigUpdateOperations: (req, ctx) => watchConfigUpdateOperations(deps, req, ctx),
-            listConfigUpdateOperations: (req, ctx) => listConfigUpdateOperations(deps, req, ctx),
             // The shared rollout record (rollouts.proto), an extension of the same generation.
             createRollout: (req, ctx) => createRollout(rolloutDeps, req, ctx),
             getRollout: (req, ctx) => getRollout(rolloutDeps, req, ctx),
@@ -186,6 +179,20 @@ export function createGateway(options: GatewayOptions): Gateway {
             watchRollouts: (req, ctx) => watchRollouts(rolloutDeps, req, ctx),
             updateRollout: (req, ctx) => updateRollout(rolloutDeps, req, ctx),
             approveRollout: (req, ctx) => approveRollout(rolloutDeps, req, ctx),
+          }),
+      ...(options.trackOperations === false
+        ? {
+            // Like an upstream release before #3273: commits without operations, and no operation RPCs.
+            updateConfig: (req, ctx) => updateConfigUntracked(deps, req, ctx),
+            getConfigUpdateOperation: unimplemented("GetConfigUpdateOperation"),
+            watchConfigUpdateOperations: unimplemented("WatchConfigUpdateOperations"),
+            listConfigUpdateOperations: unimplemented("ListConfigUpdateOperations"),
+          }
+        : {
+            updateConfig: (req, ctx) => updateConfig(deps, req, ctx),
+            getConfigUpdateOperation: (req, ctx) => getConfigUpdateOperation(deps, req, ctx),
+            watchConfigUpdateOperations: (req, ctx) => watchConfigUpdateOperations(deps, req, ctx),
+            listConfigUpdateOperations: (req, ctx) => listConfigUpdateOperations(deps, req, ctx),
           }),
       getSandboxConfig: (req, ctx) => getSandboxConfig(deps, req, ctx),
       getGatewayConfig: (_req, ctx) => getGatewayConfig(deps, ctx),

@@ -36,8 +36,12 @@ export interface RecordSync {
   readonly shared: () => boolean;
   /** The record as last written or read. */
   readonly record: () => SharedRollout | undefined;
-  /** Takes the lease before anything is sent; creates the record for a new rollout. */
-  begin(state: RolloutState, fresh: boolean): Promise<void>;
+  /**
+   * Takes the lease before anything is sent; creates the record for a new rollout. Resuming (not
+   * undoing) a rollout the record shows paused for approval records the approval first: resuming
+   * is approving, and the gateway judges who may (four eyes).
+   */
+  begin(state: RolloutState, fresh: boolean, undo?: boolean): Promise<void>;
   /** Writes a state (and its summary); throws when the lease is lost. */
   write(state: RolloutState): Promise<void>;
   /** Writes the last state and gives the lease up. */
@@ -126,7 +130,7 @@ export function createRecordSync(client: ConfigClient, options: ShareOptions, ta
   return {
     shared: () => on,
     record: () => current,
-    async begin(state, fresh) {
+    async begin(state, fresh, undo) {
       if (mode === "off") return;
       try {
         if (current === undefined && fresh) {
@@ -154,6 +158,12 @@ export function createRecordSync(client: ConfigClient, options: ShareOptions, ta
         if (current === undefined) {
           const res = await rpc.getRollout({ workspaceScope: scopeOf(state), id: state.id, view: RolloutView.SUMMARY });
           current = fromRecord(res.rollout!);
+          const waits = current.awaitingApproval && !current.approvals.some((a) => a.wave === current!.waves.done);
+          if (waits && !fresh && undo !== true) {
+            // Before the lease: a refused approval must not leave a lease behind.
+            const approved = await rpc.approveRollout({ workspaceScope: scopeOf(state), id: state.id, wave: current.waves.done });
+            current = fromRecord(approved.rollout!);
+          }
           on = true;
           await serial(() => update(state, false, false));
         }
@@ -165,7 +175,7 @@ export function createRecordSync(client: ConfigClient, options: ShareOptions, ta
         }
         // A resumed rollout the gateway never saw (a local state file): created from this state.
         if (code === Code.NotFound && !fresh && current === undefined) {
-          await this.begin(state, true);
+          await this.begin(state, true, undo);
           return;
         }
         throw err instanceof Error && !(err instanceof ConnectError) ? err : await leaseRefusal(rpc, state, driver, err);

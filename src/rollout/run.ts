@@ -151,7 +151,7 @@ export function startRollout(client: ConfigClient, options: RolloutOptions, acqu
       p.waves = p.waves.map((w) => ({ ...w, gate: { ...w.gate, maxTotalFailures: p.maxFailures ?? null, ...(single ? { maxFailures: p.maxFailures ?? null } : {}) } }));
     }
     // The lease before anything is sent: another live driver of this rollout refuses this one.
-    await sync.begin(state(), !p.resumed);
+    await sync.begin(state(), !p.resumed, p.undo);
     if (!p.resumed) await persist();
     emit({ type: "started", id: p.id, sandboxes: [...targets], alreadyCommitted: targets.filter((t) => p.refs[t]).length });
 

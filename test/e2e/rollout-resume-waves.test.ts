@@ -66,7 +66,9 @@ function runChild(stateFile: string, options: unknown, killWhen?: (events: { typ
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "rollout-resume-"));
-  stack = await startE2EStack({ sandboxes: names });
+  // A gateway without the shared rollout record: these rollouts live in their state files only
+  // (with the record, a SIGKILLed driver's lease would hold its rollout for 15 s: shared-rollout-replicas.test.ts).
+  stack = await startE2EStack({ sandboxes: names, gatewayArgs: ["--without-shared-rollouts"] });
   for (const name of groupA) await stack.raw.createSandbox({ name, spec: { policy: policy(base) }, workspaceScope: workspaceScope() });
   for (const name of groupB) await stack.raw.createSandbox({ name, spec: { policy: withApi(l4.has(name) ? "" : "rest") }, workspaceScope: workspaceScope() });
   stack.startSupervisor({ fleet: { prefix: "rr-", count: names.length } });

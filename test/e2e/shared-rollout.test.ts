@@ -120,6 +120,16 @@ describe("shared rollouts between operators", () => {
     await expect(recordApproval(clients.bob, "ship-2"), "nothing waits for an approval any more").rejects.toBeInstanceOf(FailedPreconditionError);
   });
 
+  it("resuming a paused rollout from its saved state approves it on the record, as its resume does", async () => {
+    const paused = await rollout(clients.alice, { id: "ship-4", labelSelector: "team=sh", policy: change(4), waves: [3, "100%"], gate: { pause: "approval" } });
+    expect(paused.phase).toBe("paused");
+    const resumed = await rollout(clients.bob, { resume: paused.state });
+    expect(resumed.phase).toBe("complete");
+    const record = await getRollout(clients.alice, "ship-4");
+    expect(record.approvals.map((a) => [a.wave, a.by])).toEqual([[1, "bob"]]);
+    expect(record).toMatchObject({ phase: "done", result: "complete" });
+  });
+
   it("a user of another workspace sees nothing", async () => {
     await expect(getRollout(clients.dave, "ship-1")).rejects.toBeInstanceOf(NotFoundError);
     expect((await listRollouts(clients.dave, { workspace: "elsewhere" })).rollouts).toEqual([]);

@@ -46,6 +46,8 @@ export interface Cluster {
   readonly adminToken: string;
   startReplica(name: string, args?: readonly string[]): Promise<Proc>;
   startSupervisor(sandbox: string, gateways: readonly string[], args?: readonly string[]): Proc;
+  /** One supervisor process for the sandboxes `<prefix>0000`… (`count` of them, each with a token of `sandboxes`). */
+  startFleet(prefix: string, count: number, gateways: readonly string[], args?: readonly string[]): Proc;
   /** An SDK client (gRPC) with the admin token. */
   client(baseUrl: string): ConfigClient;
   /** A TCP front forwarding each connection to the first of `backends()` that accepts it. */
@@ -110,6 +112,9 @@ export async function createCluster(sandboxes: readonly string[]): Promise<Clust
     }),
     { mode: 0o600 },
   );
+  const fail = (sandbox: string): never => {
+    throw new Error(`no token for sandbox ${sandbox}`);
+  };
   const children: ChildProcess[] = [];
   const servers: Server[] = [];
   const pool = new pg.Pool({ connectionString: dbUrl, max: 2 });
@@ -185,6 +190,15 @@ export async function createCluster(sandboxes: readonly string[]): Promise<Clust
       const stateDir = join(dir, "supervisors", sandbox);
       return run(`supervisor ${sandbox}`, gateways[0]!, "supervisor/src/cli.ts", [
         "--sandbox", sandbox, "--token", token, "--gateway", gateways.join(","), "--state-dir", stateDir, ...args,
+      ]).proc;
+    },
+    startFleet(prefix, count, gateways, args = []) {
+      const width = Math.max(4, String(count - 1).length);
+      const names = Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(width, "0")}`);
+      const tokenFile = join(dir, `fleet-${prefix}tokens.json`);
+      writeFileSync(tokenFile, JSON.stringify(Object.fromEntries(names.map((n) => [n, tokens.get(n) ?? fail(n)]))), { mode: 0o600 });
+      return run(`supervisor ${prefix}*`, gateways[0]!, "supervisor/src/cli.ts", [
+        "--sandboxes", String(count), "--sandbox-prefix", prefix, "--token-file", tokenFile, "--gateway", gateways.join(","), "--state-dir", join(dir, "supervisors"), ...args,
       ]).proc;
     },
     client(baseUrl) {

@@ -33,6 +33,7 @@ describe("command line", () => {
       logLevel: "info",
       waitMaxMs: 3_600_000,
       withoutOperations: false,
+      withoutSharedRollouts: false,
     });
   });
 
