@@ -122,7 +122,11 @@ export function createRecordSync(client: ConfigClient, options: ShareOptions, ta
     const every = Math.max(250, Math.floor(ttl / 3));
     heartbeat = setInterval(() => {
       if (lost || Date.now() - lastWrite < every) return;
-      serial(() => update(state, false, false)).catch((err: unknown) => (lost ??= err as Error));
+      // Only a lost lease stops the driver; a renewal the gateway could not answer is tried again
+      // at the next beat (the lease outlasts two missed ones).
+      serial(() => update(state, false, false)).catch((err: unknown) => {
+        if (err instanceof RolloutLeaseHeldError) lost ??= err;
+      });
     }, every);
     (heartbeat as { unref?: () => void }).unref?.();
   };
