@@ -213,9 +213,10 @@ function commandOf(spec: CommandSpec, args: readonly string[], v: Record<string,
     }
     case "policy rollout":
       return attempt(() =>
-        parseRolloutOptions({ ...(v as Record<string, string>), pauseForApproval: v.pauseForApproval === true, rollbackOnFailure: v.rollbackOnFailure === true, failOnDegraded: v.failOnDegraded === true, labelSelector: selector(), timeoutMs: v.timeout === undefined ? undefined : timeoutMs }, workspace),
+        parseRolloutOptions({ ...(v as Record<string, string>), pauseForApproval: v.pauseForApproval === true, rollbackOnFailure: v.rollbackOnFailure === true, failOnDegraded: v.failOnDegraded === true, fourEyes: v.fourEyes === true, labelSelector: selector(), timeoutMs: v.timeout === undefined ? undefined : timeoutMs }, workspace),
       );
     case "policy rollout resume":
+    case "policy rollout approve":
       return {
         name,
         id: attempt(() => parseRolloutId(args[0]!, "ROLLOUT_ID")),
@@ -228,11 +229,16 @@ function commandOf(spec: CommandSpec, args: readonly string[], v: Record<string,
       return {
         name,
         id: attempt(() => parseRolloutId(args[0]!, "ROLLOUT_ID")),
+        workspace,
         concurrency: v.concurrency === undefined ? undefined : attempt(() => parseCount(str("concurrency")!, "--concurrency", 1)),
         timeoutMs: v.timeout === undefined ? undefined : timeoutMs,
       };
     case "policy rollout status":
-      return { name, id: attempt(() => parseRolloutId(args[0]!, "ROLLOUT_ID")), watch: v.watch === true };
+      return { name, id: attempt(() => parseRolloutId(args[0]!, "ROLLOUT_ID")), workspace, watch: v.watch === true };
+    case "policy rollout list":
+    case "policy rollout history":
+      if (v.allWorkspaces && workspace !== undefined) fail("--workspace and --all-workspaces are mutually exclusive");
+      return { name, workspace, allWorkspaces: v.allWorkspaces === true, watch: v.watch === true, limit: name === "policy rollout history" ? limit() : 0 };
     case "settings set": {
       const type = choice<SettingType>(v.type, SETTING_TYPES, "--type", "string", hint);
       const common = update();
@@ -278,7 +284,7 @@ export function withWorkspaceDefault<C extends Command>(command: C, env: NodeJS.
   const fromEnv = env.OPENSHELL_WORKSPACE;
   if (fromEnv === undefined || fromEnv === "" || !("workspace" in command) || command.workspace !== undefined) return command;
   if (command.name === "policy rollout resume" || (command.name === "policy rollout" && command.resume !== undefined)) return command;
-  if (command.name === "sandbox list" && command.allWorkspaces) return command;
+  if ("allWorkspaces" in command && command.allWorkspaces) return command;
   return { ...command, workspace: fromEnv };
 }
 

@@ -4,8 +4,9 @@
 // values of options with a fixed set (--output, --protocol, --type, the shell) and file names
 // for --file and --config, the names of the openshell CLI's registered gateways for -g (read from
 // the registry's directories by the script itself), and the subcommands of a command that has its
-// own (`policy rollout resume|undo|status`). Sandbox names (after --sandbox), operation ids
-// (operation get|wait) and rollout ids (policy rollout resume|undo|status) come from the hidden
+// own (`policy rollout resume|approve|undo|status|list|history`). Sandbox names (after --sandbox),
+// operation ids (operation get|wait) and rollout ids (policy rollout resume|approve|undo|status:
+// the gateway's shared records, then the saved ones) come from the hidden
 // `openshell-config __complete KIND WORDS...` (dynamic-completion.ts), bounded in time, which
 // reads the connection flags from the words typed so far.
 
@@ -40,6 +41,7 @@ const DYNAMIC_ARGUMENTS: readonly (readonly [string, "operation" | "rollout"])[]
   ["policy rollout resume", "rollout"],
   ["policy rollout undo", "rollout"],
   ["policy rollout status", "rollout"],
+  ["policy rollout approve", "rollout"],
 ];
 
 const flagsOf = (o: OptionSpec) => o.flags.split(/[ ,]+/).filter((f) => f.startsWith("-"));

@@ -1,6 +1,6 @@
 // Completion of values that live at the gateway or in this user's state: sandbox names (after
 // -s/--sandbox), operation ids (operation get|wait) and rollout ids (policy rollout
-// resume|undo|status). The completion scripts run the hidden `openshell-config __complete KIND
+// resume|approve|undo|status: the gateway's shared records not yet done, then the saved states). The completion scripts run the hidden `openshell-config __complete KIND
 // WORDS...` with the words typed so far, from which the connection flags (--url, -g, --config,
 // --token, --protocol, --gateway-insecure, --workspace, -A, --sandbox) are read; it prints one
 // candidate per line. A shell waits for it, so it is bounded: one attempt, no retry, at most
@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { createConfigClient, type ConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, allWorkspacesScope, workspaceScope } from "openshell-config/raw";
+import { listRollouts } from "openshell-config/rollout";
 import { resolveConfig, type ConnectionFlags } from "./config.js";
 import { gatewayConnection } from "./gateway-connection.js";
 import { rolloutStateDir } from "./rollout-store.js";
@@ -72,8 +73,8 @@ export function typedFlags(words: readonly string[]): TypedFlags {
 /** Candidates for `kind`, given the typed words; [] whenever they cannot be had within the budget. */
 export async function completeValues(kind: CompletionKind, words: readonly string[], env: NodeJS.ProcessEnv, budgetMs = COMPLETE_BUDGET_MS): Promise<string[]> {
   const flags = typedFlags(words);
-  if (kind === "rollout") return rolloutIds(env).filter((v) => SAFE_WORD.test(v));
   const signal = AbortSignal.timeout(budgetMs);
+  if (kind === "rollout") return [...new Set([...(await sharedRolloutIds(flags, env, signal)), ...rolloutIds(env)])].filter((v) => SAFE_WORD.test(v)).slice(0, MAX_CANDIDATES);
   try {
     const client = await clientFor(flags, env);
     const values = kind === "sandbox" ? await sandboxNames(client, flags, signal) : await operationIds(client, flags, signal);
@@ -121,6 +122,17 @@ async function operationIds(client: ConfigClient, flags: TypedFlags, signal: Abo
     .flat()
     .sort((a, b) => Number((b.createdTime?.seconds ?? 0n) - (a.createdTime?.seconds ?? 0n)))
     .map((o) => o.operationId);
+}
+
+/** The shared records of rollouts not yet done, newest first; [] without a gateway that keeps them. */
+async function sharedRolloutIds(flags: TypedFlags, env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<string[]> {
+  try {
+    const client = await clientFor(flags, env);
+    const page = await listRollouts(client, { ...(flags.workspace !== undefined ? { workspace: flags.workspace } : {}), phases: ["running", "paused", "rolling-back"], pageSize: MAX_CANDIDATES, signal });
+    return page.rollouts.map((r) => r.id);
+  } catch {
+    return [];
+  }
 }
 
 /** This user's saved rollouts, newest first (no gateway needed). */

@@ -14,6 +14,9 @@ import { GatewayUnreachableError, networkCode as retryNetworkCode } from "./retr
 import { Interrupted } from "./commands/context.js";
 import { loginHint } from "./oidc-token-file.js";
 import { describeTlsFailure } from "./tls-errors.js";
+import { RolloutLeaseHeldError, SharedRolloutsUnsupportedError } from "openshell-config/rollout";
+import { formatAge } from "./format.js";
+import { rolloutStateDir } from "./rollout-store.js";
 
 // Beyond retry.ts's (which are worth retrying): TLS failures, which are not.
 const TLS_CODES = new Set(["CERT_HAS_EXPIRED", "DEPTH_ZERO_SELF_SIGNED_CERT", "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "ERR_TLS_CERT_ALTNAME_INVALID", "EPROTO", "SELF_SIGNED_CERT_IN_CHAIN"]);
@@ -62,6 +65,9 @@ export function describeFailure(err: unknown, config: ResolvedConfig | undefined
   if (err instanceof TlsError && (err.reason === "bundle" || err.reason === "key-mismatch")) return { message: err.message, exitCode: EXIT.usage };
   if (err instanceof PolicyFileError) return { message: err.message, exitCode: EXIT.failed };
   if (err instanceof Interrupted) return { message: "interrupted", exitCode: EXIT.interrupted };
+  const lease = inChain(err, RolloutLeaseHeldError);
+  if (lease !== undefined) return { message: leaseHeldMessage(lease), exitCode: EXIT.tempfail };
+  if (inChain(err, SharedRolloutsUnsupportedError) !== undefined) return { message: NO_SHARED_ROLLOUTS(), exitCode: EXIT.unavailable };
   const tls = describeTlsFailure(err, config);
   if (tls !== undefined) return { message: tls, exitCode: EXIT.failed };
   const unreachable = inChain(err, GatewayUnreachableError);
@@ -131,4 +137,16 @@ function sourceName(config: ResolvedConfig): string {
     default:
       return config.file;
   }
+}
+
+/** A gateway without shared rollout records, in one line: where the rollouts started here are instead. */
+export const NO_SHARED_ROLLOUTS = (): string =>
+  `the gateway keeps no shared rollouts (no rollout record extension); rollouts started from this machine are in ${rolloutStateDir()} ("policy rollout status ID" reads them)`;
+
+/** Another driver's live lease, in one line: who, and when the rollout can be taken over. */
+export function leaseHeldMessage(err: RolloutLeaseHeldError, now: number = Date.now()): string {
+  const { holder, principal, expiresAt } = err.lease;
+  // formatAge of the future, read backwards: how long until the lease runs out.
+  const left = formatAge(new Date(now - Math.max(0, expiresAt.getTime() - now)), now);
+  return `rollout ${err.rolloutId} is being driven by ${holder} (${principal}): it can be taken over if its lease is not renewed by ${expiresAt.toISOString()} (in ${left})`;
 }

@@ -27,10 +27,26 @@ export const EXAMPLES: Readonly<Record<CommandName, readonly Example[]>> = {
     ["send policy.yaml to every production sandbox, 16 at a time", "policy rollout -l env=prod -f policy.yaml"],
     ["a canary, then 10%, then the rest, each wave judged before the next", "policy rollout -l env=prod -f policy.yaml --waves 1,10%,100%"],
     ["stop after each wave until someone approves it", "policy rollout -l env=prod -f policy.yaml \n--waves 1,100% --pause-for-approval"],
+    ["the same, approved by someone other than who started it", "policy rollout -l env=prod -f policy.yaml \n--waves 1,100% --pause-for-approval --four-eyes"],
   ],
-  "policy rollout resume": [["continue (or approve the next wave of) a rollout", "policy rollout resume 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f"]],
+  "policy rollout resume": [
+    ["continue a rollout from any machine (its driver died, or it was interrupted)", "policy rollout resume 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f"],
+    ["the same by the first 8 characters of its id, as rollout list shows it", "policy rollout resume 3f2a8c1e"],
+  ],
+  "policy rollout approve": [["approve the next wave of a rollout someone else started, and drive it", "policy rollout approve 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f"]],
   "policy rollout undo": [["return every sandbox a rollout changed to its earlier policy", "policy rollout undo 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f"]],
-  "policy rollout status": [["follow a rollout until it is done", "policy rollout status 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f -w"]],
+  "policy rollout status": [
+    ["follow a rollout until it is done", "policy rollout status 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f -w"],
+    ["who created it, who approved each wave and who drives it, as YAML", "policy rollout status 3f2a8c1e -o yaml"],
+  ],
+  "policy rollout list": [
+    ["the rollouts of the workspace that are not done yet", "policy rollout list"],
+    ["every workspace's, with who drives each, then a line per change", "policy rollout list -A -o wide -w"],
+  ],
+  "policy rollout history": [
+    ["the last 20 finished rollouts and how each ended", "policy rollout history"],
+    ["every finished rollout of every workspace, as JSON", "policy rollout history -A --limit 0 -o json"],
+  ],
   "settings get": [["one setting of web, with its type and scope", "settings get -s web --key log_level"]],
   "settings list": [["every effective setting of web, as JSON", "settings list -s web -o json"]],
   "settings set": [

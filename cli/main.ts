@@ -27,7 +27,8 @@ import { policyGet, policyMerge, policySet } from "./commands/policy.js";
 import { policyDiff } from "./commands/policy-diff.js";
 import { policyHistory } from "./commands/policy-history.js";
 import { policyRolloutSelected } from "./commands/rollout-select.js";
-import { policyRolloutResume, policyRolloutUndo } from "./commands/rollout.js";
+import { policyRolloutResume, policyRolloutUndo } from "./commands/rollout-resume.js";
+import { policyRolloutList } from "./commands/rollout-list.js";
 import { policyRolloutStatus } from "./commands/rollout-status.js";
 import { sandboxList } from "./commands/sandbox.js";
 import { settingsDelete, settingsGet, settingsList, settingsSet } from "./commands/settings.js";
@@ -45,6 +46,9 @@ const COMMANDS: { readonly [N in GatewayCommand]: Runner<N> } = {
   "policy rollout resume": policyRolloutResume,
   "policy rollout undo": policyRolloutUndo,
   "policy rollout status": policyRolloutStatus,
+  "policy rollout approve": policyRolloutResume,
+  "policy rollout list": policyRolloutList,
+  "policy rollout history": policyRolloutList,
   "settings set": settingsSet,
   "settings delete": settingsDelete,
   "settings get": settingsGet,

@@ -14,6 +14,10 @@ export const EXIT = {
   timeout: 124,
   /** The wait lost the gateway (down, restarting, UNAVAILABLE) after the commit; it keeps running (sysexits' EX_UNAVAILABLE). */
   unreachable: 69,
+  /** What the command needs is not offered: a gateway that keeps no shared rollouts (EX_UNAVAILABLE too). */
+  unavailable: 69,
+  /** Try again later: another driver holds the rollout's lease until the time printed (sysexits' EX_TEMPFAIL). */
+  tempfail: 75,
   /** SIGINT (128 + 2). */
   interrupted: 130,
 } as const;

@@ -12,43 +12,11 @@
 import { examplesHelp } from "./examples.js";
 import { Command, Help } from "commander";
 import { OUTPUT_FORMATS, PROTOCOLS, SETTING_TYPES, SHELLS, type CommandName } from "./types.js";
+import { policyFile, sandbox, selector, workspace, type CommandSpec, type OptionSpec } from "./program-specs.js";
+import { ROLLOUT_COMMANDS } from "./program-rollout.js";
 
-/** One option: commander's flags (`-s, --sandbox <S>`), its help, the values it takes. */
-export interface OptionSpec {
-  readonly flags: string;
-  readonly help: string;
-  /** Values completion offers; the parser checks them (args.ts). */
-  readonly choices?: readonly string[];
-  /** Given more than once, each value is kept (`--selector a=b --selector c=d`). */
-  readonly repeatable?: boolean;
-  /** What completion offers for the value: files, the registry's gateway names, the gateway's sandbox names, or nothing. */
-  readonly complete?: "file" | "gateway" | "sandbox";
-}
+export type { CommandSpec, OptionSpec } from "./program-specs.js";
 
-export interface CommandSpec {
-  /** `policy set`. */
-  readonly name: CommandName;
-  /** One line for the list of commands. */
-  readonly summary: string;
-  /** The paragraph of its own --help (defaults to the summary). */
-  readonly description?: string;
-  /** What follows the command's name in its Usage: line. */
-  readonly usage: string;
-  /** Positional arguments: `<ID>` (required), `[KEY]` (optional). */
-  readonly args?: readonly string[];
-  readonly options: readonly OptionSpec[];
-  /** Text after the options (exit statuses). */
-  readonly after?: string;
-}
-
-const sandbox: OptionSpec = { flags: "-s, --sandbox <S>", help: "the sandbox name (required)", complete: "sandbox" };
-const workspace: OptionSpec = { flags: "--workspace <W>", help: "the sandbox's workspace (default: $OPENSHELL_WORKSPACE, else the gateway's default workspace)" };
-const policyFile: OptionSpec = { flags: "-f, --file <FILE>", help: "the policy file: YAML, or JSON for *.json (required)", complete: "file" };
-const selector: OptionSpec = {
-  flags: "-l, --selector <SELECTOR>",
-  help: 'labels, as kubectl: k=v, k!=v, "k in (a,b)", "k notin (a)", k, !k; a comma ANDs (repeatable, ANDs too)',
-  repeatable: true,
-};
 const limit = (what: string): OptionSpec => ({ flags: "--limit <N>", help: `show the newest N ${what} (default 20; 0 = all)` });
 const WAIT: readonly OptionSpec[] = [
   { flags: "--wait", help: "wait for the outcome at the sandbox (otherwise return once committed)" },
@@ -61,21 +29,6 @@ export const EXIT_HELP = `Exit status: 0 applied (also degraded, with a warning)
 superseded, cancelled, or an error; 2 usage error; 124 the wait timed out (the
 operation keeps running: resume it with "openshell-config operation wait ID");
 69 the gateway went away during the wait (resume likewise); 130 interrupted.`;
-
-const ROLLOUT_EXIT_HELP = `Exit status: 0 every sandbox applied (also degraded) or inactive; 1 a sandbox
-failed, was superseded or cancelled, an error, a gate failed (halted, or rolled
-back with --rollback-on-failure), or no sandbox matched; 2 usage error; 3 paused
-for approval (approve with "openshell-config policy rollout resume ROLLOUT_ID");
-124 a sandbox's wait timed out (resume likewise); 130 interrupted (resume
-likewise).`;
-
-const UNDO_EXIT_HELP = `Exit status: 0 every changed sandbox was rolled back, or left alone because
-someone changed it since or it had no earlier revision (each one listed); 1 a
-rollback failed or an error; 2 usage error (e.g. no saved state); 124 a
-rollback's wait timed out (run undo again: it replays); 130 interrupted.`;
-
-const concurrency: OptionSpec = { flags: "--concurrency <N>", help: "sandboxes updated at once (default 16)" };
-const rolloutTimeout: OptionSpec = { flags: "--timeout <DURATION>", help: "how long to wait for each sandbox (default 60s; 0 = no limit)" };
 
 export const COMMANDS: readonly CommandSpec[] = [
   {
@@ -128,63 +81,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     ],
     after: EXIT_HELP,
   },
-  {
-    name: "policy rollout",
-    summary: "one policy to every sandbox a selector matches, in waves, with rollback",
-    description:
-      "Replaces the policy of every sandbox the selector matches by the SandboxPolicy in FILE, a few at a time, and waits for each one's outcome: a progress line on a terminal (one line per wave with --waves), then a summary. With --waves the sandboxes go in waves (cumulative sizes: 1,10%,100% is one canary, then up to 10%, then the rest), each judged by its gate (--max-failures per wave, default 1; --fail-on-degraded) before the next starts; --pause waits between waves, --pause-for-approval stops after each passed wave until \"policy rollout resume ROLLOUT_ID\"; --rollback-on-failure returns every changed sandbox to what it had when a gate fails. The rollout's id is printed first; its state is kept under $XDG_STATE_HOME/openshell-config/rollouts (default ~/.local/state/openshell-config/rollouts) and written before every step, so \"policy rollout resume ROLLOUT_ID\" continues it after a crash or Ctrl-C: sandboxes already sent are awaited again (never given a second revision), the rest are sent. --resume ROLLOUT_ID is the same as resume (and, with --selector and --file, re-runs a rollout that has no saved state).",
-    usage:
-      "--selector SEL --file FILE [options]\n       openshell-config policy rollout resume|undo|status ROLLOUT_ID [options]",
-    options: [
-      { ...selector, help: `the sandboxes: ${selector.help}` },
-      { ...policyFile, help: "the policy file (YAML, or JSON for *.json)" },
-      { flags: "--waves <SIZES>", help: "cumulative wave sizes, counts or percentages: 1,10%,100% (default: one wave)" },
-      { flags: "--max-failures <N>", help: "with --waves: a wave's gate fails after N failed, cancelled or errored sandboxes (default 1); without: stop sending after N (default: never)" },
-      { flags: "--fail-on-degraded", help: "count an applied-but-degraded sandbox as failed" },
-      { flags: "--pause <DURATION>", help: "wait this long after each passed wave: 30s, 5m, 1h" },
-      { flags: "--pause-for-approval", help: "stop after each passed wave (exit 3) until resumed with policy rollout resume ID" },
-      { flags: "--rollback-on-failure", help: "when a gate fails, return every changed sandbox to its earlier policy" },
-      concurrency,
-      rolloutTimeout,
-      { flags: "--resume <ROLLOUT_ID>", help: "the same as policy rollout resume ROLLOUT_ID; with --selector and --file and no saved state, re-run that rollout" },
-      { ...workspace, help: "the sandboxes' workspace (default: the gateway's default workspace)" },
-    ],
-    after: ROLLOUT_EXIT_HELP,
-  },
-  {
-    name: "policy rollout resume",
-    summary: "continue a rollout from its saved state (approves a paused one)",
-    description:
-      "Continues rollout ROLLOUT_ID from its saved state, wherever it stopped: sandboxes already sent are awaited again (never given a second revision), a timed pause waits only what is left of it, a rollout paused for approval starts its next wave (this command is the approval), and a rollback cut short is finished.",
-    usage: "ROLLOUT_ID [options]",
-    args: ["<ROLLOUT_ID>"],
-    options: [
-      concurrency,
-      { flags: "--max-failures <N>", help: "a new limit on failed sandboxes for the rest of the rollout" },
-      rolloutTimeout,
-      { ...workspace, help: "the rollout's workspace (checked against its saved state)" },
-    ],
-    after: ROLLOUT_EXIT_HELP,
-  },
-  {
-    name: "policy rollout undo",
-    summary: "roll back everything a rollout changed",
-    description:
-      "Returns every sandbox rollout ROLLOUT_ID changed to the policy revision it had before its wave, as one waited update each. A sandbox someone else changed since is left alone, and so is one with no earlier revision; both are listed. Needs a rollout started with --waves or --rollback-on-failure (they record what each sandbox had). Running it again replays: one rollback revision per sandbox.",
-    usage: "ROLLOUT_ID [options]",
-    args: ["<ROLLOUT_ID>"],
-    options: [concurrency, rolloutTimeout],
-    after: UNDO_EXIT_HELP,
-  },
-  {
-    name: "policy rollout status",
-    summary: "a rollout's saved state and what the gateway says now (-w: follow)",
-    description:
-      "Shows rollout ROLLOUT_ID from its saved state (its phase, each wave and its gate, the gate failure, the rollback) and, for every sandbox it sent, its operation's state now, asked of the gateway a few at a time. With --watch, shows it again whenever the state file changes and every few seconds until the rollout is done (redrawn in place on a terminal; Ctrl-C stops, exit 130). Exit status 0 whatever the rollout's phase; 2 when there is no saved state; 130 when Ctrl-C stops --watch.",
-    usage: "ROLLOUT_ID [options]",
-    args: ["<ROLLOUT_ID>"],
-    options: [{ flags: "-w, --watch", help: "show it again as it changes, until the rollout is done (Ctrl-C stops)" }],
-  },
+  ...ROLLOUT_COMMANDS,
   {
     name: "settings get",
     summary: "one setting of a sandbox, with its type and scope",

@@ -58,6 +58,7 @@ export interface RolloutValues {
   readonly pauseForApproval?: boolean;
   readonly rollbackOnFailure?: boolean;
   readonly failOnDegraded?: boolean;
+  readonly fourEyes?: boolean;
 }
 
 /** Parses the options of `policy rollout`. Throws an Error with a message for the user. */
@@ -78,6 +79,7 @@ export function parseRolloutOptions(values: RolloutValues, workspace: string | u
   if (resume !== undefined && (waves !== undefined || pause !== undefined || values.rollbackOnFailure || values.failOnDegraded)) {
     throw new Error("--waves, --pause, --pause-for-approval, --rollback-on-failure and --fail-on-degraded start a rollout; a resumed one keeps its own");
   }
+  if (values.fourEyes && pause !== "approval") throw new Error("--four-eyes is about who approves a wave: give --pause-for-approval");
   if (pause !== undefined && waves === undefined) throw new Error(`${values.pauseForApproval ? "--pause-for-approval" : "--pause"} pauses between waves: give --waves`);
   const maxFailures = values.maxFailures === undefined ? undefined : parseCount(values.maxFailures, "--max-failures", 1);
   if (values.rollbackOnFailure && waves === undefined && maxFailures === undefined) {
@@ -103,5 +105,6 @@ export function parseRolloutOptions(values: RolloutValues, workspace: string | u
     ...(waves !== undefined ? { waves } : {}),
     ...(Object.keys(gate).length > 0 ? { gate } : {}),
     ...(values.rollbackOnFailure ? { rollback: true } : {}),
+    ...(values.fourEyes ? { fourEyes: true } : {}),
   };
 }

@@ -104,6 +104,8 @@ export interface RolloutCommand {
   readonly gate?: RolloutGateFlags;
   /** `--rollback-on-failure`: a failed gate returns every changed sandbox to what it had. */
   readonly rollback?: boolean;
+  /** `--four-eyes`: the rollout's creator may not approve its waves (the shared record enforces it). */
+  readonly fourEyes?: boolean;
 }
 
 /** The gate flags of `policy rollout`, as the SDK's `gate` takes them. */
@@ -124,19 +126,39 @@ export interface RolloutResumeCommand {
   readonly timeoutMs: number | undefined;
 }
 
+/** `policy rollout approve ID`: approve the wave a paused rollout waits for, and drive the rest. */
+export interface RolloutApproveCommand extends Omit<RolloutResumeCommand, "name"> {
+  readonly name: "policy rollout approve";
+}
+
 /** `policy rollout undo ID`: roll back everything the rollout changed. */
 export interface RolloutUndoCommand {
   readonly name: "policy rollout undo";
   readonly id: string;
+  /** The rollout's workspace at the gateway (default: the client's). */
+  readonly workspace?: string | undefined;
   readonly concurrency: number | undefined;
   readonly timeoutMs: number | undefined;
 }
 
-/** `policy rollout status ID [-w]`: the saved state and what the gateway says now. */
+/** `policy rollout status ID [-w]`: the shared record (else the saved state) and what the gateway says now. */
 export interface RolloutStatusCommand {
   readonly name: "policy rollout status";
   readonly id: string;
+  /** The rollout's workspace at the gateway (default: the client's). */
+  readonly workspace?: string | undefined;
   readonly watch: boolean;
+}
+
+/** `policy rollout list` (rollouts not yet done) and `policy rollout history` (finished ones), from the shared records. */
+export interface RolloutListCommand {
+  readonly name: "policy rollout list" | "policy rollout history";
+  readonly workspace: string | undefined;
+  readonly allWorkspaces: boolean;
+  /** `-w` (list only): the table, then a line per change. */
+  readonly watch: boolean;
+  /** history: the newest N (0: all). */
+  readonly limit: number;
 }
 
 export type Command =
@@ -149,6 +171,9 @@ export type Command =
   | RolloutResumeCommand
   | RolloutUndoCommand
   | RolloutStatusCommand
+  | RolloutApproveCommand
+  | (RolloutListCommand & { readonly name: "policy rollout list" })
+  | (RolloutListCommand & { readonly name: "policy rollout history" })
   | ({ readonly name: "settings set"; readonly key: string; readonly value: SettingInput; readonly type: SettingType } & UpdateFlags)
   | ({ readonly name: "settings delete"; readonly key: string } & UpdateFlags)
   | ({ readonly name: "settings get"; readonly key: string } & Scoped)

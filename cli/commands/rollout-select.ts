@@ -4,6 +4,7 @@
 // (pages of 1000, the equality part narrowing them at the gateway), keeps those that match, and
 // rolls out to those names (the SDK's `sandboxes`); the saved state records the names, so that
 // --resume continues with exactly them. Equality-only selectors go to the SDK as they are.
+// `--resume ID` without --selector and --file goes where `policy rollout resume ID` does.
 
 import { EXIT } from "../outcome.js";
 import { listSandboxes } from "../sandbox-query.js";
@@ -11,8 +12,14 @@ import { isGatewayExact } from "../selector.js";
 import type { RolloutCommand } from "../types.js";
 import type { CommandContext } from "./context.js";
 import { policyRollout } from "./rollout.js";
+import { policyRolloutResume } from "./rollout-resume.js";
 
 export async function policyRolloutSelected(ctx: CommandContext, cmd: RolloutCommand): Promise<number> {
+  // `--resume ID` alone is `policy rollout resume ID`: the shared record first, then the state file.
+  if (cmd.resume !== undefined && cmd.file === undefined) {
+    const { workspace, concurrency, maxFailures, timeoutMs } = cmd;
+    return policyRolloutResume(ctx, { name: "policy rollout resume", id: cmd.resume, workspace, concurrency, maxFailures, timeoutMs });
+  }
   const selector = cmd.labelSelector;
   if (selector === undefined || isGatewayExact(selector)) return policyRollout(ctx, cmd);
   const names = (await listSandboxes(ctx.client, { selector, workspace: cmd.workspace }, ctx.signal))

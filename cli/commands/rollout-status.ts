@@ -1,19 +1,24 @@
-// `policy rollout status ID [-w]`: a rollout as its saved state tells it (its phase, each wave and
-// its gate, the gate failure, the rollback mode) and, for every sandbox it sent (and every
-// rollback sent), its operation's state as the gateway reports it now: GetOperation a few at a
-// time (STATUS_CONCURRENCY), never one request per sandbox all at once. With --watch it shows it
-// again when the state file changes and every few seconds until the rollout is done, asking the
-// gateway again only about operations that were not final yet; Ctrl-C ends it with status 0.
+// `policy rollout status ID [-w]`: a rollout as its shared record at the gateway tells it (any
+// machine, given the id: rollout-locate.ts), else as this machine's saved state: its phase, who
+// created it, approvals and driver (rollout-status-shared.ts), each wave and its gate, the gate
+// failure, the rollback mode and, for every sandbox it sent (and every rollback sent), its
+// operation's state as the gateway reports it now: GetOperation a few at a time
+// (STATUS_CONCURRENCY), never one request per sandbox all at once. With --watch it shows it again
+// when the record (watchRollout) or the state file changes and every few seconds until the
+// rollout is done, asking the gateway again only about operations that were not final yet;
+// Ctrl-C ends it with status 130.
 
 import { statSync } from "node:fs";
+import { basename, dirname } from "node:path";
 import type { OperationHandle, OperationStatus } from "openshell-config";
-import type { RolloutState } from "openshell-config/rollout";
-import { usageOf, UsageError } from "../args.js";
+import { watchRollout, type RolloutState, type SharedRollout } from "openshell-config/rollout";
 import { EXIT } from "../outcome.js";
 import { countOf } from "../format.js";
 import { rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
 import { waveName } from "../rollout-display.js";
-import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
+import { createRolloutStore } from "../rollout-store.js";
+import { locateRollout } from "../rollout-locate.js";
+import { sharedFields, sharedLines } from "../rollout-status-shared.js";
 import type { RolloutStatusCommand } from "../types.js";
 import type { CommandContext } from "./context.js";
 
@@ -93,7 +98,7 @@ function gateOf(s: RolloutState, i: number): string {
 }
 
 /** The document of `status`: the same for -o json and yaml, and what the table shows. */
-export function statusDocument(ctx: CommandContext, s: RolloutState, stateFile: string, now: ReadonlyMap<string, OperationNow>) {
+export function statusDocument(ctx: CommandContext, s: RolloutState, stateFile: string | null, now: ReadonlyMap<string, OperationNow>, record?: SharedRollout) {
   const repeat = { connectionArgs: ctx.connectionArgs, format: ctx.out.format };
   const waveOf = new Map<string, number>();
   s.waves.forEach((w, i) => w.sandboxes.forEach((x) => waveOf.set(x, i)));
@@ -143,6 +148,7 @@ export function statusDocument(ctx: CommandContext, s: RolloutState, stateFile: 
     }),
     resume: done ? null : rolloutResumeCommand(repeat, s.id),
     undo: !undone && changed && Object.keys(s.before).length > 0 ? rolloutUndoCommand(repeat, s.id) : null,
+    ...sharedFields(record),
     sandboxes,
   };
 }
@@ -153,7 +159,7 @@ type StatusDocument = ReturnType<typeof statusDocument>;
 export function statusLines(d: StatusDocument): string[] {
   // The status on a line of its own: beside the id ("paused after wave 1/2, waiting for approval")
   // it did not fit 80 columns, and a watch frame cut the state words.
-  const lines = [`rollout ${d.id}`, `status: ${d.status}`, `${countOf(d.total, "sandbox", "sandboxes")}${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ""];
+  const lines = [`rollout ${d.id}`, `status: ${d.status}`, ...sharedLines(d), `${countOf(d.total, "sandbox", "sandboxes")}${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ""];
   const table = (headers: string[], rows: string[][]) => {
     const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     for (const r of [headers, ...rows]) lines.push(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  "));
@@ -198,11 +204,10 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 export async function policyRolloutStatus(ctx: CommandContext, cmd: RolloutStatusCommand): Promise<number> {
   const { out } = ctx;
-  const store = createRolloutStore(rolloutStateDir());
-  const path = store.pathOf(cmd.id);
-  const read = () => store.load(cmd.id);
-  let state = read();
-  if (state === undefined) throw new UsageError(`no saved state for rollout ${cmd.id} in ${rolloutStateDir()}`, usageOf("policy rollout status"));
+  const found = await locateRollout(ctx, cmd.id, cmd.workspace, "policy rollout status");
+  let record: SharedRollout | undefined = found.kind === "shared" ? found.record : undefined;
+  let state = found.kind === "shared" ? found.record.state : found.state;
+  const path = found.stateFile ?? null;
   const handles = (s: RolloutState) =>
     new Map<string, OperationHandle>([
       ...Object.entries(s.refs).map(([k, h]) => [`rollout:${k}`, h] as [string, OperationHandle]),
@@ -211,7 +216,7 @@ export async function policyRolloutStatus(ctx: CommandContext, cmd: RolloutStatu
   let known = await lookUp(ctx, handles(state), new Map());
   let shown = "";
   const show = () => {
-    const doc = statusDocument(ctx, state!, path, known);
+    const doc = statusDocument(ctx, state, path, known, record);
     const text = JSON.stringify(doc);
     if (text === shown) return;
     shown = text;
@@ -221,7 +226,44 @@ export async function policyRolloutStatus(ctx: CommandContext, cmd: RolloutStatu
   };
   show();
   if (!cmd.watch) return EXIT.ok;
-  const finished = () => state!.phase === "done" && [...known.values()].every((o) => FINAL.has(o.state) || o.state === "unknown");
+  const finished = () => state.phase === "done" && [...known.values()].every((o) => FINAL.has(o.state) || o.state === "unknown");
+  // What changed since the last look: the record (its watch) or the state file (its mtime).
+  const changes = found.kind === "shared" ? followRecord(ctx, found.record) : followFile(found.stateFile);
+  let askedAt = Date.now();
+  try {
+    while (!finished()) {
+      await sleep(FILE_POLL_MS, ctx.signal);
+      // Ctrl-C ends watching with 130, as every other --watch (and kubectl's) does: under npx, which
+      // reports an interrupted child as 130 whatever it returns, the two then agree.
+      if (ctx.signal.aborted) return EXIT.interrupted;
+      const next = changes.poll();
+      if (next !== undefined) {
+        state = next.state;
+        record = next.record ?? record;
+      }
+      if (next !== undefined || Date.now() - askedAt >= GATEWAY_POLL_MS) {
+        known = await lookUp(ctx, handles(state), known);
+        askedAt = Date.now();
+        if (ctx.signal.aborted) return EXIT.interrupted;
+        show();
+      }
+    }
+  } finally {
+    changes.stop();
+  }
+  return EXIT.ok;
+}
+
+interface Changes {
+  /** The rollout as it is now when it changed since the last call; else undefined. Throws what ended the watch. */
+  poll(): { state: RolloutState; record?: SharedRollout } | undefined;
+  stop(): void;
+}
+
+/** The state file, read again when its mtime changes. */
+function followFile(path: string): Changes {
+  const store = createRolloutStore(dirname(path));
+  const id = basename(path, ".json");
   const mtime = () => {
     try {
       return statSync(path).mtimeMs;
@@ -230,28 +272,45 @@ export async function policyRolloutStatus(ctx: CommandContext, cmd: RolloutStatu
     }
   };
   let seen = mtime();
-  let askedAt = Date.now();
-  while (!finished()) {
-    await sleep(FILE_POLL_MS, ctx.signal);
-    // Ctrl-C ends watching with 130, as every other --watch (and kubectl's) does: under npx, which
-    // reports an interrupted child as 130 whatever it returns, the two then agree.
-    if (ctx.signal.aborted) return EXIT.interrupted;
-    const m = mtime();
-    const changed = m !== seen;
-    if (changed) {
+  return {
+    poll() {
+      const m = mtime();
+      if (m === seen) return undefined;
       seen = m;
       try {
-        state = read() ?? state;
+        const state = store.load(id);
+        return state === undefined ? undefined : { state };
       } catch {
         // Written while read (never half a file, but the rename may race): read it next time.
+        seen = 0;
+        return undefined;
       }
+    },
+    stop() {},
+  };
+}
+
+/** The shared record, through watchRollout(): the latest version it sent. */
+function followRecord(ctx: CommandContext, first: SharedRollout): Changes {
+  const stop = new AbortController();
+  let latest: SharedRollout | undefined;
+  let failure: unknown;
+  void (async () => {
+    try {
+      for await (const r of watchRollout(ctx.client, first.id, { workspace: first.workspace, signal: AbortSignal.any([ctx.signal, stop.signal]) })) {
+        if (r.resourceVersion > first.resourceVersion && r.state !== undefined) latest = r;
+      }
+    } catch (err) {
+      failure = err;
     }
-    if (changed || Date.now() - askedAt >= GATEWAY_POLL_MS) {
-      known = await lookUp(ctx, handles(state), known);
-      askedAt = Date.now();
-      if (ctx.signal.aborted) return EXIT.interrupted;
-      show();
-    }
-  }
-  return EXIT.ok;
+  })();
+  return {
+    poll() {
+      if (failure !== undefined) throw failure;
+      const r = latest;
+      latest = undefined;
+      return r === undefined ? undefined : { state: r.state!, record: r };
+    },
+    stop: () => stop.abort(),
+  };
 }

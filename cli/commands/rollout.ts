@@ -1,24 +1,25 @@
-// `policy rollout` and `policy rollout resume|undo`: one policy to every sandbox a label selector
-// matches, through the SDK's rollout() (in waves with gates, pauses and rollback when asked), and
-// undoRollout(). Prints the rollout id first, keeps the state on disk at every step (onState: a
-// crash or Ctrl-C resumes with `policy rollout resume ID`), shows the waves as they go on stderr
-// (rollout-display.ts), and ends with a summary on stdout: per-wave counts and gates, the gate
+// `policy rollout`: one policy to every sandbox a label selector matches, through the SDK's
+// rollout() (in waves with gates, pauses and rollback when asked), written to the gateway's shared
+// record when it keeps them (this process its driver); runAndReport also runs `policy rollout
+// resume|approve|undo ID` (rollout-resume.ts). Prints the rollout id first, keeps the state on disk
+// at every step (onState: a crash or Ctrl-C resumes with `policy rollout resume ID`), shows the
+// waves as they go on stderr (rollout-display.ts), and ends with a summary on stdout: per-wave counts and gates, the gate
 // failure, what was rolled back and what was left alone, counts by state and outcome, the
 // sandboxes that did not apply (each with its operation id), the slowest of those that finished;
 // the resume, approve or undo command, when one applies, on stderr.
 
 import type { OperationHandle } from "openshell-config";
-import { rollout, undoRollout, type RolloutOptions, type RolloutResult, type RolloutRun, type RolloutState, type SandboxRolloutResult } from "openshell-config/rollout";
+import { rollout, type RolloutOptions, type RolloutResult, type RolloutRun, type RolloutState, type SandboxRolloutResult } from "openshell-config/rollout";
 import { usageOf, UsageError } from "../args.js";
 import type { RolloutCommand } from "../rollout-args.js";
 import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
 import { EXIT } from "../outcome.js";
 import { countOf, formatDuration } from "../format.js";
 import { readPolicyFile } from "../policy-file.js";
+import { driverId } from "../rollout-locate.js";
 import { startRolloutDisplay, waveName } from "../rollout-display.js";
 import { resumeTimeout, rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
 import { DEFAULT_TIMEOUT_MS } from "../types.js";
-import type { RolloutResumeCommand, RolloutUndoCommand } from "../types.js";
 import type { CommandContext } from "./context.js";
 
 // Sandboxes listed one by one in the summary (those that did not apply); the JSON has them all.
@@ -62,44 +63,20 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
     throw new UsageError(`rollout ${cmd.resume} runs in workspace ${saved.workspace ?? "(default)"}; --workspace cannot change it`, usageOf("policy rollout"));
   }
   const options = await rolloutOptions(cmd, saved);
+  // The shared record when the gateway keeps them ("auto"); --four-eyes needs it to mean anything.
+  const share = { driver: driverId(), share: cmd.fourEyes ? ("required" as const) : ("auto" as const), ...(cmd.fourEyes ? { requireDistinctApprover: true } : {}) };
 
-  return runAndReport(ctx, { selector: cmd.selector ?? saved?.labelSelector, timeoutMs: cmd.timeoutMs }, (onProgress, onState) => rollout(ctx.client, { ...options, signal: ctx.signal, onProgress, onState }));
-}
-
-/** `policy rollout resume ID`: `policy rollout --resume ID` of a saved state. */
-export async function policyRolloutResume(ctx: CommandContext, cmd: RolloutResumeCommand): Promise<number> {
-  const store = createRolloutStore(rolloutStateDir());
-  if (store.load(cmd.id) === undefined) {
-    throw new UsageError(`no saved state for rollout ${cmd.id} in ${rolloutStateDir()}`, usageOf("policy rollout resume"));
-  }
-  return policyRollout(ctx, {
-    name: "policy rollout",
-    file: undefined,
-    selector: undefined,
-    workspace: cmd.workspace,
-    concurrency: cmd.concurrency,
-    maxFailures: cmd.maxFailures,
-    timeoutMs: cmd.timeoutMs,
-    resume: cmd.id,
-  });
-}
-
-/** `policy rollout undo ID`: undoRollout() of the saved state. */
-export async function policyRolloutUndo(ctx: CommandContext, cmd: RolloutUndoCommand): Promise<number> {
-  const store = createRolloutStore(rolloutStateDir());
-  const saved = store.load(cmd.id);
-  if (saved === undefined) throw new UsageError(`no saved state for rollout ${cmd.id} in ${rolloutStateDir()}`, usageOf("policy rollout undo"));
-  const limits = {
-    ...(cmd.concurrency !== undefined ? { concurrency: cmd.concurrency } : {}),
-    ...(cmd.timeoutMs !== undefined ? { waitTimeoutMs: cmd.timeoutMs } : {}),
-  };
-  return runAndReport(ctx, { selector: saved.labelSelector, timeoutMs: cmd.timeoutMs, undo: true }, (onProgress, onState) =>
-    undoRollout(ctx.client, saved, { ...limits, signal: ctx.signal, onProgress, onState }),
+  return runAndReport(ctx, { selector: cmd.selector ?? saved?.labelSelector, timeoutMs: cmd.timeoutMs }, (onProgress, onState) =>
+    rollout(ctx.client, { ...options, ...share, signal: ctx.signal, onProgress, onState }),
   );
 }
 
-/** Runs a rollout (or undo) with the display and the state file, then prints the summary; returns the exit status. */
-async function runAndReport(
+/**
+ * Runs a rollout (or undo) with the display and the state file, then prints the summary; returns
+ * the exit status. A run resumed by id (resumeRollout) takes the shared record's lease first: a
+ * refusal (RolloutLeaseHeldError) rejects it before anything is sent.
+ */
+export async function runAndReport(
   ctx: CommandContext,
   how: { readonly selector: string | undefined; readonly timeoutMs: number | undefined; readonly undo?: boolean },
   start: (onProgress: RolloutOptions["onProgress"], onState: (state: RolloutState) => void) => RolloutRun,
