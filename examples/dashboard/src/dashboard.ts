@@ -11,7 +11,7 @@ import { createHistoryCard } from "./history-card.js";
 import { createResumeCard } from "./resume-card.js";
 import { createSettingsCard } from "./settings-card.js";
 import { createRolloutView } from "./rollout-view.js";
-import { createRolloutsPanel } from "./rollouts-panel.js";
+import { createRolloutsPanel, type RolloutsPanel } from "./rollouts-panel.js";
 import { createSandboxesCard } from "./sandboxes-card.js";
 import { listAll, type Session } from "./session.js";
 
@@ -29,11 +29,13 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
 
   // This page's id in a shared rollout's lease while it drives one: "dashboard" and a random suffix.
   const driver = `dashboard ${Math.random().toString(16).slice(2, 10)}`;
+  // Made after the rollout card, which it acts through; the card asks for it only once it exists.
+  let panelRef: RolloutsPanel | undefined;
   const rolloutView = createRolloutView({
     client,
     driver,
-    sharedRecord: (id) => (panel.shared() ? panel.record(id) : undefined),
-    onRunning: (id) => panel.setDriving(id),
+    sharedRecord: (id) => (panelRef?.shared() ? panelRef.record(id) : undefined),
+    onRunning: (id) => panelRef?.setDriving(id),
     policy: () => editor.policyForRollout(),
     explain: (err) => explain(err, gateway),
     listSandboxes: async () => (await listAll(raw)).map((sb) => ({ name: sb.metadata?.name ?? "", labels: sb.metadata?.labels ?? {} })),
@@ -43,7 +45,7 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
     },
     onFinished: () => void refreshList(),
   });
-  const panel = createRolloutsPanel({
+  const panel = (panelRef = createRolloutsPanel({
     client,
     raw,
     driver,
@@ -53,7 +55,7 @@ export function showDashboard(app: HTMLElement, { gateway, client, raw, initial 
     show: (r) => void rolloutView.showShared(r),
     onShared: (shared) => rolloutView.setShared(shared),
     onRollouts: () => rolloutView.refresh(),
-  });
+  }));
   const sandboxes = createSandboxesCard({ state, onSelect: select, onRefresh: () => void refreshList() });
   const resumeCard = createResumeCard({ client, gateway, signal: stopped.signal, changeOf: (v) => operations.changeOf(v) });
   const editor = createPolicyEditor({

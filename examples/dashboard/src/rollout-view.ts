@@ -185,7 +185,10 @@ export function createRolloutView(options: RolloutViewOptions): RolloutView {
       const full = await getRollout(options.client, id);
       if (full.state === undefined) return `rollout ${id} has no state to show`;
       shown = { id, state: full.state, phase: phaseOfState(full.state) };
-      detail.showKept(full.state, undefined, shown.phase);
+      // What this browser saved of its last run (the gates' sentences), while nobody has moved it on since.
+      const local = kept(id) ? store.state(id) : undefined;
+      const current = local !== undefined && local.wave === full.state.wave && local.phase === full.state.phase;
+      detail.showKept(full.state, current ? store.view(id) : undefined, shown.phase);
       return full;
     } catch (err) {
       return options.explain(err);

@@ -57,6 +57,7 @@ export function createRolloutsPanel(options: RolloutsPanelOptions): RolloutsPane
   const list = h("ul", { class: "shared-list", "data-testid": "shared-rollouts" });
   const count = h("span", { class: "muted small", "data-testid": "shared-count" });
   const empty = h("p", { class: "muted small", hidden: true }, "No rollout in this workspace yet.");
+  const refusedNote = h("p", { class: "shared-status small", "data-testid": "shared-refused", hidden: true });
   let rollouts: readonly SharedRollout[] = [];
   let shared = false;
   let driving: string | undefined;
@@ -118,7 +119,8 @@ export function createRolloutsPanel(options: RolloutsPanelOptions): RolloutsPane
     const chip = STANDINGS[s];
     const actions = actionsOf(r, now, { refused, me, driving });
     const note = notes.get(r.id);
-    const disabledWhy = [actions.proceed, actions.undo].find((a) => a && !a.enabled)?.title;
+    // The role's reason is said once, above the list; a row says only its own.
+    const disabledWhy = [actions.proceed, actions.undo].find((a) => a && !a.enabled && a.title !== refused)?.title;
     const lease = r.lease;
     const driver = lease && leaseLive(r, now) ? `driven by ${lease.holder} (${lease.principal})` : lease ? `no driver (lease of ${lease.holder} expired)` : "no driver";
     return h(
@@ -200,6 +202,8 @@ export function createRolloutsPanel(options: RolloutsPanelOptions): RolloutsPane
       const denied = err instanceof PermissionDeniedError || (err instanceof ConnectError && err.code === Code.PermissionDenied);
       if (denied) {
         refused = `Only an admin of this workspace may continue or undo a rollout (${options.explain(err)}).`;
+        refusedNote.textContent = refused;
+        refusedNote.hidden = false;
         render();
       }
     }
@@ -210,6 +214,7 @@ export function createRolloutsPanel(options: RolloutsPanelOptions): RolloutsPane
     { class: "card shared-panel", "data-testid": "rollouts-panel" },
     h("div", { class: "card-head" }, h("h2", {}, "Rollouts of the workspace"), count),
     status,
+    refusedNote,
     empty,
     list,
   );

@@ -190,9 +190,10 @@ describe("two dashboards share rollouts through the gateway", () => {
   it("shows a user the buttons disabled, saying why", async () => {
     const c = await signedIn(CAROL);
     const row = panelRow(c, id);
-    await row.locator('[data-testid="shared-why"]').waitFor();
-    expect(await row.locator('button[data-action="undo"]').isDisabled()).toBe(true);
-    expect(await row.locator('[data-testid="shared-why"]').innerText()).toMatch(/^Only an admin of this workspace may continue or undo a rollout \(Permission denied: .+\)\.$/);
+    await c.locator('[data-testid="shared-refused"]:not([hidden])').waitFor();
+    expect(await c.locator('[data-testid="shared-refused"]').innerText()).toMatch(/^Only an admin of this workspace may continue or undo a rollout \(Permission denied: .+\)\.$/);
+    await row.locator('button[data-action="undo"][disabled]').waitFor();
+    expect(await row.locator('button[data-action="undo"]').getAttribute("title")).toMatch(/^Only an admin of this workspace/);
     await shot(c, "user");
     await c.context().close();
   }, 60_000);
