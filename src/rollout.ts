@@ -108,7 +108,7 @@ export function rollout(client: ConfigClient, options: RolloutOptions): RolloutR
 }
 
 /** Options of `undoRollout`: the same run-time knobs as a resumed rollout. */
-export type UndoOptions = Pick<RolloutOptions, "concurrency" | "waitTimeoutMs" | "signal" | "onProgress" | "onState">;
+export type UndoOptions = Pick<RolloutOptions, "concurrency" | "waitTimeoutMs" | "signal" | "onProgress" | "onState" | "driver" | "leaseTtlMs" | "share">;
 
 /**
  * Rolls back everything rollout `state` changed so far, whatever its phase (running, paused,
