@@ -159,7 +159,8 @@ type StatusDocument = ReturnType<typeof statusDocument>;
 export function statusLines(d: StatusDocument): string[] {
   // The status on a line of its own: beside the id ("paused after wave 1/2, waiting for approval")
   // it did not fit 80 columns, and a watch frame cut the state words.
-  const lines = [`rollout ${d.id}`, `status: ${d.status}`, ...sharedLines(d), `${countOf(d.total, "sandbox", "sandboxes")}${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ""];
+  // The shared record's lines (creator, approvals, driver) after the counts: the first three lines stay as they were.
+  const lines = [`rollout ${d.id}`, `status: ${d.status}`, `${countOf(d.total, "sandbox", "sandboxes")}${d.selector ? ` (${d.selector})` : ""}, ${d.sent} sent${d.rollbackOnFailure ? ", rollback on failure" : ""}`, ...sharedLines(d), ""];
   const table = (headers: string[], rows: string[][]) => {
     const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     for (const r of [headers, ...rows]) lines.push(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  "));

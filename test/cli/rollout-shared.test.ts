@@ -109,7 +109,7 @@ describe("policy rollout over shared records", () => {
 
     const status = await cli("bob", ["policy", "rollout", "status", id]);
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toMatch(new RegExp(`^rollout ${id}\nstatus: paused after wave 1/3, waiting for approval\ncreated by alice \\d+s ago \\(four eyes: another person approves\\)$`, "m"));
+    expect(status.stdout).toMatch(new RegExp(`^rollout ${id}\nstatus: paused after wave 1/3, waiting for approval\n6 sandboxes \\(team=rs\\), 2 sent\ncreated by alice \\d+s ago \\(four eyes: another person approves\\)$`, "m"));
 
     // Four eyes: Alice may not approve her own rollout; Carol, a user, may not approve at all.
     const own = await cli("alice", ["policy", "rollout", "approve", id]);
@@ -196,6 +196,21 @@ describe("policy rollout over shared records", () => {
     expect(undone.stdout).toMatch(/^rolled back 1 of 1 changed sandbox$/m);
     expect((await bumps(before)).reduce((a, b) => a + b, 0)).toBe(2);
   }, 120_000);
+
+  it("list -w prints a line when a rollout appears and when it pauses, until Ctrl-C (exit 130)", async () => {
+    const watching = runBinary(["policy", "rollout", "list", "-w"], dir, { PATH: process.env.PATH, HOME: join(dir, "home"), XDG_STATE_HOME: join(dir, "state-carol"), OPENSHELL_GATEWAY_URL: stack.url, OPENSHELL_TOKEN: TOKENS.carol }, { interruptAfterMs: 12_000 });
+    await new Promise((r) => setTimeout(r, 2_500));
+    const started = await cli("alice", ["policy", "rollout", "-l", "team=rs", "-f", file(), "--waves", "1,100%", "--pause-for-approval", "-o", "json"]);
+    expect(started.code, started.stderr).toBe(3);
+    const { id } = JSON.parse(started.stdout) as { id: string };
+    const w = await watching;
+    expect(w.code, w.stderr).toBe(130);
+    const rows = w.stdout.split("\n").filter((l) => l.startsWith(id.slice(0, 8)));
+    expect(rows.at(-1), w.stdout).toMatch(/\s+paused \(approval\)\s+1\/2\s+1\/6 applied\s+alice$/);
+    expect(widest(w.stdout)).toBeLessThanOrEqual(80);
+    // Left for the next test's list to ignore: undone here.
+    expect((await cli("bob", ["policy", "rollout", "undo", id])).code).toBe(0);
+  }, 60_000);
 
   it("an id neither the gateway nor this machine knows is a usage error naming both; a new rollout names this process as its driver", async () => {
     for (const verb of ["status", "resume", "approve", "undo"]) {
