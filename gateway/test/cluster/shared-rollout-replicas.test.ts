@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OpenShell, SandboxPhase, workspaceScope } from "openshell-config/raw";
-import { getRollout, resumeRollout, undoSharedRollout, RolloutLeaseHeldError, type RolloutEvent } from "openshell-config/rollout";
+import { getRollout, resumeRollout, undoSharedRollout, RolloutLeaseHeldError, type RolloutEvent, type RolloutResult } from "openshell-config/rollout";
 import { createCluster, policyWith, postgresReachable, until, type Cluster, type Proc } from "./cluster-harness.js";
 
 const reachable = await postgresReachable();
@@ -111,7 +111,7 @@ describe.skipIf(!reachable)("a shared rollout driven through one replica and tak
           events.push(e);
         },
       });
-      const outcome = await run.result.then(
+      const outcome: RolloutResult | unknown = await run.result.then(
         (r) => r,
         (e: unknown) => e,
       );
@@ -122,7 +122,7 @@ describe.skipIf(!reachable)("a shared rollout driven through one replica and tak
         continue;
       }
       if (outcome instanceof Error) throw outcome;
-      expect(outcome.phase).toBe("complete");
+      expect((outcome as RolloutResult).phase).toBe("complete");
       expect(events.find((e) => e.type === "started")).toMatchObject({ alreadyCommitted: expect.any(Number) });
       break;
     }
