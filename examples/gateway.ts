@@ -74,5 +74,10 @@ for (const w of warnings) console.log(`warning:     ${w}`);
 console.log();
 console.log("For the command line (npx openshell-config, see the README), paste:");
 console.log(stack.registry ? registryExportLine(stack.registry) : `export OPENSHELL_GATEWAY_URL=${stack.url} OPENSHELL_TOKEN=${stack.adminToken}`);
+if (!stack.registry) {
+  // Shared rollouts are for teams: a second admin shows one operator approving another's rollout.
+  console.log("A second operator (demo-reviewer, an admin too), in another terminal:");
+  console.log(`export OPENSHELL_GATEWAY_URL=${stack.url} OPENSHELL_TOKEN=${stack.reviewerToken}`);
+}
 console.log();
 console.log("Ctrl-C to stop.");

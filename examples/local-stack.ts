@@ -80,6 +80,8 @@ export interface LocalStack {
   /** With "mtls": the upstream registry entry written for this gateway (`dir` is OPENSHELL_SYSTEM_GATEWAY_DIR). */
   readonly registry: RegistryEntry | undefined;
   readonly adminToken: string;
+  /** A second admin's token (`demo-reviewer`): another operator, e.g. to approve a rollout under four eyes. */
+  readonly reviewerToken: string;
   readonly dir: string;
   /** Everything every process printed, in arrival order. */
   readonly logFile: string;
@@ -158,7 +160,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "openshell-demo-"));
   const ownsDir = options.dir === undefined;
   // Kept with the state (stack-tokens.ts): a restart on the same folder keeps the admin token.
-  const { authFile, adminToken, supervisors: supervisorTokens } = loadStackTokens(dir, options.sandboxes);
+  const { authFile, adminToken, reviewerToken, supervisors: supervisorTokens } = loadStackTokens(dir, options.sandboxes);
   const tls = options.tls === undefined ? undefined : await startTls(options.tls, dir, port, options.sandboxPort);
   const url = `${tls ? "https" : "http"}://127.0.0.1:${port}`;
   const sandboxUrl = tls?.sandboxUrl ?? url;
@@ -264,6 +266,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     clientTls: tls?.client,
     registry: tls?.registry,
     adminToken,
+    reviewerToken,
     dir,
     logFile,
     dbPath,

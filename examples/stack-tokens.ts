@@ -13,11 +13,14 @@ import { writeFileAtomic } from "./tls-stack.js";
 export interface StackTokens {
   readonly authFile: string;
   readonly adminToken: string;
+  /** A second admin, `demo-reviewer`: the other operator of the README's shared rollout. */
+  readonly reviewerToken: string;
   /** Sandbox name -> supervisor token. */
   readonly supervisors: ReadonlyMap<string, string>;
 }
 
 const ADMIN = "demo-admin";
+const REVIEWER = "demo-reviewer";
 
 interface Entry {
   readonly token?: unknown;
@@ -33,7 +36,9 @@ export function loadStackTokens(dir: string, sandboxes: readonly string[]): Stac
   const token = (e: Entry | undefined) => (typeof e?.token === "string" && e.token.length >= 16 ? e.token : undefined);
   const kept = token(entries.find((e) => e.principal === ADMIN && e.role === "admin"));
   const adminToken = kept ?? `admin-${randomBytes(16).toString("hex")}`;
-  let changed = kept === undefined;
+  const keptReviewer = token(entries.find((e) => e.principal === REVIEWER && e.role === "admin"));
+  const reviewerToken = keptReviewer ?? `reviewer-${randomBytes(16).toString("hex")}`;
+  let changed = kept === undefined || keptReviewer === undefined;
   const supervisors = new Map<string, string>();
   for (const sandbox of sandboxes) {
     const found = token(entries.find((e) => e.role === "supervisor" && e.sandbox === sandbox));
@@ -41,15 +46,17 @@ export function loadStackTokens(dir: string, sandboxes: readonly string[]): Stac
     supervisors.set(sandbox, found ?? `sup-${sandbox}-${randomBytes(16).toString("hex")}`);
   }
   if (changed) {
-    const others = entries.filter((e) => !(e.principal === ADMIN && e.role === "admin") && !(e.role === "supervisor" && typeof e.sandbox === "string" && supervisors.has(e.sandbox)));
+    const ours = (e: Entry) => (e.principal === ADMIN || e.principal === REVIEWER) && e.role === "admin";
+    const others = entries.filter((e) => !ours(e) && !(e.role === "supervisor" && typeof e.sandbox === "string" && supervisors.has(e.sandbox)));
     const tokens = [
       { token: adminToken, principal: ADMIN, role: "admin", workspaces: "*" },
+      { token: reviewerToken, principal: REVIEWER, role: "admin", workspaces: "*" },
       ...others,
       ...[...supervisors].map(([sandbox, t]) => ({ token: t, principal: `supervisor:${sandbox}`, role: "supervisor", workspace: "default", sandbox })),
     ];
     writeFileAtomic(authFile, `${JSON.stringify({ tokens }, null, 2)}\n`, 0o600);
   }
-  return { authFile, adminToken, supervisors };
+  return { authFile, adminToken, reviewerToken, supervisors };
 }
 
 function readEntries(authFile: string): Entry[] {

@@ -111,6 +111,8 @@ describe("README.md", () => {
     const gateway = new Background("npm run gateway", userEnv({ OPENSHELL_LOCAL_DIR: join(scratch, "gateway-state"), OPENSHELL_GATEWAY_PORT: String(port) }));
     background.push(gateway);
     const [exportLine] = await gateway.waitFor(new RegExp(`^export ${URL_ENV}=\\S+ ${TOKEN_ENV}=\\S+$`, "m"));
+    // The second operator's line (the README's shared rollout): the same, with demo-reviewer's token.
+    const [reviewerLine] = await gateway.waitFor(new RegExp(`^export ${URL_ENV}=\\S+ ${TOKEN_ENV}=reviewer-\\S+$`, "m"));
     await gateway.waitFor(/^Ctrl-C to stop\.$/m);
     const gatewayShown = SHOWN.find((s) => s.command === "npm run gateway");
     expect(gatewayShown, "README.md shows what npm run gateway prints").toBeDefined();
@@ -123,9 +125,12 @@ describe("README.md", () => {
     const pasted = commands[0]!;
     expect(pasted.bare.startsWith(`export ${URL_ENV}=`)).toBe(true);
     expect(missingLines([onPort(pasted.bare)], exportLine), `README: ${pasted.bare}\nprinted: ${exportLine}`).toEqual([]);
+    const second = commands.findIndex((c) => c.bare.startsWith(`export ${URL_ENV}=`) && c.bare.includes("reviewer-"));
+    expect(second, "README.md: the second operator pastes the second line npm run gateway printed").toBeGreaterThan(0);
+    expect(missingLines([onPort(commands[second]!.bare)], reviewerLine), `README: ${commands[second]!.bare}\nprinted: ${reviewerLine}`).toEqual([]);
     const script = [
       "set -o pipefail",
-      ...[{ ...pasted, text: exportLine }, ...commands.slice(1)].map(
+      ...[{ ...pasted, text: exportLine }, ...commands.slice(1)].map((c, i) => (i === second ? { ...c, text: reviewerLine } : c)).map(
         (c, i) => `{\n${c.text}\n} >"$OUT/${i}.out" 2>"$OUT/${i}.err"; echo $? >"$OUT/${i}.rc"`,
       ),
     ].join("\n");
