@@ -23,6 +23,7 @@ import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, PolicyEnforcementState, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../local-stack.js";
 import { dashboardConfig } from "../vite.config.js";
+import { processesMentioning } from "./processes.js";
 
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const SCREENSHOT = join(ROOT, "test-results", "dashboard.png");
@@ -80,19 +81,6 @@ let updateConfigRequests = 0;
 const timings: string[] = [];
 const t0 = Date.now();
 const mark = (what: string) => timings.push(`${what} ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-
-/** Processes whose command line mentions `needle` (Linux /proc). */
-function processesMentioning(needle: string): number[] {
-  const out: number[] = [];
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(needle)) out.push(Number(pid));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 async function startVite(): Promise<ViteDevServer> {
   viteCacheDir = mkdtempSync(join(tmpdir(), "dashboard-vite-"));

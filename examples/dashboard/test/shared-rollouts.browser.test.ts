@@ -22,6 +22,7 @@ import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, SandboxPhase, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../local-stack.js";
 import { dashboardConfig } from "../vite.config.js";
+import { processesMentioning } from "./processes.js";
 
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const SHOT = (what: string) => join(ROOT, "test-results", `dashboard-shared-${what}.png`);
@@ -44,18 +45,6 @@ let dir: string | undefined;
 let viteCacheDir: string | undefined;
 let origin = "";
 const pageErrors: string[] = [];
-
-function processesMentioning(needle: string): number[] {
-  const out: number[] = [];
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(needle)) out.push(Number(pid));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 async function startStack(): Promise<LocalStack> {
   dir = mkdtempSync(join(tmpdir(), "dashboard-shared-"));
