@@ -13,7 +13,8 @@ import {
 } from "../gen/openshell/v1/rollouts_pb.js";
 import { UpdateConfigRequestSchema } from "../gen/openshell/v1/config_pb.js";
 import { toDate } from "../convert/timestamp.js";
-import { restoreRolloutState, type RolloutState, type RolloutStatePhase } from "./state.js";
+import type { RolloutState, RolloutStatePhase } from "./state.js";
+import { decodeRecordState, encodeRecordState } from "./record-state.js";
 import type { RolloutPhase } from "./result.js";
 
 /** One wave's approval, as recorded by the gateway. */
@@ -111,11 +112,10 @@ function resultNumber(result: RolloutPhase | undefined): RolloutRecordResult {
   return Number(Object.entries(RESULTS).find(([, p]) => p === result)![0]) as RolloutRecordResult;
 }
 
-/** The state a FULL record holds: its state JSON with the request put back. */
+/** The state a FULL record holds: its state JSON with the request (and the handles' bodies) put back. */
 export function stateOfRecord(r: RolloutRecord): RolloutState | undefined {
   if (r.stateJson === "" || r.request === undefined) return undefined;
-  const state = JSON.parse(r.stateJson) as JsonObject;
-  return restoreRolloutState({ ...state, request: toJson(UpdateConfigRequestSchema, r.request) as JsonObject });
+  return decodeRecordState(r.stateJson, toJson(UpdateConfigRequestSchema, r.request) as JsonObject);
 }
 
 /** A record as plain data. */
@@ -180,10 +180,9 @@ export function summaryOf(state: RolloutState, tally: RunTally): RolloutSummary 
   });
 }
 
-/** The state as the record stores it: JSON without the request (the record holds it once). */
+/** The state as the record stores it: without the request (the record holds it once), no body twice (record-state.ts). */
 export function stateJsonOf(state: RolloutState): string {
-  const { request: _request, ...rest } = state;
-  return JSON.stringify(rest);
+  return encodeRecordState(state);
 }
 
 /** The request template of a state, as a message. */

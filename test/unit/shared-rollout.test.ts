@@ -9,7 +9,9 @@ import { createHash } from "node:crypto";
 import { RolloutLeaseSchema, RolloutRecordPhase, RolloutRecordResult, RolloutRecordSchema, RolloutApprovalSchema } from "../../src/gen/openshell/v1/rollouts_pb.js";
 import { UpdateConfigRequestSchema } from "../../src/gen/openshell/v1/config_pb.js";
 import { changeHashOf, changeSummaryOf, fromRecord, requestOf, stateJsonOf, summaryOf, type RunTally } from "../../src/rollout/shared-rollout.js";
-import { ROLLOUT_KIND, type RolloutState } from "../../src/rollout/state.js";
+import { ROLLOUT_KIND, rolloutKey, undoKey, type RolloutState } from "../../src/rollout/state.js";
+import { decodeRecordState, encodeRecordState } from "../../src/rollout/record-state.js";
+import { HANDLE_KIND } from "../../src/handle.js";
 
 const state: RolloutState = {
   kind: ROLLOUT_KIND,
@@ -80,5 +82,32 @@ describe("the shared rollout record's plain view", () => {
   it("hashes the change as the gateway does: SHA-256 of the request template's binary form", async () => {
     const expected = createHash("sha256").update(toBinary(UpdateConfigRequestSchema, requestOf(state))).digest("hex");
     expect(await changeHashOf(state)).toBe(expected);
+  });
+
+  it("stores no policy body twice: refs name the change, rollbacks share one body per distinct earlier policy", () => {
+    const big = "x".repeat(5000);
+    const change = { policy: { version: 1, networkPolicies: { big: { name: big } } } };
+    const before = (host: string) => ({ policy: { version: 1, networkPolicies: { old: { name: host } } }, expectedResourceVersion: "7" });
+    const handle = (sandbox: string, key: string, body: object) => ({
+      kind: HANDLE_KIND,
+      operationId: `op-${key}`,
+      sandbox,
+      idempotencyKey: key,
+      dimension: "policy" as const,
+      request: { ...body, sandbox, idempotencyKey: key },
+    });
+    const names = ["a", "b", "c"];
+    const full: RolloutState = {
+      ...state,
+      id: "big-1",
+      request: change,
+      refs: Object.fromEntries(names.map((n) => [n, handle(n, rolloutKey("big-1", n), change)])),
+      undoRefs: { a: handle("a", undoKey("big-1", "a"), before("old-one")), b: handle("b", undoKey("big-1", "b"), before("old-one")), c: handle("c", undoKey("big-1", "c"), before("old-two")) },
+    };
+    const text = encodeRecordState(full);
+    expect(text.split(big).length - 1, "the change is not in the state at all (the record's request holds it)").toBe(0);
+    expect(text.split("old-one").length - 1, "two sandboxes that had one policy share its body").toBe(1);
+    expect(text.split("old-two").length - 1).toBe(1);
+    expect(decodeRecordState(text, change)).toEqual(full);
   });
 });
