@@ -62,13 +62,23 @@ export interface SharedRollout {
   /** How its driver's last run ended; undefined while running, or when a driver died mid-run. */
   readonly result: RolloutPhase | undefined;
   /** Waves: how many passed their gate, of how many. */
-  readonly waves: { readonly done: number; readonly total: number };
+  readonly waves: {
+    /** Waves whose gate passed. */
+    readonly done: number;
+    /** All waves. */
+    readonly total: number;
+  };
   /** Sandboxes: targets, sent, and terminal outcomes so far. */
   readonly counts: {
+    /** The rollout's sandboxes. */
     readonly targets: number;
+    /** Those whose change was sent (as far as the driver wrote it down). */
     readonly sent: number;
+    /** Those that applied it. */
     readonly applied: number;
+    /** Those that failed, were cancelled or errored. */
     readonly failed: number;
+    /** Those a rollback returned to what they had before. */
     readonly rolledBack: number;
   };
   /** Paused until someone approves wave `waves.done` (`approveRollout`). */
