@@ -399,6 +399,6 @@ describe("shell completion", () => {
     expect(r.stdout).toMatch(/^#compdef openshell-config\n/);
     expect(r.stdout).toContain("compdef _openshell_config openshell-config");
     expect(r.stdout).toContain("'policy set') local -a items=('--sandbox:the sandbox name (required)'");
-    expect(r.stdout).toMatch(/'policy rollout'\) local -a items=\('resume:[^']*' 'undo:[^']*' 'status:[^']*'/);
+    expect(r.stdout).toMatch(/'policy rollout'\) local -a items=\('resume:[^']*' 'approve:[^']*' 'undo:[^']*' 'status:[^']*' 'list:[^']*' 'history:[^']*'/);
   });
 });

@@ -89,7 +89,7 @@ describe("the shared rollout record's plain view", () => {
     const change = { policy: { version: 1, networkPolicies: { big: { name: big } } } };
     const before = (host: string) => ({ policy: { version: 1, networkPolicies: { old: { name: host } } }, expectedResourceVersion: "7" });
     const handle = (sandbox: string, key: string, body: object) => ({
-      kind: HANDLE_KIND,
+      kind: HANDLE_KIND as typeof HANDLE_KIND,
       operationId: `op-${key}`,
       sandbox,
       idempotencyKey: key,

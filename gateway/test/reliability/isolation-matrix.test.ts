@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toJsonString, type DescMessage } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { OpenShell, PolicyStatus } from "openshell-config/raw";
+import { OpenShell, PolicyStatus, RolloutRecordPhase } from "openshell-config/raw";
 import { policy } from "../rpc/fixtures.js";
 import { PRINCIPALS, startReliabilityGateway, type Backend, type ReliabilityGateway, type Who } from "./reliability-gateway.js";
 import { createTally, outcomeName, settle } from "./property-support.js";
@@ -22,8 +22,8 @@ const TARGETS = [
 type Target = (typeof TARGETS)[number];
 const WHO: Who[] = [...(Object.keys(PRINCIPALS) as (keyof typeof PRINCIPALS)[]), "anonymous", "forged"];
 
-const USER_RPCS = new Set<Rpc>(["CreateSandbox", "GetSandbox", "ListSandboxes", "StopSandbox", "StartSandbox", "DeleteSandbox", "GetConfigUpdateOperation", "WatchConfigUpdateOperations", "ListConfigUpdateOperations", "GetSandboxConfig", "GetSandboxPolicyStatus", "ListSandboxPolicies"]);
-const ADMIN_RPCS = new Set<Rpc>([...USER_RPCS, "UpdateConfig", "CreateProvider", "UpdateProvider"]);
+const USER_RPCS = new Set<Rpc>(["CreateSandbox", "GetSandbox", "ListSandboxes", "StopSandbox", "StartSandbox", "DeleteSandbox", "GetConfigUpdateOperation", "WatchConfigUpdateOperations", "ListConfigUpdateOperations", "GetSandboxConfig", "GetSandboxPolicyStatus", "ListSandboxPolicies", "GetRollout", "ListRollouts", "WatchRollouts"]);
+const ADMIN_RPCS = new Set<Rpc>([...USER_RPCS, "UpdateConfig", "CreateProvider", "UpdateProvider", "CreateRollout", "UpdateRollout", "ApproveRollout"]);
 const SUPERVISOR_RPCS = new Set<Rpc>(["GetSandboxConfig", "ReportPolicyStatus", "ConnectSupervisor"]);
 
 /** The rules, as a table: may `who` call `rpc` on `t`? */
@@ -38,6 +38,17 @@ function allowed(who: Who, rpc: Rpc, t: Target): boolean {
 }
 
 const scope = (t: Target) => ({ workspaceScope: { selection: { case: "workspace" as const, value: t.workspace } } });
+
+/** A shared rollout record paused for an approval of its second wave, as a driver creates it. */
+function pausedRollout(id: string) {
+  return {
+    id,
+    changeSummary: "policy",
+    summary: { phase: RolloutRecordPhase.PAUSED, wavesTotal: 2, wavesDone: 1, targets: 2, awaitingApproval: true },
+    request: { policy: policy({ r: "r.example.com" }) },
+    stateJson: JSON.stringify({ kind: "openshell-config/rollout@2", id, phase: "paused" }),
+  };
+}
 
 describe.each<Backend>(["sqlite", "postgres"])("isolation matrix (%s)", (backend) => {
   let gw: ReliabilityGateway;
@@ -58,6 +69,8 @@ describe.each<Backend>(["sqlite", "postgres"])("isolation matrix (%s)", (backend
       await root.createSandbox({ name: t.sandbox, spec: { policy: policy(), providers: ["llm"] }, ...scope(t) });
       const res = await root.updateConfig({ sandbox: t.sandbox, policy: policy({ a: "a.example.com" }), ...scope(t) });
       operations.set(t.sandbox, res.operation!.operationId);
+      await root.createRollout({ rollout: pausedRollout("iso"), driver: "setup", ...scope(t) });
+      await root.updateRollout({ id: "iso", expectedResourceVersion: 1n, driver: "setup", releaseLease: true, ...scope(t) });
     }
   });
   afterAll(async () => {
@@ -127,6 +140,34 @@ describe.each<Backend>(["sqlite", "postgres"])("isolation matrix (%s)", (backend
         for (const [value, s] of secrets) if (s.workspace === t.workspace && !value.startsWith("created-")) s.live = false;
         secrets.set(secret, { workspace: t.workspace, live: true });
         return res;
+      }
+      case "CreateRollout":
+        return c.createRollout({ rollout: pausedRollout(`made-${n}`), driver: `iso-${n}`, ...scope(t) });
+      case "GetRollout":
+        return c.getRollout({ id: "iso", ...scope(t) });
+      case "ListRollouts": {
+        const res = await c.listRollouts({ ...scope(t) });
+        for (const r of res.rollouts) expect(r.workspace).toBe(t.workspace);
+        return res;
+      }
+      case "WatchRollouts": {
+        const abort = new AbortController();
+        for await (const m of c.watchRollouts({ id: "iso", ...scope(t) }, { signal: abort.signal })) {
+          abort.abort();
+          return m;
+        }
+        return undefined;
+      }
+      case "UpdateRollout": {
+        // Taking and giving back the lease of the shared "iso" (no state): allowed calls leave it as it was.
+        const current = await gw.client("platform").getRollout({ id: "iso", ...scope(t) });
+        return c.updateRollout({ id: "iso", expectedResourceVersion: current.rollout!.resourceVersion, driver: `iso-${n}`, releaseLease: true, ...scope(t) });
+      }
+      case "ApproveRollout": {
+        // Allowed approvals approve a twin, so that later cells still find "iso" waiting.
+        const id = permitted ? `twin-${n}` : "iso";
+        if (permitted) await gw.client("platform").createRollout({ rollout: pausedRollout(id), driver: "setup", ...scope(t) });
+        return c.approveRollout({ id, wave: 1, ...scope(t) });
       }
       case "ReportPolicyStatus":
         return c.reportPolicyStatus({ sandboxId: name, version: 1, status: PolicyStatus.LOADED });
