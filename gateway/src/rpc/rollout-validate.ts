@@ -3,7 +3,7 @@
 // summary. Each failure is INVALID_ARGUMENT naming the field, so a client can fix its request.
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { RolloutRecordPhase, type RolloutSummary, type UpdateConfigRequest } from "openshell-config/raw";
+import { RolloutRecordPhase, RolloutRecordResult, type RolloutSummary, type UpdateConfigRequest } from "openshell-config/raw";
 import { quotedName } from "../model/workspace-name.js";
 
 /** The state document's kind (the SDK's ROLLOUT_KIND). */
@@ -15,6 +15,12 @@ export const MAX_STATE_BYTES = 8 * 1024 * 1024;
 export const MAX_LABEL_SELECTOR = 1024;
 export const MAX_CHANGE_SUMMARY = 200;
 export const MAX_DRIVER = 200;
+/**
+ * Waves of one rollout. Every list row carries the approvals (one per wave at most), so this and
+ * MAX_GATE_FAILURE keep a page of 500 summaries small whatever drivers write.
+ */
+export const MAX_WAVES = 1000;
+export const MAX_GATE_FAILURE = 1024;
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const ID_RULE = "1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit";
@@ -76,11 +82,15 @@ export function validateState(
   // UTF-16 length bounds the UTF-8 size from both sides (1 to 3 bytes per unit): measure only near the cap.
   if (stateJson.length * 3 > MAX_STATE_BYTES) {
     const bytes = Buffer.byteLength(stateJson, "utf8");
-    if (bytes > MAX_STATE_BYTES) throw invalid(`${fields.state} is ${bytes} bytes; at most ${MAX_STATE_BYTES} (8 MiB) are allowed`);
+    // A cap, like every other size bound of the gateway (docs/security.md): RESOURCE_EXHAUSTED.
+    if (bytes > MAX_STATE_BYTES) {
+      throw new ConnectError(`${fields.state} is ${bytes} bytes; at most ${MAX_STATE_BYTES} (8 MiB) are allowed`, Code.ResourceExhausted);
+    }
   }
   if (!summary) throw invalid(`${fields.summary} is required with ${fields.state}`);
   const statePhase = STATE_PHASE.get(summary.phase);
   if (statePhase === undefined) throw invalid(`${fields.summary}.phase must be RUNNING, PAUSED, ROLLING_BACK or DONE`);
+  validateSummaryBounds(summary, fields.summary);
   let state: unknown;
   try {
     state = JSON.parse(stateJson);
@@ -96,6 +106,43 @@ export function validateState(
     throw invalid(`${fields.state}: phase ${JSON.stringify(s["phase"])} does not match ${fields.summary}.phase ${RolloutRecordPhase[summary.phase]} ("${statePhase}")`);
   }
   return summary;
+}
+
+/** Counts a list can trust: none negative, waves done within the waves, bounded text and waves. */
+function validateSummaryBounds(s: RolloutSummary, field: string): void {
+  for (const name of ["wavesTotal", "wavesDone", "targets", "sent", "applied", "failed", "rolledBack"] as const) {
+    if (s[name] < 0) throw invalid(`${field}.${snake(name)} must not be negative; got ${s[name]}`);
+  }
+  if (s.wavesTotal > MAX_WAVES) throw invalid(`${field}.waves_total is ${s.wavesTotal}; a rollout has at most ${MAX_WAVES} waves`);
+  if (s.wavesDone > s.wavesTotal) throw invalid(`${field}.waves_done (${s.wavesDone}) must not exceed waves_total (${s.wavesTotal})`);
+  if (RolloutRecordResult[s.result] === undefined) throw invalid(`${field}.result ${s.result} is not a RolloutRecordResult`);
+  if (s.awaitingApproval && s.phase !== RolloutRecordPhase.PAUSED) throw invalid(`${field}.awaiting_approval needs phase PAUSED`);
+  validateLength(s.gateFailure, MAX_GATE_FAILURE, `${field}.gate_failure`);
+}
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/**
+ * Whether a driver may write `next` over `stored` (FAILED_PRECONDITION naming the rule when not).
+ * The plan's waves are fixed and done waves stay done; a finished or rolling-back rollout only
+ * rolls back or finishes (undo), never runs again; and a rollout waiting for the approval of wave
+ * k leaves that wait only with the approval, or by rolling back or finishing at wave k. Without
+ * these, one write that cleared the wait (PAUSED, or DONE) and a second that ran on would pass
+ * the gate unapproved.
+ */
+export function checkTransition(stored: RolloutSummary, next: RolloutSummary, approved: (wave: number) => boolean, id: string): void {
+  const refuse = (why: string) => new ConnectError(`rollout "${id}": ${why}`, Code.FailedPrecondition);
+  if (next.wavesTotal !== stored.wavesTotal) throw refuse(`summary.waves_total is ${stored.wavesTotal}; a rollout's waves do not change (got ${next.wavesTotal})`);
+  if (next.wavesDone < stored.wavesDone) throw refuse(`summary.waves_done cannot go back from ${stored.wavesDone} to ${next.wavesDone}`);
+  const ending = next.phase === RolloutRecordPhase.ROLLING_BACK || next.phase === RolloutRecordPhase.DONE;
+  if ((stored.phase === RolloutRecordPhase.ROLLING_BACK || stored.phase === RolloutRecordPhase.DONE) && !ending) {
+    throw refuse(`it is ${RolloutRecordPhase[stored.phase]}; it can only roll back or finish, not become ${RolloutRecordPhase[next.phase]}`);
+  }
+  const k = stored.wavesDone;
+  if (!stored.awaitingApproval || approved(k)) return;
+  const stillWaiting = next.awaitingApproval && next.wavesDone === k;
+  const undone = ending && next.wavesDone === k;
+  if (!stillWaiting && !undone) throw new ConnectError(`wave ${k} of rollout "${id}" waits for an approval`, Code.FailedPrecondition);
 }
 
 /** The change a rollout sends to every sandbox: sandbox and idempotency key are each sandbox's own. */

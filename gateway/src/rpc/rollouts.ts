@@ -7,7 +7,6 @@
 
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import {
-  RolloutRecordPhase,
   type ApproveRolloutRequest,
   type CreateRolloutRequest,
   type GetRolloutRequest,
@@ -27,6 +26,7 @@ import { assertWorkspace, requireAdmin, requireUser, singleWorkspace } from "./a
 import type { GatewayDeps } from "./deps.js";
 import { changeHash, decodeSummary, encodeSummary, toRolloutRecord } from "./rollout-convert.js";
 import {
+  checkTransition,
   invalid,
   leaseTtlMs,
   MAX_CHANGE_SUMMARY,
@@ -161,12 +161,6 @@ export async function listRollouts(deps: RolloutDeps, req: ListRolloutsRequest, 
   };
 }
 
-/** Whether `next` lets the rollout past the approval gate `stored` waits at (resuming, or a later wave). */
-function passesGate(stored: RolloutSummary, next: RolloutSummary): boolean {
-  if (!stored.awaitingApproval || next.awaitingApproval) return false;
-  return next.phase === RolloutRecordPhase.RUNNING || next.wavesDone > stored.wavesDone;
-}
-
 export async function updateRollout(deps: RolloutDeps, req: UpdateRolloutRequest, ctx: HandlerContext): Promise<RolloutResponse> {
   const p = requireAdmin(ctx);
   const workspace = rolloutWorkspace(p, req.workspaceScope, req.id);
@@ -184,18 +178,16 @@ export async function updateRollout(deps: RolloutDeps, req: UpdateRolloutRequest
   if (current.resourceVersion !== req.expectedResourceVersion) throw versionConflict(id, current.resourceVersion, req.expectedResourceVersion);
   const now = nowOf(deps);
   const held = current.lease;
-  if (held && held.holder !== req.driver && held.until.getTime() > now.getTime()) {
+  // The lease is the holder's driver id under its principal: ids are public (every reader sees
+  // them) and chosen by clients, so another principal naming the same id is another driver.
+  const other = held !== undefined && (held.holder !== req.driver || held.principal !== p.name);
+  if (held && other && held.until.getTime() > now.getTime()) {
     throw new ConnectError(
       `rollout "${id}" is driven by ${held.holder} (${held.principal}) until ${held.until.toISOString()}; it can be taken over after that`,
       Code.FailedPrecondition,
     );
   }
-  if (summary) {
-    const stored = decodeSummary(current.summary);
-    if (passesGate(stored, summary) && !current.approvals.some((a) => a.wave === stored.wavesDone)) {
-      throw new ConnectError(`wave ${stored.wavesDone} of rollout "${id}" waits for an approval`, Code.FailedPrecondition);
-    }
-  }
+  if (summary) checkTransition(decodeSummary(current.summary), summary, (wave) => current.approvals.some((a) => a.wave === wave), id);
   const lease: RolloutLeaseRow | null = req.releaseLease ? null : { holder: req.driver, principal: p.name, until: new Date(now.getTime() + ttl) };
   const updated = await deps.store.updateRollout(workspace, id, current.resourceVersion, {
     ...(summary ? { phase: summary.phase, summary: encodeSummary(summary), state: req.stateJson } : {}),
@@ -206,7 +198,7 @@ export async function updateRollout(deps: RolloutDeps, req: UpdateRolloutRequest
     const latest = await existing(deps, workspace, id);
     throw versionConflict(id, latest.resourceVersion, req.expectedResourceVersion);
   }
-  if (held && held.holder !== req.driver) {
+  if (held && other) {
     deps.logger.info(
       {
         rollout: id,

@@ -73,6 +73,17 @@ describe("leases", () => {
     expect(full.summary).toEqual(before.summary);
   });
 
+  it("a live lease is its driver id under its principal: another principal naming the same id is refused, and nothing changes", async () => {
+    await gw.raw("admin").createRollout(createRequest("l-spoof", { leaseTtlMs: 60_000 }));
+    // The holder's id is public: every reader of the record sees it.
+    const holder = (await get("l-spoof")).lease!.holder;
+    const err = await rpcError(gw.raw("platform").updateRollout(updateRequest("l-spoof", 1n, running(1), { driver: holder })));
+    expect(Code[err.code]).toBe("FailedPrecondition");
+    expect(err.rawMessage).toContain(`rollout "l-spoof" is driven by ${DRIVER} (alice) until `);
+    const after = await get("l-spoof");
+    expect([after.resourceVersion, after.lease?.principal, after.summary?.wavesDone]).toEqual([1n, "alice", 0]);
+  });
+
   it("a released lease lets another driver write at once", async () => {
     await gw.raw("admin").createRollout(createRequest("l-release", { leaseTtlMs: 60_000 }));
     const released = (await gw.raw("admin").updateRollout(updateRequest("l-release", 1n, running(1), { releaseLease: true }))).rollout!;
@@ -122,13 +133,61 @@ describe("the approval gate", () => {
   it("rolling back or finishing without the approval is allowed (undo)", async () => {
     const admin = gw.raw("admin");
     for (const [id, next] of [
-      ["g-undo", { phase: Phase.ROLLING_BACK, wavesDone: 1 }],
-      ["g-done", { phase: Phase.DONE, wavesDone: 1 }],
+      ["g-undo", { phase: Phase.ROLLING_BACK, wavesDone: 1, wavesTotal: 3 }],
+      ["g-done", { phase: Phase.DONE, wavesDone: 1, wavesTotal: 3 }],
     ] as const) {
       await admin.createRollout(createRequest(id));
       await admin.updateRollout(updateRequest(id, 1n, awaiting(1)));
       expect((await admin.updateRollout(updateRequest(id, 2n, next))).rollout?.summary?.phase).toBe(next.phase);
     }
+  });
+
+  it("a wait for approval is not cleared by one write to be passed by the next: each such write is refused and changes nothing", async () => {
+    const admin = gw.raw("admin");
+    const paused = { phase: Phase.PAUSED, wavesDone: 1, wavesTotal: 3 };
+    const cases = [
+      ["g-clear", paused, 'wave 1 of rollout "g-clear" waits for an approval'],
+      ["g-next", awaiting(2), 'wave 1 of rollout "g-next" waits for an approval'],
+      ["g-skip", { phase: Phase.DONE, wavesDone: 3, wavesTotal: 3 }, 'wave 1 of rollout "g-skip" waits for an approval'],
+    ] as const;
+    for (const [id, next, message] of cases) {
+      await admin.createRollout(createRequest(id));
+      await admin.updateRollout(updateRequest(id, 1n, awaiting(1)));
+      const err = await rpcError(admin.updateRollout(updateRequest(id, 2n, next)));
+      expect([Code[err.code], err.rawMessage]).toEqual(["FailedPrecondition", message]);
+      expect((await get(id)).resourceVersion).toBe(2n);
+    }
+  });
+
+  it("a finished or rolling-back rollout only rolls back or finishes: it never runs or pauses again", async () => {
+    const admin = gw.raw("admin");
+    for (const [id, stop] of [
+      ["g-done-run", { phase: Phase.DONE, wavesDone: 1, wavesTotal: 3 }],
+      ["g-back-run", { phase: Phase.ROLLING_BACK, wavesDone: 1, wavesTotal: 3 }],
+    ] as const) {
+      await admin.createRollout(createRequest(id));
+      await admin.updateRollout(updateRequest(id, 1n, awaiting(1)));
+      await admin.updateRollout(updateRequest(id, 2n, stop));
+      for (const next of [running(1), awaiting(1)]) {
+        const err = await rpcError(admin.updateRollout(updateRequest(id, 3n, next)));
+        expect(Code[err.code]).toBe("FailedPrecondition");
+        expect(err.rawMessage).toBe(`rollout "${id}": it is ${Phase[stop.phase]}; it can only roll back or finish, not become ${Phase[next.phase]}`);
+      }
+      // Undo of a finished rollout, and the end of a rollback, still go through.
+      const last = { phase: stop.phase === Phase.DONE ? Phase.ROLLING_BACK : Phase.DONE, wavesDone: 1, wavesTotal: 3 };
+      expect((await admin.updateRollout(updateRequest(id, 3n, last))).rollout?.summary?.phase).toBe(last.phase);
+    }
+  });
+
+  it("a rollout's waves do not change and done waves stay done (so approvals stay one per wave)", async () => {
+    const admin = gw.raw("admin");
+    await admin.createRollout(createRequest("g-fixed"));
+    await admin.updateRollout(updateRequest("g-fixed", 1n, running(2)));
+    const more = await rpcError(admin.updateRollout(updateRequest("g-fixed", 2n, { phase: Phase.RUNNING, wavesDone: 2, wavesTotal: 4 })));
+    expect([Code[more.code], more.rawMessage]).toEqual(["FailedPrecondition", 'rollout "g-fixed": summary.waves_total is 3; a rollout\'s waves do not change (got 4)']);
+    const back = await rpcError(admin.updateRollout(updateRequest("g-fixed", 2n, running(1))));
+    expect([Code[back.code], back.rawMessage]).toEqual(["FailedPrecondition", 'rollout "g-fixed": summary.waves_done cannot go back from 2 to 1']);
+    expect((await get("g-fixed")).summary?.wavesDone).toBe(2);
   });
 
   it("an approval needs a rollout waiting for that wave", async () => {

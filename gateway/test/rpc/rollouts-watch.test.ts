@@ -13,7 +13,7 @@ import { createRequest, stateJson, updateRequest } from "./rollouts-fixtures.js"
 import { startReplicaPair, type ReplicaPair } from "./rollouts-replicas.js";
 
 const scope = workspaceScope();
-const awaiting = { phase: Phase.PAUSED, awaitingApproval: true, wavesDone: 1, wavesTotal: 2 };
+const awaiting = { phase: Phase.PAUSED, awaitingApproval: true, wavesDone: 1, wavesTotal: 3 };
 
 /** A watch read message by message, each within a time limit, cancelled by `stop`. */
 function openWatch(client: Client<typeof OpenShell>, req: Parameters<Client<typeof OpenShell>["watchRollouts"]>[0]) {

@@ -248,14 +248,50 @@ describe("validation", () => {
     await invalid(admin().createRollout(withRollout(id, { stateJson: stateJson(id, { phase: Phase.PAUSED }) })), "does not match rollout.summary.phase");
     await invalid(admin().createRollout(withRollout(id, { summary: undefined })), "rollout.summary is required");
     await invalid(admin().createRollout(withRollout(id, { summary: { phase: Phase.UNSPECIFIED } })), "rollout.summary.phase");
-    const big = stateJson(id, undefined, { pad: "x".repeat(8 * 1024 * 1024) });
-    const gwBig = await startTestGateway("sqlite", { limits: { maxMessageBytes: 16 * 1024 * 1024 } });
+    expect(await codeOf(gw.raw("user").getRollout({ id, workspaceScope: workspaceScope() }))).toBe("NotFound");
+  });
+
+  it("a summary's counts are not negative, its waves done within at most 1000 waves, its gate failure at most 1024 characters", async () => {
+    const id = "v-summary";
+    const base = { phase: Phase.RUNNING, wavesTotal: 3 };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...base, sent: -1 }, "rollout.summary.sent must not be negative; got -1"],
+      [{ ...base, wavesDone: 4 }, "rollout.summary.waves_done (4) must not exceed waves_total (3)"],
+      [{ ...base, wavesTotal: 1001 }, "rollout.summary.waves_total is 1001; a rollout has at most 1000 waves"],
+      [{ ...base, gateFailure: "x".repeat(1025) }, "rollout.summary.gate_failure has 1025 characters; at most 1024 are allowed"],
+      [{ ...base, result: 99 }, "rollout.summary.result 99 is not a RolloutRecordResult"],
+      [{ ...base, awaitingApproval: true }, "rollout.summary.awaiting_approval needs phase PAUSED"],
+    ];
+    for (const [summary, message] of cases) {
+      expect(await invalid(admin().createRollout(withRollout(id, { summary })), message)).toBe(message);
+    }
+    const edge = { ...base, wavesTotal: 1000, wavesDone: 1000, gateFailure: "x".repeat(1024) };
+    expect((await admin().createRollout(withRollout(id, { summary: edge }))).rollout?.summary?.wavesTotal).toBe(1000);
+  });
+
+  it("a state of 8 MiB is kept and read back whole; one byte more is RESOURCE_EXHAUSTED naming the field, and nothing is created", async () => {
+    const sized = (id: string, bytes: number) => {
+      const empty = stateJson(id, undefined, { pad: "" });
+      return stateJson(id, undefined, { pad: "x".repeat(bytes - empty.length) });
+    };
+    const MiB = 1024 * 1024;
+    const gwBig = await startTestGateway("sqlite", { limits: { maxMessageBytes: 16 * MiB } });
     try {
-      await invalid(gwBig.raw("admin").createRollout(withRollout(id, { stateJson: big })), "rollout.state_json is");
+      const big = gwBig.raw("admin");
+      await big.createRollout(withRollout("v-8mib", { stateJson: sized("v-8mib", 8 * MiB) }));
+      const full = (await big.getRollout({ id: "v-8mib", workspaceScope: workspaceScope(), view: RolloutView.FULL })).rollout!;
+      expect(full.stateJson.length).toBe(8 * MiB);
+      const err = await rpcError(big.createRollout(withRollout("v-over", { stateJson: sized("v-over", 8 * MiB + 1) })));
+      expect([Code[err.code], err.rawMessage]).toEqual(["ResourceExhausted", `rollout.state_json is ${8 * MiB + 1} bytes; at most ${8 * MiB} (8 MiB) are allowed`]);
+      expect(await codeOf(big.getRollout({ id: "v-over", workspaceScope: workspaceScope() }))).toBe("NotFound");
     } finally {
       await gwBig.close();
     }
-    expect(await codeOf(gw.raw("user").getRollout({ id, workspaceScope: workspaceScope() }))).toBe("NotFound");
+    // At the default 4 MiB message limit the request limit refuses a larger state first.
+    const err = await rpcError(admin().createRollout(withRollout("v-4mib", { stateJson: sized("v-4mib", 4 * MiB) })));
+    expect(Code[err.code]).toBe("ResourceExhausted");
+    expect(err.rawMessage).toMatch(/^request message is \d+ bytes; the gateway accepts at most 4194304 bytes$/);
+    expect(await codeOf(gw.raw("user").getRollout({ id: "v-4mib", workspaceScope: workspaceScope() }))).toBe("NotFound");
   });
 
   it("the request template names no sandbox nor key and holds exactly one change", async () => {
