@@ -86,10 +86,12 @@ export function createDirtySet(signal: AbortSignal) {
   let gap = false;
   let failure: Error | undefined;
   let wake: (() => void) | undefined;
+  let disposed = false;
   const onAbort = () => wake?.();
   signal.addEventListener("abort", onAbort, { once: true });
   return {
     mark(key: string) {
+      if (disposed) return;
       keys.add(key);
       wake?.();
     },
@@ -105,7 +107,7 @@ export function createDirtySet(signal: AbortSignal) {
     /** The next batch: what was marked since the last one. */
     async next(): Promise<{ keys: string[]; gap: boolean } | undefined> {
       for (;;) {
-        if (signal.aborted) return undefined;
+        if (signal.aborted || disposed) return undefined;
         if (failure) throw failure;
         if (keys.size > 0 || gap) break;
         await new Promise<void>((resolve) => (wake = resolve));
@@ -116,6 +118,11 @@ export function createDirtySet(signal: AbortSignal) {
       gap = false;
       return batch;
     },
-    dispose: () => signal.removeEventListener("abort", onAbort),
+    /** Stops marking and ends a pending `next` (undefined): the stream was released from outside. */
+    dispose() {
+      disposed = true;
+      signal.removeEventListener("abort", onAbort);
+      wake?.();
+    },
   };
 }

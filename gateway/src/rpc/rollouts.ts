@@ -43,6 +43,8 @@ import type { RolloutHub } from "./rollout-watch.js";
 
 export interface RolloutDeps extends Pick<GatewayDeps, "store" | "logger" | "waiters"> {
   readonly hub: RolloutHub;
+  /** How long a watch message may wait for its client (default WATCH_WRITE_TIMEOUT_MS, 20 s). */
+  readonly watchWriteTimeoutMs?: number;
   /** The clock (tests may move it). */
   readonly now?: () => Date;
 }

@@ -19,6 +19,7 @@ import { createRolloutHub, type RolloutChangeListener, type RolloutHub } from ".
 import { createRollout, type RolloutDeps } from "../../src/rpc/rollouts.js";
 import { watchRollouts } from "../../src/rpc/rollout-watch-stream.js";
 import { encodeSummary } from "../../src/rpc/rollout-convert.js";
+import { transportStreamKey, type TransportStream } from "../../src/delivery/transport-stream.js";
 import { createRequest } from "./rollouts-fixtures.js";
 
 const logger = createLogger({ level: "silent" });
@@ -101,8 +102,8 @@ describe("a watch stream driven by the test", () => {
   const waiters = { onShutdown: () => () => undefined } as unknown as Waiters;
   let deps: RolloutDeps;
   const principal = { name: "alice", role: "admin" as const, workspaces: "*" as const };
-  const context = () => {
-    const values = createContextValues().set(principalKey, principal);
+  const context = (transport?: TransportStream) => {
+    const values = createContextValues().set(principalKey, principal).set(transportStreamKey, transport);
     return createHandlerContext({
       service: OpenShell,
       method: OpenShell.method.watchRollouts,
@@ -121,7 +122,7 @@ describe("a watch stream driven by the test", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "osc-rollout-hub-"));
     store = await openStore(`sqlite:${join(dir, "gateway.db")}`);
-    deps = { store, logger, waiters, hub };
+    deps = { store, logger, waiters, hub, watchWriteTimeoutMs: 300 };
     for (const id of ["h-1", "h-2"]) await createRollout(deps, create(CreateRolloutRequestSchema, createRequest(id)), context());
   });
   afterAll(async () => {
@@ -165,5 +166,47 @@ describe("a watch stream driven by the test", () => {
     const after = await Promise.race([stream.next().then(() => "message"), new Promise((r) => setTimeout(() => r("quiet"), 200))]);
     expect(after).toBe("quiet");
     ctx.abort();
+  });
+
+  /** An HTTP/2 stream that records its reset. */
+  const fakeTransport = () => {
+    const t = { closed: false, destroyed: false, resetWith: undefined as number | undefined };
+    return Object.assign(t, { close: (code?: number) => ((t.resetWith = code), (t.closed = true)) });
+  };
+
+  it("a client gone while a message is unwritten (the generator never resumes) releases the stream at once and resets it", async () => {
+    const transport = fakeTransport();
+    const ctx = context(transport);
+    const before = listeners.size;
+    await start(ctx); // initial_done was yielded and is never taken: the generator stays at its yield
+    expect(listeners.size).toBe(before + 1);
+    ctx.abort();
+    expect(listeners.size).toBe(before);
+    expect(transport.resetWith).toBe(8); // NGHTTP2_CANCEL
+  });
+
+  it("a client that takes no message for the write timeout is released and its stream reset, without any abort", async () => {
+    const transport = fakeTransport();
+    const ctx = context(transport);
+    const before = listeners.size;
+    await start(ctx);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(listeners.size).toBe(before + 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(listeners.size).toBe(before);
+    expect(transport.resetWith).toBe(8);
+    expect(ctx.signal.aborted).toBe(false);
+  });
+
+  it("a client that keeps reading is never timed out, however long it waits between changes", async () => {
+    const ctx = context(fakeTransport());
+    const { stream } = await start(ctx);
+    const next = stream.next();
+    await new Promise((r) => setTimeout(r, 500));
+    await bump("h-1", 7);
+    for (const l of listeners) l.onChange("default", "h-1");
+    expect(((await next).value as WatchRolloutsResponse).rollout?.summary?.wavesDone).toBe(7);
+    ctx.abort();
+    expect((await stream.next()).done).toBe(true);
   });
 });
