@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startLocalStack } from "./local-stack.js";
+import { stopOnSignals } from "./stop-signals.js";
 
 const bold = (s: string) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
 const paint = (state: string) => {
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
     if (!succeeded) console.error(`the processes' logs are kept in ${stack.logFile}`);
     else rmSync(dir, { recursive: true, force: true });
   };
-  process.once("SIGINT", () => void stop().then(() => process.exit(130)));
+  stopOnSignals(stop, () => 130);
   try {
     const transport = createNodeTransport({ baseUrl: stack.url, protocol: "grpc" });
     const client = createConfigClient({ transport, token: stack.adminToken });

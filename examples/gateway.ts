@@ -23,6 +23,7 @@ import { createStackAdminClient } from "./stack-admin.js";
 import { parseStackArgs } from "./stack-args.js";
 import { busyPortLine, PortInUseError } from "./stack-ports.js";
 import { readStackAdminToken } from "./stack-tokens.js";
+import { stopOnSignals } from "./stop-signals.js";
 import { registryExportLine } from "./tls-stack.js";
 
 const { mtls, dir } = parseStackArgs("gateway");
@@ -46,8 +47,7 @@ try {
   process.exit(1);
 }
 const shutdown = (code: number) => void stack.stop().then(() => process.exit(code));
-process.once("SIGINT", () => shutdown(0));
-process.once("SIGTERM", () => shutdown(0));
+stopOnSignals(() => stack.stop());
 let warnings: string[] = [];
 try {
   warnings = await ensureDemoSandboxes(createStackAdminClient(stack).raw(OpenShell), dir);

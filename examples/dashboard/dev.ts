@@ -23,6 +23,7 @@ import { createStackAdminClient } from "../stack-admin.js";
 import { parseStackArgs } from "../stack-args.js";
 import { allowsOrigin, assertPortFree, busyPortLine, occupantOf, PortInUseError } from "../stack-ports.js";
 import { readStackAdminToken } from "../stack-tokens.js";
+import { stopOnSignals } from "../stop-signals.js";
 import { registryExportLine } from "../tls-stack.js";
 import { createGatewayProxy, type GatewayProxy } from "./gateway-proxy.js";
 import { dashboardConfig } from "./vite.config.js";
@@ -66,13 +67,12 @@ try {
 }
 let vite: Awaited<ReturnType<typeof createServer>> | undefined;
 let proxy: GatewayProxy | undefined;
-const shutdown = (code: number) =>
-  void Promise.allSettled([vite?.close(), stack?.stop()]).then(() => {
+const stopAll = () =>
+  Promise.allSettled([vite?.close(), stack?.stop()]).then(() => {
     proxy?.close();
-    process.exit(code);
   });
-process.once("SIGINT", () => shutdown(0));
-process.once("SIGTERM", () => shutdown(0));
+const shutdown = (code: number) => void stopAll().then(() => process.exit(code));
+stopOnSignals(stopAll);
 
 let warnings: string[] = [];
 try {

@@ -3,7 +3,7 @@
 // command on the same port says what runs there and changes nothing; the dashboard attaches to a
 // running `npm run gateway` of the same folder; a port held by another program is named.
 
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -104,4 +104,33 @@ describe("npm run gateway and npm run dashboard on one folder", () => {
     expect(dashboardBusy.stderr.trim()).toBe(`error: port ${taken} (the dashboard) is in use: stop what listens there, or set DASHBOARD_PORT to another port`);
     expect(() => statSync(join(dir, "auth.json"))).toThrow(/ENOENT/);
   }, 120_000);
+
+  it.each(["gateway", "dashboard"])("Ctrl-C pressed twice stops npm run %s and every process it started", async (script) => {
+    const dir = join(scratch, `ctrl-c-${script}`);
+    const env = { OPENSHELL_LOCAL_DIR: dir, OPENSHELL_GATEWAY_PORT: String(await freePort()), DASHBOARD_PORT: String(await freePort()) };
+    const b = start(`npm run ${script}`, env);
+    await b.waitFor(/^Ctrl-C to stop\.$/m, 90_000);
+    expect(processesMentioning(dir).length, "the stack's processes run").toBeGreaterThan(0);
+    // A terminal sends SIGINT to the whole group; tsx passes it on to its child once more.
+    process.kill(-b.child.pid!, "SIGINT");
+    await new Promise((r) => setTimeout(r, 100));
+    process.kill(-b.child.pid!, "SIGINT");
+    const end = Date.now() + 20_000;
+    while (processesMentioning(dir).length > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
+    expect(processesMentioning(dir).map((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").slice(0, 120))).toEqual([]);
+  }, 120_000);
 });
+
+/** Processes whose command line mentions `needle` (Linux /proc). */
+function processesMentioning(needle: string): number[] {
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(needle);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}

@@ -67,22 +67,37 @@ export class Background {
     }
   }
 
-  /** Ctrl-C, as a user stops it: SIGINT to the whole process group; SIGKILL after 15 s. */
+  /**
+   * Ctrl-C, as a user stops it: SIGINT to the whole process group; SIGKILL to what is left of it
+   * after 15 s. Done when every process of the group is gone, not when bash is: a gateway that
+   * hung in its own exit (seen under `node --import tsx`) outlived the command that started it.
+   */
   async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    try {
-      process.kill(-this.child.pid!, "SIGINT");
-    } catch {
-      return; // already gone
-    }
-    const timer = setTimeout(() => {
+    const group = -this.child.pid!;
+    const alive = () => {
       try {
-        process.kill(-this.child.pid!, "SIGKILL");
+        process.kill(group, 0);
+        return true;
       } catch {
-        // gone
+        return false;
       }
-    }, 15_000);
+    };
+    if (!alive()) return;
+    process.kill(group, "SIGINT");
+    const until = async (ms: number) => {
+      const end = Date.now() + ms;
+      while (alive() && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    };
+    await until(15_000);
+    if (alive()) {
+      try {
+        process.kill(group, "SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+      await until(5_000);
+    }
     await this.exited;
-    clearTimeout(timer);
   }
+
 }
