@@ -105,6 +105,7 @@ export function validateState(
   if (s["phase"] !== statePhase) {
     throw invalid(`${fields.state}: phase ${JSON.stringify(s["phase"])} does not match ${fields.summary}.phase ${RolloutRecordPhase[summary.phase]} ("${statePhase}")`);
   }
+  validateSummaryMatchesState(s, summary, fields);
   return summary;
 }
 
@@ -118,6 +119,29 @@ function validateSummaryBounds(s: RolloutSummary, field: string): void {
   if (RolloutRecordResult[s.result] === undefined) throw invalid(`${field}.result ${s.result} is not a RolloutRecordResult`);
   if (s.awaitingApproval && s.phase !== RolloutRecordPhase.PAUSED) throw invalid(`${field}.awaiting_approval needs phase PAUSED`);
   validateLength(s.gateFailure, MAX_GATE_FAILURE, `${field}.gate_failure`);
+}
+
+/**
+ * The summary is what the gateway judges (the approval gate, lists), the state what a resuming
+ * client acts on: where the state says which wave is next and whether it waits for an approval,
+ * the summary must say the same (as the SDK's summaryOf computes it), or an approval of the
+ * summary's wave would let another wave of the state start.
+ */
+function validateSummaryMatchesState(s: Record<string, unknown>, summary: RolloutSummary, fields: { state: string; summary: string }): void {
+  const waves = s["waves"];
+  const wave = s["wave"];
+  if (Array.isArray(waves)) {
+    if (waves.length !== summary.wavesTotal) {
+      throw invalid(`${fields.summary}.waves_total is ${summary.wavesTotal} but ${fields.state} has ${waves.length} waves`);
+    }
+    if (typeof wave === "number" && Math.min(wave, waves.length) !== summary.wavesDone) {
+      throw invalid(`${fields.summary}.waves_done is ${summary.wavesDone} but ${fields.state} is at wave ${wave}`);
+    }
+  }
+  const awaiting = s["phase"] === "paused" && s["pausedUntil"] === undefined;
+  if (awaiting !== summary.awaitingApproval) {
+    throw invalid(`${fields.summary}.awaiting_approval is ${summary.awaitingApproval} but ${fields.state} ${awaiting ? "waits" : "does not wait"} for an approval (phase "paused" without pausedUntil)`);
+  }
 }
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

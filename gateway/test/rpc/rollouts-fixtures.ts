@@ -23,9 +23,12 @@ const STATE_PHASE: Record<number, string> = {
 
 type Summary = MessageInitShape<typeof RolloutSummarySchema>;
 
-/** The rollout@2 state JSON a driver writes for `summary`. */
+/** The rollout@2 state JSON a driver writes for `summary` (its waves, wave and pause agree with it, as the SDK's do). */
 export function stateJson(id: string, summary: Summary = { phase: RolloutRecordPhase.RUNNING }, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({ kind: "openshell-config/rollout@2", id, phase: STATE_PHASE[summary.phase ?? 0] ?? "running", waves: [], ...extra });
+  const phase = STATE_PHASE[summary.phase ?? 0] ?? "running";
+  const waves = Array.from({ length: summary.wavesTotal ?? 0 }, () => ({ sandboxes: [] }));
+  const pause = phase === "paused" && summary.awaitingApproval !== true ? { pausedUntil: "2026-12-04T00:00:00.000Z" } : {};
+  return JSON.stringify({ kind: "openshell-config/rollout@2", id, phase, waves, wave: summary.wavesDone ?? 0, ...pause, ...extra });
 }
 
 export interface CreateOptions {

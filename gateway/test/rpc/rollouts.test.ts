@@ -204,7 +204,10 @@ describe("validation", () => {
   /** A valid create request with some of its rollout's fields replaced (possibly by invalid values). */
   const withRollout = (id: string, patch: Record<string, unknown>) => {
     const req = createRequest(id);
-    return { ...req, rollout: { ...req.rollout, ...patch } } as MessageInitShape<typeof CreateRolloutRequestSchema>;
+    const rollout = { ...req.rollout, ...patch } as NonNullable<typeof req.rollout>;
+    // A state that agrees with the (replaced) summary and id, unless the patch gives its own.
+    const state = "stateJson" in patch ? {} : { stateJson: stateJson(rollout.id!, rollout.summary) };
+    return { ...req, rollout: { ...rollout, ...state } } as MessageInitShape<typeof CreateRolloutRequestSchema>;
   };
 
   it("ids must be 1-128 of letters, digits and . _ : - starting with a letter or digit", async () => {
@@ -271,8 +274,9 @@ describe("validation", () => {
 
   it("a state of 8 MiB is kept and read back whole; one byte more is RESOURCE_EXHAUSTED naming the field, and nothing is created", async () => {
     const sized = (id: string, bytes: number) => {
-      const empty = stateJson(id, undefined, { pad: "" });
-      return stateJson(id, undefined, { pad: "x".repeat(bytes - empty.length) });
+      const summary = createRequest(id).rollout!.summary;
+      const empty = stateJson(id, summary, { pad: "" });
+      return stateJson(id, summary, { pad: "x".repeat(bytes - empty.length) });
     };
     const MiB = 1024 * 1024;
     const gwBig = await startTestGateway("sqlite", { limits: { maxMessageBytes: 16 * MiB } });
@@ -301,8 +305,27 @@ describe("validation", () => {
     await invalid(admin().createRollout(withRollout("v-req", { request: { ...base, idempotencyKey: "k" } })), "rollout.request.idempotency_key");
     await invalid(admin().createRollout(withRollout("v-req", { request: { annotations: { a: "b" } } })), "exactly one of policy, merge_operations and setting_key");
     await invalid(admin().createRollout(withRollout("v-req", { request: { ...base, settingKey: "log_level" } })), "exactly one of");
-    const setting = await admin().createRollout(withRollout("v-req-setting", { id: "v-req-setting", stateJson: stateJson("v-req-setting"), request: { settingKey: "log_level", settingValue: { value: { case: "stringValue", value: "debug" } } } }));
+    const setting = await admin().createRollout(withRollout("v-req-setting", { id: "v-req-setting", request: { settingKey: "log_level", settingValue: { value: { case: "stringValue", value: "debug" } } } }));
     expect(setting.rollout?.changeHash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("the summary says what the state says: its waves, the wave it is at, and whether it waits for an approval", async () => {
+    const id = "v-agree";
+    const summary = { phase: Phase.PAUSED, wavesTotal: 3, wavesDone: 1, awaitingApproval: true };
+    const cases: [string, string][] = [
+      [stateJson(id, { ...summary, wavesTotal: 4 }), "rollout.summary.waves_total is 3 but rollout.state_json has 4 waves"],
+      [stateJson(id, { ...summary, wavesDone: 2 }), "rollout.summary.waves_done is 1 but rollout.state_json is at wave 2"],
+      [stateJson(id, { ...summary, awaitingApproval: false }), 'rollout.summary.awaiting_approval is true but rollout.state_json does not wait for an approval (phase "paused" without pausedUntil)'],
+    ];
+    for (const [state, message] of cases) {
+      expect(await invalid(admin().createRollout(withRollout(id, { summary, stateJson: state })), message)).toBe(message);
+    }
+    await admin().createRollout(withRollout(id, { summary }));
+    // An update that names wave 1 in its summary while its state moved on to wave 2 changes nothing.
+    const lying = { ...updateRequest(id, 1n, summary), stateJson: stateJson(id, { ...summary, wavesDone: 2 }) };
+    const lie = await rpcError(admin().updateRollout(lying));
+    expect([Code[lie.code], lie.rawMessage]).toEqual(["InvalidArgument", "summary.waves_done is 1 but state_json is at wave 2"]);
+    expect((await gw.raw("user").getRollout({ id, workspaceScope: workspaceScope() })).rollout?.resourceVersion).toBe(1n);
   });
 
   it("an update needs its expected version, and a summary exactly when it has a state", async () => {
