@@ -156,7 +156,8 @@ const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase(
  */
 export function checkTransition(stored: RolloutSummary, next: RolloutSummary, approved: (wave: number) => boolean, id: string): void {
   const refuse = (why: string) => new ConnectError(`rollout "${id}": ${why}`, Code.FailedPrecondition);
-  if (next.wavesTotal !== stored.wavesTotal) throw refuse(`summary.waves_total is ${stored.wavesTotal}; a rollout's waves do not change (got ${next.wavesTotal})`);
+  // 0: a state written before its targets were known (the SDK's "waves: empty until the targets are known").
+  if (stored.wavesTotal !== 0 && next.wavesTotal !== stored.wavesTotal) throw refuse(`summary.waves_total is ${stored.wavesTotal}; a rollout's waves do not change (got ${next.wavesTotal})`);
   if (next.wavesDone < stored.wavesDone) throw refuse(`summary.waves_done cannot go back from ${stored.wavesDone} to ${next.wavesDone}`);
   const ending = next.phase === RolloutRecordPhase.ROLLING_BACK || next.phase === RolloutRecordPhase.DONE;
   if ((stored.phase === RolloutRecordPhase.ROLLING_BACK || stored.phase === RolloutRecordPhase.DONE) && !ending) {
