@@ -14,6 +14,8 @@ import { freshDatabase, TOKENS } from "./harness.js";
 
 export interface ReplicaPair {
   readonly urls: readonly [string, string];
+  /** The shared database (tests cut its connections). */
+  readonly dbUrl: string;
   close(): Promise<void>;
 }
 
@@ -47,6 +49,7 @@ export async function startReplicaPair(): Promise<ReplicaPair> {
   }
   return {
     urls: [`http://127.0.0.1:${started[0]!.server.port}`, `http://127.0.0.1:${started[1]!.server.port}`],
+    dbUrl: db.url,
     async close() {
       for (const s of started) {
         await s.server.close({ graceMs: 1_000 });

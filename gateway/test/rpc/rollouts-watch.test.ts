@@ -3,6 +3,7 @@
 // UNAVAILABLE when the gateway shuts down, and on PostgreSQL a watcher on one replica sees writes
 // made on another.
 
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { createConfigClient } from "openshell-config";
@@ -192,6 +193,31 @@ describe("on two PostgreSQL replicas", () => {
       expect((await w.next()).rollout?.approvals).toHaveLength(1);
     } finally {
       w.stop();
+    }
+  });
+
+  it("a replica whose LISTEN connection is cut listens again and its watcher gets the change it missed meanwhile", async () => {
+    const client = (url: string) =>
+      createConfigClient({ transport: createNodeTransport({ baseUrl: url, protocol: "grpc" }), token: TOKENS.admin }).raw(OpenShell);
+    const one = client(pair.urls[0]);
+    const w = openWatch(client(pair.urls[1]), { workspaceScope: scope });
+    const db = new pg.Client({ connectionString: pair.dbUrl });
+    await db.connect();
+    try {
+      while (!(await w.next()).initialDone);
+      await one.createRollout(createRequest("w-cut"));
+      expect((await w.next()).rollout?.id).toBe("w-cut");
+      // The LISTEN connection (only the watching replica has one: the hub opens it with its first
+      // watcher) is terminated; the write that follows notifies nobody, and only the re-read
+      // after the reconnect can show it.
+      const cut = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'");
+      expect(cut.rowCount).toBe(1);
+      await one.updateRollout(updateRequest("w-cut", 1n, awaiting));
+      const m = await w.next(10_000);
+      expect([m.rollout?.id, m.rollout?.resourceVersion]).toEqual(["w-cut", 2n]);
+    } finally {
+      w.stop();
+      await db.end();
     }
   });
 });
