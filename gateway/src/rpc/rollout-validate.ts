@@ -63,6 +63,12 @@ export function validateLength(value: string, max: number, field: string): void 
   if (length > max) throw invalid(`${field} has ${length} characters; at most ${max} are allowed`);
 }
 
+/** Text other operators' terminals print (lists, status): bounded, and no control characters (escapes). */
+export function validateText(value: string, max: number, field: string): void {
+  validateLength(value, max, field);
+  if (CONTROL.test(value)) throw invalid(`${field} must not contain control characters`);
+}
+
 /** The view a read asks for: true for FULL. */
 export function fullView(view: number, field = "view"): boolean {
   if (view < 0 || view > 2) throw invalid(`${field} ${view} is not a RolloutView`);
@@ -118,7 +124,7 @@ function validateSummaryBounds(s: RolloutSummary, field: string): void {
   if (s.wavesDone > s.wavesTotal) throw invalid(`${field}.waves_done (${s.wavesDone}) must not exceed waves_total (${s.wavesTotal})`);
   if (RolloutRecordResult[s.result] === undefined) throw invalid(`${field}.result ${s.result} is not a RolloutRecordResult`);
   if (s.awaitingApproval && s.phase !== RolloutRecordPhase.PAUSED) throw invalid(`${field}.awaiting_approval needs phase PAUSED`);
-  validateLength(s.gateFailure, MAX_GATE_FAILURE, `${field}.gate_failure`);
+  validateText(s.gateFailure, MAX_GATE_FAILURE, `${field}.gate_failure`);
 }
 
 /**

@@ -35,6 +35,7 @@ import {
   validateDriver,
   validateLength,
   validatePhase,
+  validateText,
   validateRequestTemplate,
   validateRolloutId,
   validateState,
@@ -97,8 +98,8 @@ export async function createRollout(deps: RolloutDeps, req: CreateRolloutRequest
   validateRolloutId(r.id, "rollout.id");
   validateDriver(req.driver);
   const ttl = leaseTtlMs(req.leaseTtlMs);
-  validateLength(r.labelSelector, MAX_LABEL_SELECTOR, "rollout.label_selector");
-  validateLength(r.changeSummary, MAX_CHANGE_SUMMARY, "rollout.change_summary");
+  validateText(r.labelSelector, MAX_LABEL_SELECTOR, "rollout.label_selector");
+  validateText(r.changeSummary, MAX_CHANGE_SUMMARY, "rollout.change_summary");
   const request = validateRequestTemplate(r.request, "rollout.request");
   if (r.stateJson === "") throw invalid("rollout.state_json is required");
   const summary = validateState(r.stateJson, r.summary, r.id, { state: "rollout.state_json", summary: "rollout.summary" });

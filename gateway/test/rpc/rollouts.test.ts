@@ -254,6 +254,15 @@ describe("validation", () => {
     expect(await codeOf(gw.raw("user").getRollout({ id, workspaceScope: workspaceScope() }))).toBe("NotFound");
   });
 
+  it("text other operators' terminals print holds no control characters: change_summary, label_selector, gate_failure", async () => {
+    const esc = "policy \u001b]0;pwned\u0007";
+    await invalid(admin().createRollout(withRollout("v-ctl", { changeSummary: esc })), "rollout.change_summary must not contain control characters");
+    await invalid(admin().createRollout(withRollout("v-ctl", { labelSelector: "env=dev\nowner=x" })), "rollout.label_selector must not contain control characters");
+    const summary = { phase: Phase.RUNNING, wavesTotal: 3, gateFailure: "wave 1: \u001b[2J" };
+    await invalid(admin().createRollout(withRollout("v-ctl", { summary })), "rollout.summary.gate_failure must not contain control characters");
+    expect(await codeOf(gw.raw("user").getRollout({ id: "v-ctl", workspaceScope: workspaceScope() }))).toBe("NotFound");
+  });
+
   it("a summary's counts are not negative, its waves done within at most 1000 waves, its gate failure at most 1024 characters", async () => {
     const id = "v-summary";
     const base = { phase: Phase.RUNNING, wavesTotal: 3 };
