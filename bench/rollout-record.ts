@@ -6,8 +6,8 @@
 // record's state as stored.
 
 import type { ConfigClient } from "openshell-config";
-import type { SandboxPolicy } from "openshell-config/raw";
-import { getRollout, rollout, type RolloutResult } from "openshell-config/rollout";
+import { OpenShell, RolloutView, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
+import { rollout, type RolloutResult } from "openshell-config/rollout";
 
 export interface RecordRow {
   readonly run: number;
@@ -15,8 +15,10 @@ export interface RecordRow {
   readonly local: RolloutResult;
   /** State writes the shared run made (onState calls: each is one UpdateRollout before it). */
   readonly writes: number;
-  /** Bytes of the shared record's state JSON at the end (the change is stored once, apart). */
+  /** Bytes of the shared record's state as stored (state_json; the change is stored once, apart). */
   readonly stateBytes: number;
+  /** Bytes of the same state as a local state file holds it (every handle with its request). */
+  readonly localBytes: number;
 }
 
 export async function runRecordCost(
@@ -44,9 +46,10 @@ export async function runRecordCost(
     for (const [what, r] of [["shared", shared], ["local", local]] as const) {
       if (r.phase !== "complete" || r.counts.byState.applied !== o.count) throw new Error(`${what} run ${run}: phase ${r.phase}, ${JSON.stringify(r.counts)}`);
     }
-    const record = await getRollout(client, shared.id);
-    const stateBytes = Buffer.byteLength(JSON.stringify({ ...record.state, request: undefined }));
-    rows.push({ run, shared, local, writes, stateBytes });
+    const record = await client.raw(OpenShell).getRollout({ workspaceScope: workspaceScope(), id: shared.id, view: RolloutView.FULL });
+    const stateBytes = Buffer.byteLength(record.rollout!.stateJson);
+    const localBytes = Buffer.byteLength(JSON.stringify(shared.state));
+    rows.push({ run, shared, local, writes, stateBytes, localBytes });
     process.stderr.write(`record run ${run}: shared ${shared.durationMs} ms, local ${local.durationMs} ms, ${writes} writes\n`);
   }
   return rows;
@@ -63,9 +66,9 @@ export function recordReport(rows: readonly RecordRow[]): string[] {
     "",
     `The same three-wave rollout (\`waves: [1, "10%", "100%"]\`) of the ${count} sandboxes at concurrency ${rows[0]!.shared.state.concurrency}, with the gateway's shared record (\`share: "required"\`: lease taken before sending, every durable state written with UpdateRollout under compare-and-swap, lease renewed and released) and without it (\`share: "off"\`: local state only, the floor), alternating which runs first. **Record / no record over all runs: ${ratio.toFixed(2)}×.**`,
     "",
-    "| run | with record | without | ratio | state writes | record state size |",
-    "| --- | --- | --- | --- | --- | --- |",
-    ...rows.map((r) => `| ${r.run} | ${s(r.shared.durationMs)} | ${s(r.local.durationMs)} | **${(r.shared.durationMs / r.local.durationMs).toFixed(2)}×** | ${r.writes} | ${(r.stateBytes / 1024).toFixed(0)} KiB |`),
+    "| run | with record | without | ratio | state writes | record state as stored | the same state as a local file |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
+    ...rows.map((r) => `| ${r.run} | ${s(r.shared.durationMs)} | ${s(r.local.durationMs)} | **${(r.shared.durationMs / r.local.durationMs).toFixed(2)}×** | ${r.writes} | ${(r.stateBytes / 1024).toFixed(0)} KiB | ${(r.localBytes / 1024).toFixed(0)} KiB |`),
     "",
   ];
 }

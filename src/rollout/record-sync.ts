@@ -46,6 +46,12 @@ export interface RecordSync {
   write(state: RolloutState): Promise<void>;
   /** Writes the last state and gives the lease up. */
   end(state: RolloutState): Promise<void>;
+  /**
+   * After a run that could not write its state (or failed otherwise): stops renewing and gives
+   * the lease up without a state, so that the rollout can be taken over at once instead of being
+   * renewed for as long as this process lives. Does nothing after `end`.
+   */
+  abandon(state: RolloutState): Promise<void>;
 }
 
 /** A client for the rollout-record methods with the client's transport and token. */
@@ -77,6 +83,7 @@ export function createRecordSync(client: ConfigClient, options: ShareOptions, ta
   let lastWrite = 0;
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   let lost: Error | undefined;
+  let ended = false;
 
   const scopeOf = (state: RolloutState) => workspaceScope(state.workspace);
 
@@ -195,8 +202,16 @@ export function createRecordSync(client: ConfigClient, options: ShareOptions, ta
     },
     async end(state) {
       if (heartbeat !== undefined) clearInterval(heartbeat);
-      if (!on || lost) return;
+      if (!on || lost || ended) return;
+      ended = true;
       await serial(() => update(state, true, true));
+    },
+    async abandon(state) {
+      if (heartbeat !== undefined) clearInterval(heartbeat);
+      if (!on || lost || ended) return;
+      ended = true;
+      // The last state written stays the record's; another driver resumes from it.
+      await serial(() => update(state, false, true)).catch(() => {});
     },
   };
 }

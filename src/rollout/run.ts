@@ -284,6 +284,8 @@ export function startRollout(client: ConfigClient, options: RolloutOptions, acqu
     seen.end = end;
     await inFlight;
     await persist(true);
+    // A run whose state could not be written still gives its lease up (end did not run).
+    if (stateError) await sync.abandon(state());
 
     const ordered = targets.map((t) => {
       const r = results.get(t)!;
@@ -315,6 +317,8 @@ export function startRollout(client: ConfigClient, options: RolloutOptions, acqu
     emit({ type: "finished", result: out });
     return out;
   })();
+  // However the run ends (a rejection after the lease was taken too), nothing keeps renewing it.
+  result.catch(() => sync.abandon(state()));
   result.then(
     () => log.close(),
     (error: unknown) => log.close({ error }),

@@ -130,6 +130,25 @@ describe("shared rollouts between operators", () => {
     expect(record).toMatchObject({ phase: "done", result: "complete" });
   });
 
+  it("a run that cannot make its state durable stops and gives its lease up at once", async () => {
+    let calls = 0;
+    const result = await rollout(clients.alice, {
+      id: "ship-5",
+      labelSelector: "team=sh",
+      policy: change(5),
+      waves: [2, "100%"],
+      onState: () => {
+        if (++calls === 2) throw new Error("disk full");
+      },
+    });
+    expect(result.phase).toBe("aborted");
+    expect(String(result.stateError)).toMatch(/disk full/);
+    const record = await getRollout(clients.bob, "ship-5");
+    expect(record.lease, "no lease left renewing in this process").toBeUndefined();
+    // Another operator takes it over at once and finishes it.
+    expect((await resumeRollout(clients.bob, "ship-5")).phase).toBe("complete");
+  });
+
   it("a user of another workspace sees nothing", async () => {
     await expect(getRollout(clients.dave, "ship-1")).rejects.toBeInstanceOf(NotFoundError);
     expect((await listRollouts(clients.dave, { workspace: "elsewhere" })).rollouts).toEqual([]);
