@@ -109,5 +109,17 @@ describe("the shared rollout record's plain view", () => {
     expect(text.split("old-one").length - 1, "two sandboxes that had one policy share its body").toBe(1);
     expect(text.split("old-two").length - 1).toBe(1);
     expect(decodeRecordState(text, change)).toEqual(full);
+    // What the state says already is not repeated per handle, yet comes back exactly: a handle in
+    // the rollout's workspace, one without a workspace, one with a key of its own.
+    const inWorkspace: RolloutState = {
+      ...full,
+      workspace: "team",
+      refs: { a: { ...full.refs.a!, workspace: "team" }, b: full.refs.b!, c: { ...full.refs.c!, workspace: "team", idempotencyKey: "own-key", request: { ...full.refs.c!.request, idempotencyKey: "own-key" } } },
+    };
+    const compact = encodeRecordState(inWorkspace);
+    expect(compact.split("openshell-config/operation-handle@1").length - 1).toBe(0);
+    expect(compact).not.toContain(`"idempotencyKey":"${rolloutKey("big-1", "a")}"`);
+    expect(compact).toContain(`"idempotencyKey":"own-key"`);
+    expect(decodeRecordState(compact, change)).toEqual(inWorkspace);
   });
 });
