@@ -9,12 +9,12 @@
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import type { ConfigClient } from "../client.js";
-import { toSdkError } from "../errors.js";
+import { InvalidArgumentError, toSdkError } from "../errors.js";
 import { workspaceScope } from "../workspace.js";
 import { RolloutRecordSchema, RolloutView } from "../gen/openshell/v1/rollouts_pb.js";
 import { RolloutRecordRpc, type RolloutRecordService } from "./record-rpc.js";
 import { RolloutLeaseHeldError, SharedRolloutsUnsupportedError } from "./record-errors.js";
-import { changeSummaryOf, fromRecord, requestOf, stateJsonOf, summaryOf, type RunTally, type SharedRollout } from "./shared-rollout.js";
+import { changeHashOf, changeSummaryOf, fromRecord, requestOf, stateJsonOf, summaryOf, type RunTally, type SharedRollout } from "./shared-rollout.js";
 import type { RolloutState } from "./state.js";
 
 /** How a rollout uses the gateway's shared record. */
@@ -169,6 +169,21 @@ export function createRecordSync(client: ConfigClient, options: ShareOptions, ta
         if (current === undefined) {
           const res = await rpc.getRollout({ workspaceScope: scopeOf(state), id: state.id, view: RolloutView.SUMMARY });
           current = fromRecord(res.rollout!);
+          if (fresh) {
+            // A rollout started again by its id: the same change replays every commit; another
+            // change under a taken id is refused before anything is sent.
+            if (current.changeHash !== (await changeHashOf(state))) {
+              throw new InvalidArgumentError(
+                `id "${state.id}" is taken at the gateway by another rollout (a different change, created by ${current.createdBy}); pick another id`,
+                { field: "id" },
+              );
+            }
+            // A finished record is not run again: this run only replays, and the record keeps its result.
+            if (current.phase === "done") {
+              current = undefined;
+              return;
+            }
+          }
           const waits = current.awaitingApproval && !current.approvals.some((a) => a.wave === current!.waves.done);
           if (waits && !fresh && undo !== true) {
             // Before the lease: a refused approval must not leave a lease behind.

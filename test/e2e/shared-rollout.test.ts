@@ -149,6 +149,21 @@ describe("shared rollouts between operators", () => {
     expect((await resumeRollout(clients.bob, "ship-5")).phase).toBe("complete");
   });
 
+  it("re-running a finished rollout by its id replays it and leaves its record; another change under that id is refused", async () => {
+    const before = await policyVersions();
+    const first = await rollout(clients.alice, { id: "ship-6", labelSelector: "team=sh", policy: change(6) });
+    expect(first.phase).toBe("complete");
+    const recorded = await getRollout(clients.alice, "ship-6");
+    const again = await rollout(clients.bob, { id: "ship-6", labelSelector: "team=sh", policy: change(6) });
+    expect(again.phase).toBe("complete");
+    expect(again.counts.byState.applied).toBe(names.length);
+    expect(await bumps(before)).toEqual(names.map(() => 1));
+    expect((await getRollout(clients.alice, "ship-6")).resourceVersion).toBe(recorded.resourceVersion);
+    const other = rollout(clients.bob, { id: "ship-6", labelSelector: "team=sh", policy: change(7) });
+    await expect(other.result).rejects.toThrow(/id "ship-6" is taken at the gateway by another rollout \(a different change, created by alice\)/);
+    expect(await bumps(before)).toEqual(names.map(() => 1));
+  });
+
   it("a user of another workspace sees nothing", async () => {
     await expect(getRollout(clients.dave, "ship-1")).rejects.toBeInstanceOf(NotFoundError);
     expect((await listRollouts(clients.dave, { workspace: "elsewhere" })).rollouts).toEqual([]);
