@@ -18,9 +18,10 @@ import { parseAuthFile } from "../../src/auth/auth-file.js";
 import { createGateway, type Gateway, type GatewayOptions } from "../../src/gateway.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { createMetrics } from "../../src/observability/metrics.js";
-import { startServer, type RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/server.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { Store } from "../../src/store/store.js";
+import { serveGateway } from "../serve-gateway.js";
 
 /** Every principal the reliability tests call as; `anonymous` sends no token, `forged` an unknown one. */
 export const PRINCIPALS = {
@@ -110,15 +111,7 @@ export async function startReliabilityGateway(backend: Backend = "sqlite", optio
   const logger = createLogger({ level: "trace", destination: sink });
   const gateway = createGateway({ store, logger, metrics, auth, ...options });
   await gateway.start();
-  const server: RunningServer = await startServer({
-    port: 0,
-    routes: gateway.routes,
-    interceptors: gateway.interceptors,
-    logger,
-    metricsRegistry: metrics.registry,
-    isHealthy: gateway.isHealthy,
-    onShutdown: gateway.shutdown,
-  });
+  const server: RunningServer = await serveGateway(gateway, logger, metrics);
   const url = server.url;
   const pgClient = backend === "postgres" ? new pg.Client({ connectionString: dbUrl }) : undefined;
   await pgClient?.connect();

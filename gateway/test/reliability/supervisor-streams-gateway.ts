@@ -15,8 +15,8 @@ import { parseAuthFile } from "../../src/auth/auth-file.js";
 import { createGateway, type GatewayOptions } from "../../src/gateway.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { createMetrics } from "../../src/observability/metrics.js";
-import { startServer } from "../../src/server.js";
 import { openStore } from "../../src/store/open-store.js";
+import { serveGateway } from "../serve-gateway.js";
 
 /** What the parent asks over IPC. */
 export type StreamsRequest = { readonly type: "heap" } | { readonly type: "loop" } | { readonly type: "close" };
@@ -39,15 +39,7 @@ const auth = parseAuthFile({ tokens: JSON.parse(process.env.OSC_STREAMS_TOKENS ?
 const extra = JSON.parse(process.env.OSC_STREAMS_OPTIONS ?? "{}") as Partial<GatewayOptions>;
 const gateway = createGateway({ store, logger, metrics, auth, ...extra });
 await gateway.start();
-const server = await startServer({
-  port: 0,
-  routes: gateway.routes,
-  interceptors: gateway.interceptors,
-  logger,
-  metricsRegistry: metrics.registry,
-  isHealthy: gateway.isHealthy,
-  onShutdown: gateway.shutdown,
-});
+const server = await serveGateway(gateway, logger, metrics);
 
 async function heap() {
   // Several rounds: finalizers and weak callbacks free more on the next collection.

@@ -12,12 +12,13 @@ import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell } from "openshell-config/raw";
 import pg from "pg";
 import { createGateway, type Gateway, type GatewayOptions } from "../../src/gateway.js";
-import { startServer, type RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/server.js";
 import { parseAuthFile } from "../../src/auth/auth-file.js";
 import { createMetrics } from "../../src/observability/metrics.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { Store } from "../../src/store/store.js";
+import { serveGateway } from "../serve-gateway.js";
 
 export const TOKENS = {
   admin: "admin-token-0123456789",
@@ -102,15 +103,7 @@ export async function startTestGateway(backend: Backend = "sqlite", gatewayOptio
     const logger = createLogger({ level: "info", destination: sink });
     gateway = createGateway({ store, logger, metrics, auth: AUTH, ...gatewayOptions });
     await gateway.start();
-    server = await startServer({
-      port,
-      routes: gateway.routes,
-      interceptors: gateway.interceptors,
-      logger,
-      metricsRegistry: metrics.registry,
-      isHealthy: gateway.isHealthy,
-      onShutdown: gateway.shutdown,
-    });
+    server = await serveGateway(gateway, logger, metrics, { port });
     port = server.port;
   };
   const stop = async () => {

@@ -4,13 +4,14 @@
 
 import { Writable } from "node:stream";
 import { createGateway } from "../../src/gateway.js";
-import { startServer, type RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/server.js";
 import { parseAuthFile } from "../../src/auth/auth-file.js";
 import { createMetrics } from "../../src/observability/metrics.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { Store } from "../../src/store/store.js";
 import { freshDatabase, TOKENS } from "./harness.js";
+import { serveGateway } from "../serve-gateway.js";
 
 export interface ReplicaPair {
   readonly urls: readonly [string, string];
@@ -31,15 +32,7 @@ export async function startReplicaPair(): Promise<ReplicaPair> {
       const logger = createLogger({ level: "warn", destination: quiet });
       const gateway = createGateway({ store, logger, metrics, auth });
       await gateway.start();
-      const server = await startServer({
-        port: 0,
-        routes: gateway.routes,
-        interceptors: gateway.interceptors,
-        logger,
-        metricsRegistry: metrics.registry,
-        isHealthy: gateway.isHealthy,
-        onShutdown: gateway.shutdown,
-      });
+      const server = await serveGateway(gateway, logger, metrics);
       started.push({ server, store });
     }
   } catch (err) {

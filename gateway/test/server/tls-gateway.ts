@@ -9,9 +9,10 @@ import type { OidcVerifier } from "../../src/auth/oidc-verifier.js";
 import type { TlsMaterial } from "../../src/http/tls-files.js";
 import { createLogger, type Logger } from "../../src/observability/logger.js";
 import { createMetrics } from "../../src/observability/metrics.js";
-import { startServer, type RunningServer } from "../../src/server.js";
+import type { RunningServer } from "../../src/server.js";
 import { openStore } from "../../src/store/open-store.js";
 import type { Store } from "../../src/store/store.js";
+import { serveGateway } from "../serve-gateway.js";
 
 export interface TlsTestGateway {
   readonly server: RunningServer;
@@ -47,17 +48,7 @@ export async function startTlsTestGateway(options: TlsTestGatewayOptions): Promi
   const oidc = options.oidc?.(logger);
   const gateway = createGateway({ store, logger, metrics, auth: options.auth, ...(oidc ? { oidc } : {}) });
   await gateway.start();
-  const server = await startServer({
-    port: 0,
-    routes: gateway.routes,
-    interceptors: gateway.interceptors,
-    logger,
-    metricsRegistry: metrics.registry,
-    isHealthy: gateway.isHealthy,
-    onShutdown: gateway.shutdown,
-    ...(options.tls ? { tls: options.tls } : {}),
-    ...(options.sandboxListener ? { sandboxListener: { port: 0 } } : {}),
-  });
+  const server = await serveGateway(gateway, logger, metrics, { ...(options.tls ? { tls: options.tls } : {}), ...(options.sandboxListener ? { sandboxListener: { port: 0 } } : {}) });
   return {
     server,
     gateway,
