@@ -74,7 +74,11 @@ describe("provider environment through real processes", () => {
     const after = await until(() => providerEnv()?.values.API_KEY === rotated && providerEnv(), "the rotated credential to be installed");
     expect(after).toMatchObject({ providerEnvRevision: "2", staticCredentialBindings: { API_KEY: binding } });
 
-    const processed = stack.supervisorLines(supervisor, SANDBOX, "provider environment processed");
+    // The supervisor logs after it writes the file, and its output reaches us through a pipe.
+    const processed = await until(() => {
+      const lines = stack.supervisorLines(supervisor, SANDBOX, "provider environment processed");
+      return lines.at(-1)?.providerEnvRevision === "2" && lines;
+    }, "the supervisor's line for the rotated credential");
     expect(processed.at(-1)).toMatchObject({ outcome: "APPLIED", providerEnvRevision: "2", staticCredentialNames: ["API_KEY"], readinessReason: "UNSPECIFIED" });
     const everyLog = stack.processes.flatMap((p) => p.lines()).join("\n");
     expect(everyLog).toContain("API_KEY");
