@@ -20,6 +20,7 @@ import { scanMessage } from "../rpc/message-scan.js";
 import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, Store } from "../store/store.js";
 import { revisionFromParts, snapshotFromParts, type Reader } from "../model/snapshot.js";
 import { revisionBytes, sandboxFingerprint, sandboxRevision } from "./revisions.js";
+import { rememberPolicyBytes } from "../model/pre-encoded.js";
 
 /** The global part of every snapshot, as committed. */
 interface Globals {
@@ -186,6 +187,8 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       let own: PolicyRevisionRecord | undefined;
       let decoded: SandboxPolicy | undefined;
       let seeded = false;
+      // The policy of another sandbox with the same hash: its bytes are not at hand.
+      let borrowed = false;
       if (global === undefined && sb.policyVersion > 0) {
         const seed = seeds.get(sb.id);
         if (seed && seed.record.version === sb.policyVersion && seed.record.hash === sb.policyHash) {
@@ -194,6 +197,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
           seeded = true;
         } else if ((decoded = byHash.get(sb.policyHash)) !== undefined) {
           own = revisionOfRow(sb);
+          borrowed = true;
         } else {
           own = await store.policyRevision(sb.id, sb.policyVersion);
           if (own && own.hash === sb.policyHash && own.policy.length <= MAX_SHARED_POLICY_BYTES) {
@@ -203,6 +207,9 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
         }
       }
       const snap = snapshotFromParts(sb, { global, own, sandboxSettings, globalSettings: g.settings }, g.policyVersion, decoded);
+      // The snapshot's policy decodes exactly these bytes (encoded once, at commit): sent as they are.
+      const policyRevision = global ?? own;
+      if (policyRevision !== undefined && !borrowed) rememberPolicyBytes(snap, policyRevision.policy);
       const revision = sandboxRevision(snap);
       const built: DesiredSnapshot = {
         snap,

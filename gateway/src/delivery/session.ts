@@ -40,6 +40,7 @@ import {
   sandboxRevision,
 } from "./revisions.js";
 import { encodeMessage } from "../model/binary-encoder.js";
+import { snapshotStandIn, standIn } from "../model/pre-encoded.js";
 
 export interface SessionOptions {
   readonly ackTimeoutMs: number;
@@ -51,6 +52,12 @@ export interface SessionOptions {
   readonly writeTimeoutMs: number;
   /** A stream that sends no SupervisorHello within this long ends DEADLINE_EXCEEDED. */
   readonly helloTimeoutMs: number;
+  /**
+   * The stream's codec is binary: each message is encoded once, here, and goes to connect as a
+   * stand-in of its bytes (model/pre-encoded.ts). Off for JSON streams and for callers that read
+   * the messages themselves.
+   */
+  readonly preEncoded?: boolean | undefined;
 }
 
 interface InFlight {
@@ -168,6 +175,12 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
    * ENVELOPE_BOUND bytes.
    */
   function send(msg: GatewayMessage, payloadBound?: number): boolean {
+    if (options.preEncoded) {
+      const bytes = encodeMessage(GatewayMessageSchema, msg);
+      if (bytes.length > options.maxMessageBytes) return false;
+      outbound.push(standIn(GatewayMessageSchema, bytes));
+      return true;
+    }
     if (payloadBound === undefined || payloadBound + ENVELOPE_BOUND > options.maxMessageBytes) {
       const size = encodeMessage(GatewayMessageSchema, msg).length;
       if (size > options.maxMessageBytes) return false;
@@ -238,7 +251,10 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
       if ((fp !== slots.sandbox.lastAcked && fp !== slots.sandbox.lastRefused) || needsAck) {
         const f = flight(slots.sandbox, revision, fp, snap, true);
         const msg = create(GatewayMessageSchema, {
-          payload: { case: "configUpdate", value: { updateId: f.updateId, componentSequence: f.sequence, component: { case: "sandboxConfig", value: snap } } },
+          payload: {
+            case: "configUpdate",
+            value: { updateId: f.updateId, componentSequence: f.sequence, component: { case: "sandboxConfig", value: options.preEncoded ? snapshotStandIn(snap) : snap } },
+          },
         });
         if (!send(msg, desired.sizeBound)) {
           clearTimeout(f.timer);
@@ -340,16 +356,18 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
           case: "sessionAccepted",
           value: {
             sessionId: id,
-            bootstrap: { sandboxConfig: snap, providerEnvironment: provider },
+            bootstrap: { sandboxConfig: options.preEncoded ? snapshotStandIn(snap) : snap, providerEnvironment: provider },
             configApplyEnabled: true,
             heartbeatInterval: durationFromMs(options.heartbeatMs),
           },
         },
       });
-      // The snapshot's bound (when the cache measured one) plus the provider snapshot's spares
-      // encoding the whole bootstrap only to measure it: the stream encodes it again to send it.
+      // Pre-encoded, the size is exact and costs nothing more. Otherwise the snapshot's bound (when
+      // the cache measured one) plus the provider snapshot's spares encoding the whole bootstrap
+      // only to measure it: the stream encodes it again to send it.
+      const bytes = options.preEncoded ? encodeMessage(GatewayMessageSchema, msg) : undefined;
       const bound = desired.sizeBound === undefined ? undefined : desired.sizeBound + scanMessage(ProviderEnvironmentSnapshotSchema, provider).sizeBound + ENVELOPE_BOUND;
-      const size = bound !== undefined && bound <= options.maxMessageBytes ? bound : encodeMessage(GatewayMessageSchema, msg).length;
+      const size = bytes ? bytes.length : bound !== undefined && bound <= options.maxMessageBytes ? bound : encodeMessage(GatewayMessageSchema, msg).length;
       if (size > options.maxMessageBytes) {
         await failOversized(revision, size);
         throw new ConnectError(`the configuration bootstrap exceeds ${options.maxMessageBytes} bytes`, Code.ResourceExhausted);
@@ -366,7 +384,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
           outbound.push(create(GatewayMessageSchema, { payload: { case: "heartbeat", value: {} } }));
         }, options.heartbeatMs),
       );
-      return msg;
+      return bytes ? standIn(GatewayMessageSchema, bytes) : msg;
     },
     async onMessage(msg) {
       lastSeen = Date.now();

@@ -98,7 +98,9 @@ export async function* connectSupervisor(
     admitted.bind(sb.id, (reason) => lifetime.end(reason));
     if (lifetime.ended) throw endedReason(lifetime.reason);
 
-    const current = createSession(deps, sb, options);
+    // A binary codec (gRPC, gRPC-Web, Connect with proto) takes pre-encoded messages; JSON cannot.
+    const binary = !/json/i.test(ctx.requestHeader.get("content-type") ?? "");
+    const current = createSession(deps, sb, binary ? { ...options, preEncoded: true } : options);
     session = current;
     // Replaced, timed out, overflowed: the stream ends now, even with a write stuck.
     current.onClose((reason) => lifetime.end(reason));

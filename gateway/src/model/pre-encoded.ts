@@ -1,0 +1,75 @@
+// Messages that go out as bytes written once. connect-node serializes every message it sends with
+// toBinary, which walks the whole message through reflection: for a configuration push that is the
+// policy tree again, after the commit already encoded it (and the size check a third time). Here a
+// message is encoded once, with the fast encoder (binary-encoder.ts, byte for byte toBinary's
+// output), and handed to connect as a stand-in: a message of the same type whose fields are all
+// unset and whose unknown fields hold those bytes, field by field, in their order. toBinary (and
+// encodeMessage) write unknown fields as they hold them, after the set fields (none), so the stand-in
+// serializes to exactly the bytes it was made from. A stand-in means nothing to JSON: only streams
+// with a binary codec get them (see supervisor-session.ts).
+//
+// A snapshot's policy is not encoded again either: the bytes stored at commit (or read from the
+// store) are placed in field 1, which the fast encoder writes first, ahead of the rest of the
+// snapshot encoded without it.
+
+import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { BinaryReader } from "@bufbuild/protobuf/wire";
+import { SandboxConfigSnapshotSchema, type SandboxConfigSnapshot } from "openshell-config/raw";
+import { encodeMessage } from "./binary-encoder.js";
+
+/** A message of type `desc` that serializes to exactly `bytes` (an encoding of a `desc` message). */
+export function standIn<Desc extends DescMessage>(desc: Desc, bytes: Uint8Array): MessageShape<Desc> {
+  const unknown: { no: number; wireType: number; data: Uint8Array }[] = [];
+  const reader = new BinaryReader(bytes);
+  while (reader.pos < reader.len) {
+    const [no, wireType] = reader.tag();
+    unknown.push({ no, wireType, data: reader.skip(wireType, no) });
+  }
+  const message = create(desc) as MessageShape<Desc> & { $unknown?: unknown };
+  message.$unknown = unknown;
+  return message;
+}
+
+/** The encoding of each snapshot's policy, when known: lives exactly as long as the snapshot. */
+const policyBytesOf = new WeakMap<SandboxConfigSnapshot, Uint8Array>();
+/** Each snapshot's stand-in, built once however many sessions send it. */
+const standIns = new WeakMap<SandboxConfigSnapshot, SandboxConfigSnapshot>();
+
+/**
+ * Records that `snap.policy` is the decoding of `policyBytes` (an encoding written by toBinary or
+ * encodeMessage), so that its stand-in reuses them.
+ */
+export function rememberPolicyBytes(snap: SandboxConfigSnapshot, policyBytes: Uint8Array): void {
+  if (snap.policy !== undefined) policyBytesOf.set(snap, policyBytes);
+}
+
+/** `toBinary(SandboxConfigSnapshotSchema, snap)`, with the policy's remembered bytes when there are some. */
+export function snapshotBytes(snap: SandboxConfigSnapshot): Uint8Array {
+  const policy = policyBytesOf.get(snap);
+  if (policy === undefined) return encodeMessage(SandboxConfigSnapshotSchema, snap);
+  const rest = encodeMessage(SandboxConfigSnapshotSchema, { ...snap, policy: undefined });
+  let len = policy.length;
+  let lenBytes = 1;
+  while (len >= 0x80) {
+    len >>>= 7;
+    lenBytes++;
+  }
+  const out = new Uint8Array(1 + lenBytes + policy.length + rest.length);
+  out[0] = (1 << 3) | 2; // field 1 (policy), length-delimited
+  let pos = 1;
+  for (len = policy.length; len >= 0x80; len >>>= 7) out[pos++] = (len & 0x7f) | 0x80;
+  out[pos++] = len;
+  out.set(policy, pos);
+  out.set(rest, pos + policy.length);
+  return out;
+}
+
+/** The stand-in of `snap` (built on first use, then shared). */
+export function snapshotStandIn(snap: SandboxConfigSnapshot): SandboxConfigSnapshot {
+  let s = standIns.get(snap);
+  if (s === undefined) {
+    s = standIn(SandboxConfigSnapshotSchema, snapshotBytes(snap));
+    standIns.set(snap, s);
+  }
+  return s;
+}

@@ -1,0 +1,173 @@
+// Messages the gateway encodes once and hands to connect as stand-ins (model/pre-encoded.ts): what
+// a supervisor reads off the wire is byte for byte what toBinary writes for the message it decodes
+// to, the policy in it is the one committed, and a stream with a JSON codec still gets real
+// messages.
+
+import * as http2 from "node:http2";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import {
+  ConfigApplyOutcome as Outcome,
+  ConfigComponent,
+  ConfigurationAdmissionState as Admission,
+  GatewayMessageSchema,
+  OpenShell,
+  SandboxConfigSnapshotSchema,
+  SandboxPolicySchema,
+  SupervisorMessageSchema,
+  type GatewayMessage,
+  type SupervisorMessage,
+} from "openshell-config/raw";
+import { encodeMessage } from "../../src/model/binary-encoder.js";
+import { rememberPolicyBytes, snapshotBytes, snapshotStandIn, standIn } from "../../src/model/pre-encoded.js";
+import { createAsyncQueue } from "../../src/delivery/queue.js";
+import { startTestGateway, TOKENS, type TestGateway } from "../rpc/harness.js";
+import { createSandbox, policy, policyMessage } from "../rpc/fixtures.js";
+import { envelope } from "../reliability/raw-wire.js";
+import { CONNECT_SUPERVISOR, helloFrame } from "./raw-supervisor-stream.js";
+
+/** A policy of about `rules` × 60 bytes: rule names, hosts and binaries of every length class. */
+function bigPolicy(rules: number) {
+  const hosts: Record<string, string> = {};
+  for (let i = 0; i < rules; i++) hosts[`rule-${i}`] = `host-${i}.example.com`;
+  return policyMessage(hosts);
+}
+
+describe("stand-ins", () => {
+  it("a stand-in serializes, through toBinary and the fast encoder alike, to the bytes it was made from", () => {
+    const snap = create(SandboxConfigSnapshotSchema, { policy: bigPolicy(40), version: 7, policyHash: "sha256:x", configRevision: 12n, workspace: "default" });
+    const msg = create(GatewayMessageSchema, { payload: { case: "configUpdate", value: { updateId: "u-1", componentSequence: 3n, component: { case: "sandboxConfig", value: snap } } } });
+    const bytes = toBinary(GatewayMessageSchema, msg);
+    const s = standIn(GatewayMessageSchema, bytes);
+    expect(s.payload.case).toBeUndefined();
+    expect(toBinary(GatewayMessageSchema, s)).toEqual(bytes);
+    expect(encodeMessage(GatewayMessageSchema, s)).toEqual(bytes);
+    expect(equals(GatewayMessageSchema, fromBinary(GatewayMessageSchema, toBinary(GatewayMessageSchema, s)), msg)).toBe(true);
+  });
+
+  for (const [label, p] of [
+    ["an empty policy", create(SandboxPolicySchema)],
+    ["a small policy", policyMessage()],
+    ["a policy over 127 bytes (a two-byte length)", bigPolicy(5)],
+    ["a policy over 16 KiB (a three-byte length)", bigPolicy(400)],
+  ] as const) {
+    it(`a snapshot with ${label} placed from its stored bytes equals toBinary of the whole snapshot`, () => {
+      const snap = create(SandboxConfigSnapshotSchema, { policy: p, version: 3, policyHash: "sha256:y", configRevision: 99n, settingsRevision: 4n, workspace: "team-a" });
+      const expected = toBinary(SandboxConfigSnapshotSchema, snap);
+      rememberPolicyBytes(snap, toBinary(SandboxPolicySchema, p));
+      expect(snapshotBytes(snap)).toEqual(expected);
+      const inMessage = create(GatewayMessageSchema, { payload: { case: "configUpdate", value: { updateId: "u", component: { case: "sandboxConfig", value: snapshotStandIn(snap) } } } });
+      const real = create(GatewayMessageSchema, { payload: { case: "configUpdate", value: { updateId: "u", component: { case: "sandboxConfig", value: snap } } } });
+      expect(encodeMessage(GatewayMessageSchema, inMessage)).toEqual(toBinary(GatewayMessageSchema, real));
+    });
+  }
+});
+
+/** Reads gRPC envelopes off a raw stream; each message's bytes, as sent. */
+function envelopes(stream: http2.ClientHttp2Stream) {
+  let buffered = Buffer.alloc(0);
+  const q = createAsyncQueue<Uint8Array>();
+  stream.on("data", (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    while (buffered.length >= 5) {
+      const len = buffered.readUInt32BE(1);
+      if (buffered.length < 5 + len) break;
+      q.push(new Uint8Array(buffered.subarray(5, 5 + len)));
+      buffered = buffered.subarray(5 + len);
+    }
+  });
+  const it = q[Symbol.asyncIterator]();
+  return async () => (await it.next()).value as Uint8Array;
+}
+
+function frame(msg: SupervisorMessage): Uint8Array {
+  return envelope(toBinary(SupervisorMessageSchema, msg));
+}
+
+let gw: TestGateway;
+beforeEach(async () => {
+  gw = await startTestGateway();
+  await createSandbox(gw, "dev");
+});
+afterEach(async () => {
+  await gw.close();
+});
+
+describe("what a supervisor reads off the wire", () => {
+  it("the bootstrap and each push are toBinary's bytes of the message they decode to, carrying the committed policy", async () => {
+    const first = bigPolicy(30);
+    await gw.sdk().updatePolicy({ sandbox: "dev", policy: first });
+    const session = http2.connect(gw.url);
+    session.on("error", () => undefined);
+    const stream = session.request({ ":method": "POST", ":path": CONNECT_SUPERVISOR, "content-type": "application/grpc+proto", te: "trailers", authorization: `Bearer ${TOKENS.supervisor}` });
+    stream.on("error", () => undefined);
+    const next = envelopes(stream);
+    stream.write(helloFrame("dev"));
+    try {
+      const sameAsToBinary = (bytes: Uint8Array): GatewayMessage => {
+        const decoded = fromBinary(GatewayMessageSchema, bytes);
+        expect(toBinary(GatewayMessageSchema, decoded)).toEqual(bytes);
+        return decoded;
+      };
+      const accepted = sameAsToBinary(await next());
+      if (accepted.payload.case !== "sessionAccepted") throw new Error(`expected sessionAccepted, got ${accepted.payload.case}`);
+      const snap = accepted.payload.value.bootstrap!.sandboxConfig!;
+      expect(equals(SandboxPolicySchema, snap.policy!, first)).toBe(true);
+      const provider = accepted.payload.value.bootstrap!.providerEnvironment!;
+      const revision = (component: "sandboxConfig" | "providerEnvironment", s: typeof snap | typeof provider) =>
+        component === "sandboxConfig"
+          ? { component: { case: component, value: { configRevision: (s as typeof snap).configRevision, policyVersion: (s as typeof snap).version, policySource: (s as typeof snap).policySource, settingsRevision: (s as typeof snap).settingsRevision } } }
+          : { component: { case: component, value: (s as typeof provider).providerEnvRevision } };
+      stream.write(
+        frame(
+          create(SupervisorMessageSchema, {
+            payload: {
+              case: "configBootstrapResult",
+              value: {
+                results: [
+                  { component: ConfigComponent.SANDBOX_CONFIG, requestedRevision: revision("sandboxConfig", snap) as never, appliedRevision: revision("sandboxConfig", snap) as never, outcome: Outcome.APPLIED },
+                  { component: ConfigComponent.PROVIDER_ENVIRONMENT, requestedRevision: revision("providerEnvironment", provider) as never, appliedRevision: revision("providerEnvironment", provider) as never, outcome: Outcome.APPLIED },
+                ],
+                admission: { instanceId: "load-test", state: Admission.ACCEPTED, policyVersion: snap.version, policyHash: snap.policyHash, configRevision: snap.configRevision, providerEnvRevision: snap.providerEnvRevision },
+              },
+            },
+          }),
+        ),
+      );
+      const second = bigPolicy(300); // over 16 KiB encoded
+      await gw.sdk().updatePolicy({ sandbox: "dev", policy: second });
+      const pushed: GatewayMessage[] = [sameAsToBinary(await next()), sameAsToBinary(await next())];
+      const components = pushed.map((m) => (m.payload.case === "configUpdate" ? m.payload.value.component.case : m.payload.case));
+      expect(components.sort()).toEqual(["providerEnvironment", "sandboxConfig"]);
+      const update = pushed.find((m) => m.payload.case === "configUpdate" && m.payload.value.component.case === "sandboxConfig")!;
+      if (update.payload.case !== "configUpdate" || update.payload.value.component.case !== "sandboxConfig") throw new Error("unreachable");
+      expect(update.payload.value.component.value.version).toBe(snap.version + 1);
+      expect(equals(SandboxPolicySchema, update.payload.value.component.value.policy!, second)).toBe(true);
+    } finally {
+      stream.close();
+      session.close();
+    }
+  });
+
+  it("a supervisor stream with the Connect protocol's JSON codec gets the whole bootstrap, not stand-ins", async () => {
+    const committed = policy({ pypi: "pypi.org" });
+    await gw.sdk().updatePolicy({ sandbox: "dev", policy: committed });
+    const transport = createConnectTransport({ baseUrl: gw.url, httpVersion: "2", useBinaryFormat: false });
+    const client = createClient(OpenShell, transport);
+    const out = createAsyncQueue<SupervisorMessage>();
+    out.push(create(SupervisorMessageSchema, { payload: { case: "hello", value: { sandboxId: "dev", instanceId: "json-1", connectionEpoch: 1n, supportsConfigSnapshots: true, supportsConfigApply: true } } }));
+    const abort = new AbortController();
+    const stream = client.connectSupervisor(out, { signal: abort.signal, headers: { authorization: `Bearer ${TOKENS.supervisor}` } })[Symbol.asyncIterator]();
+    try {
+      const first = (await stream.next()).value as GatewayMessage;
+      if (first.payload.case !== "sessionAccepted") throw new Error(`expected sessionAccepted, got ${first.payload.case}`);
+      const snap = first.payload.value.bootstrap!.sandboxConfig!;
+      expect(equals(SandboxPolicySchema, snap.policy!, create(SandboxPolicySchema, committed))).toBe(true);
+    } finally {
+      abort.abort();
+      out.close();
+    }
+  });
+});
