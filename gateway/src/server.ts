@@ -27,6 +27,7 @@ import { createShutdownSignal } from "./http/shutdown-signal.js";
 import { createTlsAcceptor } from "./http/tls-acceptor.js";
 import type { TlsMaterial } from "./http/tls-files.js";
 import type { Logger } from "./observability/logger.js";
+import { preEncodeResponses } from "./rpc/pre-encode-responses.js";
 
 export interface ServerOptions {
   /** Interface to bind. Default `127.0.0.1`. */
@@ -123,7 +124,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const adapter = (readMaxBytes: number) =>
     connectNodeAdapter({
       routes: options.routes,
-      interceptors: [unavailableOnShutdown(shutdownSignal.signal), ...(options.interceptors ?? [])],
+      interceptors: [unavailableOnShutdown(shutdownSignal.signal), ...(options.interceptors ?? []), preEncodeResponses()],
       // Decompress what clients send, but do not spend CPU compressing small configuration messages.
       acceptCompression: [compressionGzip, compressionBrotli],
       compressMinBytes: COMPRESS_MIN_BYTES,

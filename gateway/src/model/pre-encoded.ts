@@ -17,6 +17,13 @@ import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { SandboxConfigSnapshotSchema, type SandboxConfigSnapshot } from "openshell-config/raw";
 import { encodeMessage } from "./binary-encoder.js";
 
+/** Every stand-in made, so that none is encoded again. */
+const standInsMade = new WeakSet<object>();
+
+export function isStandIn(message: object): boolean {
+  return standInsMade.has(message);
+}
+
 /** A message of type `desc` that serializes to exactly `bytes` (an encoding of a `desc` message). */
 export function standIn<Desc extends DescMessage>(desc: Desc, bytes: Uint8Array): MessageShape<Desc> {
   const unknown: { no: number; wireType: number; data: Uint8Array }[] = [];
@@ -27,6 +34,7 @@ export function standIn<Desc extends DescMessage>(desc: Desc, bytes: Uint8Array)
   }
   const message = create(desc) as MessageShape<Desc> & { $unknown?: unknown };
   message.$unknown = unknown;
+  standInsMade.add(message);
   return message;
 }
 

@@ -22,6 +22,7 @@ import { transportStreamKey } from "../delivery/transport-stream.js";
 import { principalOf } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
 import { lazyChild } from "../observability/logger.js";
+import { isBinaryCodec } from "./pre-encode-responses.js";
 import { supervisorSandbox, supervisorScope } from "./supervisor-identity.js";
 
 /** What the supervisor streams of one gateway share. */
@@ -99,7 +100,7 @@ export async function* connectSupervisor(
     if (lifetime.ended) throw endedReason(lifetime.reason);
 
     // A binary codec (gRPC, gRPC-Web, Connect with proto) takes pre-encoded messages; JSON cannot.
-    const binary = !/json/i.test(ctx.requestHeader.get("content-type") ?? "");
+    const binary = isBinaryCodec(ctx.requestHeader.get("content-type"));
     const current = createSession(deps, sb, binary ? { ...options, preEncoded: true } : options);
     session = current;
     // Replaced, timed out, overflowed: the stream ends now, even with a write stuck.

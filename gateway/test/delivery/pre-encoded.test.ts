@@ -13,15 +13,20 @@ import {
   ConfigComponent,
   ConfigurationAdmissionState as Admission,
   GatewayMessageSchema,
+  ListSandboxesRequestSchema,
+  ListSandboxesResponseSchema,
   OpenShell,
   SandboxConfigSnapshotSchema,
   SandboxPolicySchema,
   SupervisorMessageSchema,
   type GatewayMessage,
   type SupervisorMessage,
+  workspaceScope,
 } from "openshell-config/raw";
 import { encodeMessage } from "../../src/model/binary-encoder.js";
 import { rememberPolicyBytes, snapshotBytes, snapshotStandIn, standIn } from "../../src/model/pre-encoded.js";
+import { isBinaryCodec, preEncodeResponses } from "../../src/rpc/pre-encode-responses.js";
+import { isStandIn } from "../../src/model/pre-encoded.js";
 import { createAsyncQueue } from "../../src/delivery/queue.js";
 import { startTestGateway, TOKENS, type TestGateway } from "../rpc/harness.js";
 import { createSandbox, policy, policyMessage } from "../rpc/fixtures.js";
@@ -169,5 +174,47 @@ describe("what a supervisor reads off the wire", () => {
       abort.abort();
       out.close();
     }
+  });
+});
+
+describe("unary answers", () => {
+  it("only protobuf content types count as binary codecs", () => {
+    for (const ct of ["application/grpc", "application/grpc+proto", "application/grpc-web", "application/grpc-web+proto", "application/proto", "application/connect+proto", "application/proto; charset=utf-8"]) {
+      expect(isBinaryCodec(ct), ct).toBe(true);
+    }
+    for (const ct of [null, "", "application/json", "application/connect+json", "application/grpc+json", "application/grpc-web+json", "application/grpc-web-text", "text/plain"]) {
+      expect(isBinaryCodec(ct), String(ct)).toBe(false);
+    }
+  });
+
+  it("the interceptor hands connect a stand-in for a binary call and the message itself for a JSON one", async () => {
+    const page = create(ListSandboxesResponseSchema, { nextPageToken: "next" });
+    const call = (contentType: string) =>
+      preEncodeResponses()(async () => ({ stream: false, message: page, header: new Headers(), trailer: new Headers() }) as never)({
+        header: new Headers({ "content-type": contentType }),
+        method: { output: ListSandboxesResponseSchema },
+      } as never);
+    const binary = (await call("application/grpc")).message as object;
+    expect(isStandIn(binary)).toBe(true);
+    expect(toBinary(ListSandboxesResponseSchema, binary as typeof page)).toEqual(toBinary(ListSandboxesResponseSchema, page));
+    expect((await call("application/json")).message).toBe(page);
+  });
+
+  it("a ListSandboxes page is toBinary's bytes of what it decodes to, and JSON clients read the same page", async () => {
+    for (let i = 0; i < 20; i++) await createSandbox(gw, `sb-${i}`, { labels: { n: String(i) } });
+    const body = toBinary(ListSandboxesRequestSchema, create(ListSandboxesRequestSchema, { workspaceScope: workspaceScope(), pageSize: 50 }));
+    const res = await fetch(`${gw.url}/openshell.v1.OpenShell/ListSandboxes`, {
+      method: "POST",
+      headers: { "content-type": "application/proto", "connect-protocol-version": "1", authorization: `Bearer ${TOKENS.admin}` },
+      body,
+    });
+    expect(res.status).toBe(200);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const page = fromBinary(ListSandboxesResponseSchema, bytes);
+    expect(toBinary(ListSandboxesResponseSchema, page)).toEqual(bytes);
+    expect(page.sandboxes.map((s) => s.metadata?.name).sort()).toEqual(["dev", ...Array.from({ length: 20 }, (_, i) => `sb-${i}`)].sort());
+    const json = createClient(OpenShell, createConnectTransport({ baseUrl: gw.url, httpVersion: "1.1", useBinaryFormat: false }));
+    const viaJson = await json.listSandboxes({ workspaceScope: workspaceScope(), pageSize: 50 }, { headers: { authorization: `Bearer ${TOKENS.admin}` } });
+    expect(equals(ListSandboxesResponseSchema, viaJson, page)).toBe(true);
   });
 });
