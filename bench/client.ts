@@ -18,8 +18,8 @@ interface Common {
 }
 /** Creates sandboxes (setup, not measured). */
 export interface CreateTask { readonly kind: "create"; readonly names: readonly string[]; readonly concurrency: number }
-/** Sequential updates of one sandbox: commit-only calls, then waited calls. */
-export interface LatencyTask { readonly kind: "latency"; readonly sandbox: string; readonly n: number; readonly warmup: number }
+/** Sequential updates of one sandbox: commit-only calls, then (unless `commitOnly`) waited calls. */
+export interface LatencyTask { readonly kind: "latency"; readonly sandbox: string; readonly n: number; readonly warmup: number; readonly commitOnly?: boolean }
 /** The polling baseline: commit, then GetSandboxPolicyStatus every `pollMs` until LOADED. */
 export interface PollTask { readonly kind: "poll"; readonly sandbox: string; readonly n: number; readonly pollMs: number; readonly phaseMs: number }
 /** Concurrent waited updates over disjoint sandboxes: policy, settings, invalid, superseded pairs. */
@@ -110,7 +110,7 @@ async function latency(client: ConfigClient, t: LatencyTask): Promise<WorkerResu
     check((await client.awaitCompletion(r.handle, { timeoutMs: 30_000 })).state, `commit #${i}`);
   }
   // Waited: commit and wait for the sandbox to apply, in one call.
-  for (let i = 0; i < t.n; i++) {
+  for (let i = 0; i < (t.commitOnly ? 0 : t.n); i++) {
     const t0 = performance.now();
     const r = await client.updatePolicy({ sandbox: t.sandbox, policy: policyFor(`w-${k++}`), wait: { timeoutMs: 30_000 } });
     out.waitedMs.push(performance.now() - t0);

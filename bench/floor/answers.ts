@@ -1,7 +1,8 @@
 // The floor supervisor's answers (bench/floor/supervisor.ts), apart from its process and stream:
 // for each gateway message, the messages the reference supervisor sends back (result with
 // requested = applied revision, admission, runtime ready), built at once and nothing else done.
-// Also used by bench/scratch/sup-apply.ts to run the floor's session in-process.
+// A module of its own so that an in-process harness can run the floor's session without a network
+// (as the removed probe sup-apply.ts did; bench/README.md, Findings).
 
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {

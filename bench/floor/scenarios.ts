@@ -57,7 +57,7 @@ export interface FloorRecoveryResult {
 
 const PER_PROCESS = 2_500;
 
-function checkStats(what: string, stats: FloorStats | undefined, sessions: number): void {
+export function checkStats(what: string, stats: FloorStats | undefined, sessions: number): void {
   if (!stats) throw new IntegrityError(`${what}: the floor gateway did not report its counters`);
   if (stats.unmatched > 0) throw new IntegrityError(`${what}: ${stats.unmatched} supervisor result(s) matched no update in flight`);
   if (stats.ready !== sessions) throw new IntegrityError(`${what}: ${stats.ready} of ${sessions} sessions bootstrapped at the end`);
@@ -103,48 +103,62 @@ export async function floorUpdates(
   return withFloor(what, o.sandboxes, async (stack) => {
     await stack.bootstrap(groups, 300_000);
     ctx.say(`${what}: ${o.ops} waited updates over ${o.sandboxes} sandboxes, ${o.clients} clients × ${o.loopsPerClient} loops (floor${o.providerToo ? ", with the provider message" : ""})`);
-    const tasks = Array.from({ length: o.clients }, (_, c) => ({
-      kind: "updates" as const,
-      sandboxes: names.filter((_, i) => i % o.clients === c),
-      loops: o.loopsPerClient,
-      ops: Math.floor(o.ops / o.clients) + (c < o.ops % o.clients ? 1 : 0),
-      tag: `run-c${c}`,
-      timeoutMs: 120_000,
-      ...(o.warmupOps > 0 ? { warmupOps: Math.ceil(o.warmupOps / o.clients) } : {}),
-    }));
-    const supCpu = () => stack.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
-    let before: ProcSample = stack.gatewaySample();
-    let sup0 = 0;
-    let m0 = sampleMachine();
-    const { results, goAt } = await stack.runTogether(tasks, () => {
-      before = stack.gatewaySample();
-      sup0 = supCpu();
-      m0 = sampleMachine();
-    });
-    const after = stack.gatewaySample();
-    const sup1 = supCpu();
-    const m1 = sampleMachine();
-    checkUpdates(what, results, o.ops);
-    const wallMs = Math.max(...results.map((r) => r.endAt)) - goAt;
-    return {
-      sandboxes: o.sandboxes,
-      supervisorProcesses: groups.length,
-      clientProcesses: o.clients,
-      concurrency: o.clients * o.loopsPerClient,
-      operations: o.ops,
-      wallMs: Math.round(wallMs),
-      completedPerSec: round((o.ops / wallMs) * 1000, 0),
-      latencyMs: summarize(results.flatMap((r) => r.latencyMs)),
-      cpuMsPerOp: {
-        gateway: round((after.cpuMs - before.cpuMs) / o.ops, 3),
-        supervisors: round((sup1 - sup0) / o.ops, 3),
-        clients: round(results.reduce((a, r) => a + r.cpuMs, 0) / o.ops, 3),
-      },
-      gatewayCpuPercent: round(cpuPercent(before, after)),
-      gatewayPeakRssMb: mb(after.peakRssBytes),
-      machineBusyPercent: round(machineBusyPercent(m0, m1)),
-    };
+    return floorUpdatesOn(stack, what, names, o);
   }, o.providerToo ? { providerToo: true } : {});
+}
+
+/**
+ * One timed run of waited updates on a floor stack whose sessions are bootstrapped (`names`, on
+ * its supervisor processes): `clients` processes × `loopsPerClient`, `ops` in all, after
+ * `warmupOps` untimed ones in the measured processes. Throws IntegrityError on anything lost or wrong.
+ */
+export async function floorUpdatesOn(
+  stack: FloorStack,
+  what: string,
+  names: readonly string[],
+  o: { clients: number; loopsPerClient: number; ops: number; warmupOps: number },
+): Promise<FloorUpdatesResult> {
+  const tasks = Array.from({ length: o.clients }, (_, c) => ({
+    kind: "updates" as const,
+    sandboxes: names.filter((_, i) => i % o.clients === c),
+    loops: o.loopsPerClient,
+    ops: Math.floor(o.ops / o.clients) + (c < o.ops % o.clients ? 1 : 0),
+    tag: `run-c${c}`,
+    timeoutMs: 120_000,
+    ...(o.warmupOps > 0 ? { warmupOps: Math.ceil(o.warmupOps / o.clients) } : {}),
+  }));
+  const supCpu = () => stack.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
+  let before: ProcSample = stack.gatewaySample();
+  let sup0 = 0;
+  let m0 = sampleMachine();
+  const { results, goAt } = await stack.runTogether(tasks, () => {
+    before = stack.gatewaySample();
+    sup0 = supCpu();
+    m0 = sampleMachine();
+  });
+  const after = stack.gatewaySample();
+  const sup1 = supCpu();
+  const m1 = sampleMachine();
+  checkUpdates(what, results, o.ops);
+  const wallMs = Math.max(...results.map((r) => r.endAt)) - goAt;
+  return {
+    sandboxes: names.length,
+    supervisorProcesses: stack.supervisors.length,
+    clientProcesses: o.clients,
+    concurrency: o.clients * o.loopsPerClient,
+    operations: o.ops,
+    wallMs: Math.round(wallMs),
+    completedPerSec: round((o.ops / wallMs) * 1000, 0),
+    latencyMs: summarize(results.flatMap((r) => r.latencyMs)),
+    cpuMsPerOp: {
+      gateway: round((after.cpuMs - before.cpuMs) / o.ops, 3),
+      supervisors: round((sup1 - sup0) / o.ops, 3),
+      clients: round(results.reduce((a, r) => a + r.cpuMs, 0) / o.ops, 3),
+    },
+    gatewayCpuPercent: round(cpuPercent(before, after)),
+    gatewayPeakRssMb: mb(after.peakRssBytes),
+    machineBusyPercent: round(machineBusyPercent(m0, m1)),
+  };
 }
 
 /** Sequential waited updates of one sandbox (the latency scenario's shape). */

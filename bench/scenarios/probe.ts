@@ -5,7 +5,7 @@
 // gateway's /metrics (and, on PostgreSQL, the queries it sent). The floor runs the same shape
 // (bench/floor/scenarios.ts floorUpdates).
 
-import { machineBusyPercent, sampleMachine, sampleProc, type ProcSample } from "../lib/proc.js";
+import { machineBusyPercent, sampleMachine, sampleProc, type Child, type ProcSample } from "../lib/proc.js";
 import { groupNames, Stack, type Backend, type Group } from "../lib/stack.js";
 import { storeCounters, type StoreCounters } from "../lib/store-counters.js";
 import { mb, round, summarize, type Summary } from "../lib/stats.js";
@@ -19,12 +19,16 @@ export const PROBE_SHAPE = { sandboxes: 64, inFlight: 32 } as const;
  */
 export const PROBE_WARMUP_OPS = 1_000;
 
-export interface ProbeResult {
+export interface ProbeResult extends WaitedMeasure {
   readonly backend: Backend;
   /** The gateway served TLS (clients and supervisors verifying its certificate). */
   readonly tls?: boolean;
   readonly sandboxes: number;
   readonly concurrency: number;
+}
+
+/** What one timed run of waited updates measured (the probe's, and each level of the group-commit scenario). */
+export interface WaitedMeasure {
   readonly operations: number;
   readonly wallMs: number;
   readonly completedPerSec: number;
@@ -33,8 +37,57 @@ export interface ProbeResult {
   readonly gatewayPeakRssMb: number;
   readonly machineBusyPercent: number;
   readonly store: StoreCounters;
-  /** PostgreSQL: queries the gateway sent per update (counted in its pg client). */
+  /** PostgreSQL with `countPg`: queries the gateway sent per update. */
   readonly pgQueriesPerOp?: number;
+}
+
+/**
+ * `ops` waited policy updates from one client process with `loops` in flight over `names` (each
+ * loop owns its own sandboxes), after `warmupOps` untimed ones in that process; every counter is
+ * read once the client has warmed up, so the warm-up's store calls and queries are not the run's.
+ * Throws IntegrityError when an update is lost, stuck or not applied, or one is left pending.
+ */
+export async function measureWaited(
+  stack: Stack,
+  supervisors: readonly Child[],
+  label: string,
+  o: { readonly names: readonly string[]; readonly loops: number; readonly ops: number; readonly warmupOps: number; readonly countPg?: boolean },
+): Promise<WaitedMeasure> {
+  const task = { kind: "waited" as const, sandboxes: o.names, loops: o.loops, timeoutMs: 60_000 };
+  const supCpu = () => supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
+  let metrics0 = new Map<string, number>();
+  let pg0 = 0;
+  let before: ProcSample = stack.gatewaySample();
+  let sup0 = 0;
+  let m0 = sampleMachine();
+  const { results, goAt } = await stack.runTogether([{ ...task, ops: o.ops, tag: "run", ...(o.warmupOps > 0 ? { warmupOps: o.warmupOps } : {}) }], async () => {
+    metrics0 = await stack.metrics();
+    if (o.countPg) pg0 = await stack.pgQueries();
+    before = stack.gatewaySample();
+    sup0 = supCpu();
+    m0 = sampleMachine();
+  });
+  const after = stack.gatewaySample();
+  const sup1 = supCpu();
+  const m1 = sampleMachine();
+  const r = results[0]!;
+  const problems = [...r.lost.map((l) => `lost: ${l}`), ...r.stuck.map((s) => `stuck: ${s}`), ...r.mismatches];
+  if (problems.length > 0 || r.ids.length !== o.ops) throw new IntegrityError(`${label}: ${r.ids.length} of ${o.ops} with an outcome; ${problems.length} problem(s): ${problems.slice(0, 5).join("; ")}`);
+  const pg1 = o.countPg ? await stack.pgQueries() : 0;
+  const metrics1 = await stack.metrics();
+  await drained(stack, 30_000, label);
+  const wallMs = r.endAt - goAt;
+  return {
+    operations: o.ops,
+    wallMs: Math.round(wallMs),
+    completedPerSec: round((o.ops / wallMs) * 1000, 0),
+    latencyMs: summarize(r.latencyMs),
+    cpuMsPerOp: { gateway: round((after.cpuMs - before.cpuMs) / o.ops, 3), supervisors: round((sup1 - sup0) / o.ops, 3), clients: round(r.cpuMs / o.ops, 3) },
+    gatewayPeakRssMb: mb(after.peakRssBytes),
+    machineBusyPercent: round(machineBusyPercent(m0, m1)),
+    store: storeCounters(metrics0, metrics1, o.ops),
+    ...(o.countPg ? { pgQueriesPerOp: round((pg1 - pg0) / o.ops, 2) } : {}),
+  };
 }
 
 export async function probeScenario(ctx: Context, backend: Backend, ops: number, options: { readonly tls?: boolean } = {}): Promise<ProbeResult> {
@@ -46,47 +99,9 @@ export async function probeScenario(ctx: Context, backend: Backend, ops: number,
   try {
     await createAll(stack, [group]);
     const boot = await bootstrapAll(stack, [group], 60_000);
-    const task = { kind: "waited" as const, sandboxes: names, loops: PROBE_SHAPE.inFlight, timeoutMs: 60_000 };
     ctx.say(`${label}: ${ops} waited updates, ${PROBE_SHAPE.inFlight} in flight on ${PROBE_SHAPE.sandboxes} sandboxes`);
-    const supCpu = () => boot.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
-    let metrics0 = new Map<string, number>();
-    let pg0 = 0;
-    let before: ProcSample = stack.gatewaySample();
-    let sup0 = 0;
-    let m0 = sampleMachine();
-    // Every counter is read once the client has warmed up: the warm-up's store calls and queries are not the run's.
-    const { results, goAt } = await stack.runTogether([{ ...task, ops, tag: "run", warmupOps: PROBE_WARMUP_OPS }], async () => {
-      metrics0 = await stack.metrics();
-      if (backend === "postgres") pg0 = await stack.pgQueries();
-      before = stack.gatewaySample();
-      sup0 = supCpu();
-      m0 = sampleMachine();
-    });
-    const after = stack.gatewaySample();
-    const sup1 = supCpu();
-    const m1 = sampleMachine();
-    const r = results[0]!;
-    const problems = [...r.lost.map((l) => `lost: ${l}`), ...r.stuck.map((s) => `stuck: ${s}`), ...r.mismatches];
-    if (problems.length > 0 || r.ids.length !== ops) throw new IntegrityError(`${label}: ${r.ids.length} of ${ops} with an outcome; ${problems.length} problem(s): ${problems.slice(0, 5).join("; ")}`);
-    const pg1 = backend === "postgres" ? await stack.pgQueries() : 0;
-    const metrics1 = await stack.metrics();
-    await drained(stack, 30_000, label);
-    const wallMs = r.endAt - goAt;
-    return {
-      backend,
-      ...(tls ? { tls } : {}),
-      sandboxes: names.length,
-      concurrency: PROBE_SHAPE.inFlight,
-      operations: ops,
-      wallMs: Math.round(wallMs),
-      completedPerSec: round((ops / wallMs) * 1000, 0),
-      latencyMs: summarize(r.latencyMs),
-      cpuMsPerOp: { gateway: round((after.cpuMs - before.cpuMs) / ops, 3), supervisors: round((sup1 - sup0) / ops, 3), clients: round(r.cpuMs / ops, 3) },
-      gatewayPeakRssMb: mb(after.peakRssBytes),
-      machineBusyPercent: round(machineBusyPercent(m0, m1)),
-      store: storeCounters(metrics0, metrics1, ops),
-      ...(backend === "postgres" ? { pgQueriesPerOp: round((pg1 - pg0) / ops, 2) } : {}),
-    };
+    const m = await measureWaited(stack, boot.supervisors, label, { names, loops: PROBE_SHAPE.inFlight, ops, warmupOps: PROBE_WARMUP_OPS, countPg: backend === "postgres" });
+    return { backend, ...(tls ? { tls } : {}), sandboxes: names.length, concurrency: PROBE_SHAPE.inFlight, ...m };
   } catch (err) {
     throw stack.keepLogs(err);
   } finally {
