@@ -1,7 +1,7 @@
 // Several gateway replicas on one PostgreSQL, as real processes: a database of its own per
 // cluster (created here, dropped on stop), replicas and reference supervisors started from source
 // with `node --import tsx`, SDK clients, and a TCP front that stands in for a load balancer.
-// Used by the cluster tests and by bench/scratch/cross-replica-latency.ts.
+// Used by the cluster tests (the cross-replica latency probe that also used it is in bench/README.md, Findings).
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
