@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/open-store.js";
 import { openPostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { StoreUnavailableError, type Store } from "../../src/store/store.js";
-import { operation, sandbox } from "./store-fixtures.js";
+import { APPLIED, operation, sandbox } from "./store-fixtures.js";
 import { defineStoreSuite, insertSandboxes } from "./store-suite.js";
 
 const adminUrl = process.env.OSC_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -107,6 +107,31 @@ if (!reachable) {
       });
       await expect(attempt).rejects.toBeInstanceOf(StoreUnavailableError);
       expect(await store.sandboxById(s.id)).toBeUndefined();
+      await store.close();
+    });
+
+    it("an operation's queued compare-and-set that another writer overtook re-runs the transaction, which then sees the row anew", async () => {
+      const schema = freshSchema();
+      const store = await openPostgresStore(testUrl, { schema });
+      const s = sandbox();
+      await insertSandboxes(store, s);
+      const op = operation(s.id);
+      await store.transaction((tx) => tx.insertOperation(op));
+      let attempts = 0;
+      const result = await store.transaction(async (tx) => {
+        attempts++;
+        await tx.sandboxById(s.id);
+        const [pending] = await tx.pendingOperations(s.id);
+        // A writer that does not lock the sandbox (as the reconciler's claim) changes the row
+        // after this transaction read it and before the CAS reaches the server.
+        if (attempts === 1) {
+          await withAdmin(testUrl, (c) => c.query(`UPDATE ${schema}.operations SET row_version = row_version + 1, attempt_count = 7 WHERE id = $1`, [op.id]));
+        }
+        return tx.updateOperation(pending!.id, pending!.rowVersion, { state: APPLIED, completedAt: new Date() });
+      });
+      expect(attempts).toBe(2);
+      expect(result).toMatchObject({ state: APPLIED, attemptCount: 7, rowVersion: 3 });
+      expect(await store.operation(op.id)).toEqual(result);
       await store.close();
     });
 

@@ -163,6 +163,27 @@ export function defineTransactionTests(harness: () => StoreHarness): void {
       expect((await store.sandboxById(b.id))?.settingsRevision).toBe(2n);
     });
 
+    it("settings read inside a transaction that locked the sandbox by name follow its own setting writes", async () => {
+      const { store } = harness();
+      const s = sandbox();
+      await insert(store, s);
+      await store.transaction(async (tx) => {
+        await tx.putSetting(setting(s.id, "b", 1));
+        await tx.putSetting(setting("", "g", 1));
+      });
+      const seen = await store.transaction(async (tx) => {
+        await tx.sandboxByName(s.workspace, s.name, "key-1");
+        const before = [await tx.settings(s.id), await tx.settings("")];
+        await tx.putSetting(setting(s.id, "b", 2));
+        await tx.putSetting(setting(s.id, "a", 3));
+        await tx.deleteSetting("", "g");
+        return { before, after: [await tx.settings(s.id), await tx.settings("")] };
+      });
+      expect(seen.before).toEqual([[setting(s.id, "b", 1)], [setting("", "g", 1)]]);
+      expect(seen.after).toEqual([[setting(s.id, "a", 3), setting(s.id, "b", 2)], []]);
+      expect([await store.settings(s.id), await store.settings("")]).toEqual(seen.after);
+    });
+
     it("store reads made inside a transaction's fn run in that transaction", async () => {
       const { store } = harness();
       const s = sandbox();

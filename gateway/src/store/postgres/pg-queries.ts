@@ -8,16 +8,20 @@
 //
 // Inside a transaction (TxHooks, see pg-batch.ts) writes whose answer nobody needs are queued and
 // go out with the next statement or with COMMIT, and locking a sandbox also reads, in the same
-// round trip and after the lock is held, what the gateway's transactions read next: the scope's
-// advisory lock and latest policy revision, the sandbox's pending operations, and (for a commit
-// that names one) its idempotency key's record. Those answers
-// are kept for the rest of the transaction (updated by its own writes), so a commit or a result
-// costs three round trips instead of eight to eleven. A queued create-only insert is sent without
-// ON CONFLICT (a duplicate aborts the transaction with a conflict) only where the transaction's
-// locks leave no room for a duplicate; elsewhere it is still answered at once.
+// round trip and after the lock is held, what the gateway's transactions read next
+// (pg-tx-cache.ts): the scope's advisory lock and latest policy revision, the sandbox's pending
+// operations, for a commit by name (UpdateConfig) the sandbox's and the global settings it
+// measures its snapshot with, and for a commit that names one its idempotency key's record.
+// Those answers are kept for the rest of the transaction (updated by its own writes), and the
+// compare-and-set of an operation so read is queued too (checked by the server: a lost one
+// re-runs the transaction), so a commit or a result costs two round trips, the lock and the
+// COMMIT. A queued create-only insert is sent without ON CONFLICT (a duplicate aborts the
+// transaction with a conflict) only where the transaction's locks leave no room for a
+// duplicate; elsewhere it is still answered at once.
 
 import type pg from "pg";
 import { inline, type QueryResult } from "./pg-batch.js";
+import { DO_TAG, LATEST_POLICY, PENDING_OPERATIONS, POLICY_LOCK, SETTINGS, TxCache, checkedCas } from "./pg-tx-cache.js";
 import { INSERT_SANDBOX_EVENT, sandboxEventValues } from "./pg-instances.js";
 import type { SandboxLifecycleRecord } from "../store.js";
 import {
@@ -53,6 +57,7 @@ import {
   idempotencyValues,
   operationFromRow,
   operationPatchSets,
+  patchedOperation,
   operationValues,
   policyRevisionFromRow,
   policyRevisionValues,
@@ -90,24 +95,6 @@ export interface TxHooks {
   queryWith(text: string, values: readonly unknown[], extra: readonly string[]): Promise<QueryResult[]>;
 }
 
-/** What one transaction has read under its locks, kept up to date by its own writes. */
-class TxCache {
-  /** Sandbox rows this transaction holds locked, as they stand in it. */
-  readonly sandboxes = new Map<string, SandboxRecord>();
-  /** Latest policy revision per scope, read under the scope's advisory lock. */
-  readonly latest = new Map<string, PolicyRevisionRecord | undefined>();
-  /** PENDING operations per sandbox (locked), oldest first. */
-  readonly pending = new Map<string, OperationRecord[]>();
-  /** (sandbox id, key) idempotency keys read as absent while holding the sandbox's lock. */
-  readonly absentKeys = new Set<string>();
-  /** (sandbox id, key) idempotency records read with the sandbox's lock, not yet asked for. */
-  readonly keys = new Map<string, IdempotencyRecord | undefined>();
-}
-
-const POLICY_LOCK = (scope: string) => `SELECT pg_advisory_xact_lock(hashtextextended('openshell-gateway.policy:' || ${scope}, 0))`;
-const LATEST_POLICY = (scope: string) => `SELECT * FROM policy_revisions WHERE sandbox_id = ${scope} ORDER BY version DESC LIMIT 1`;
-const PENDING_OPERATIONS = (sandbox: string) => `SELECT * FROM operations WHERE sandbox_id = ${sandbox} AND state = ${OPERATION_STATE_PENDING} ORDER BY created_at, id`;
-
 /** The UPDATE of `patch` (resource version bumped), with or without RETURNING *. */
 function sandboxUpdate(id: string, patch: SandboxPatch, returning: boolean): [string, unknown[]] {
   const values: unknown[] = [];
@@ -144,13 +131,14 @@ export class PgQueries {
    * Locks the sandbox rows `where` selects and, in the same round trip, takes the policy lock of
    * its scope and reads its latest revision and pending operations (kept in the cache).
    */
-  private async lockSandbox(where: string, values: unknown[], idExpr: string, idempotencyKey?: string): Promise<SandboxRecord | undefined> {
+  private async lockSandbox(where: string, values: unknown[], idExpr: string, idempotencyKey?: string, withSettings = false): Promise<SandboxRecord | undefined> {
     const hooks = this.hooks!;
     const cache = this.cache!;
     const text = `SELECT * FROM sandboxes WHERE ${where} FOR UPDATE`;
     const extra = [POLICY_LOCK(idExpr), LATEST_POLICY(idExpr), PENDING_OPERATIONS(idExpr)];
+    if (withSettings) extra.push(SETTINGS(idExpr), SETTINGS("''"));
     if (idempotencyKey !== undefined) extra.push(`SELECT * FROM idempotency WHERE sandbox_id = ${idExpr} AND key = ${inline("$1", [idempotencyKey])}`);
-    const [r, , latest, pending, key] = await hooks.queryWith(text, values, extra);
+    const [r, , latest, pending, ...rest] = await hooks.queryWith(text, values, extra);
     const row = r!.rows[0] as SandboxRow | undefined;
     if (!row) return undefined;
     const sb = sandboxFromRow(row);
@@ -158,6 +146,12 @@ export class PgQueries {
     const rev = latest!.rows[0] as PolicyRevisionRow | undefined;
     cache.latest.set(sb.id, rev && policyRevisionFromRow(rev));
     cache.pending.set(sb.id, (pending!.rows as OperationRow[]).map(operationFromRow));
+    if (withSettings) {
+      const [own, global] = rest.splice(0, 2);
+      cache.settings.set(sb.id, (own!.rows as SettingRow[]).map(settingFromRow));
+      cache.settings.set("", (global!.rows as SettingRow[]).map(settingFromRow));
+    }
+    const key = rest[0];
     if (key) {
       const k = key.rows[0] as IdempotencyRow | undefined;
       cache.keys.set(`${sb.id}\0${idempotencyKey}`, k && idempotencyFromRow(k));
@@ -193,7 +187,8 @@ export class PgQueries {
   async sandboxByName(workspace: string, name: string, idempotencyKey?: string): Promise<SandboxRecord | undefined> {
     if (this.cache) {
       const id = `(SELECT id FROM sandboxes WHERE workspace = ${inline("$1", [workspace])} AND name = ${inline("$1", [name])})`;
-      return this.lockSandbox("workspace = $1 AND name = $2", [workspace, name], id, idempotencyKey);
+      // A commit by name (UpdateConfig) measures the snapshot it leads to, from both scopes' settings.
+      return this.lockSandbox("workspace = $1 AND name = $2", [workspace, name], id, idempotencyKey, true);
     }
     const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE workspace = $1 AND name = $2${this.forUpdate}`, [workspace, name]);
     return r && sandboxFromRow(r);
@@ -242,6 +237,7 @@ export class PgQueries {
       this.cache.sandboxes.delete(id);
       this.cache.latest.delete(id);
       this.cache.pending.delete(id);
+      this.cache.settings.delete(id);
       for (const k of this.cache.absentKeys) if (k.startsWith(`${id}\0`)) this.cache.absentKeys.delete(k);
       for (const k of this.cache.keys.keys()) if (k.startsWith(`${id}\0`)) this.cache.keys.delete(k);
     }
@@ -361,10 +357,17 @@ export class PgQueries {
   // --- settings ---
 
   async settings(sandboxId: string): Promise<SettingRecord[]> {
+    const kept = this.cache?.settings.get(sandboxId);
+    if (kept) return [...kept];
     return (await this.all<SettingRow>("SELECT * FROM settings WHERE sandbox_id = $1 ORDER BY key", [sandboxId])).map(settingFromRow);
   }
 
   async putSetting(s: SettingRecord): Promise<void> {
+    const kept = this.cache?.settings.get(s.sandboxId);
+    const at = kept ? kept.findIndex((k) => k.key === s.key) : -1;
+    // A replaced value keeps its place; a new key's place is the database collation's: read anew.
+    if (kept && at >= 0) kept[at] = { sandboxId: s.sandboxId, key: s.key, value: copyBytes(s.value) };
+    else this.cache?.settings.delete(s.sandboxId);
     await this.write(
       "INSERT INTO settings (sandbox_id, key, value) VALUES ($1, $2, $3) ON CONFLICT (sandbox_id, key) DO UPDATE SET value = excluded.value",
       [s.sandboxId, s.key, s.value],
@@ -372,10 +375,14 @@ export class PgQueries {
   }
 
   async deleteSetting(sandboxId: string, key: string): Promise<void> {
+    const kept = this.cache?.settings.get(sandboxId);
+    if (kept) this.cache!.settings.set(sandboxId, kept.filter((k) => k.key !== key));
     await this.write("DELETE FROM settings WHERE sandbox_id = $1 AND key = $2", [sandboxId, key]);
   }
 
   async globalSettingsRevision(): Promise<bigint> {
+    // Global settings read before this lock was taken are not what the lock protects: read anew.
+    this.cache?.settings.delete("");
     const r = await this.one<{ revision: string }>(`SELECT revision FROM global_settings_revision WHERE id = 1${this.forUpdate}`, []);
     return r ? BigInt(r.revision) : 0n;
   }
@@ -432,6 +439,8 @@ export class PgQueries {
   }
 
   async updateOperation(id: string, expectedRowVersion: number, patch: OperationPatch): Promise<OperationRecord | undefined> {
+    const deferred = this.deferredCas(id, expectedRowVersion, patch);
+    if (deferred) return deferred;
     this.cache?.pending.clear();
     const values: unknown[] = [new Date()];
     const sets = ["updated_at = $1", "row_version = row_version + 1", ...operationPatchSets(patch, values)];
@@ -441,6 +450,35 @@ export class PgQueries {
       values,
     );
     return r && operationFromRow(r);
+  }
+
+  /**
+   * An operation read PENDING under its sandbox's lock in this transaction, still at
+   * `expectedRowVersion` as far as it knows: the CAS is queued (checkedCas) and its result
+   * follows from the patch. Undefined where it cannot be.
+   */
+  private deferredCas(id: string, expectedRowVersion: number, patch: OperationPatch): OperationRecord | undefined {
+    if (!this.cache || !this.hooks) return undefined;
+    for (const [sandboxId, ops] of this.cache.pending) {
+      const at = ops.findIndex((o) => o.id === id);
+      if (at < 0) continue;
+      const held = ops[at]!;
+      if (held.rowVersion !== expectedRowVersion) return undefined;
+      const now = new Date();
+      const values: unknown[] = [now];
+      const sets = ["updated_at = $1", "row_version = row_version + 1", ...operationPatchSets(patch, values)];
+      values.push(id, expectedRowVersion);
+      const update = inline(`UPDATE operations SET ${sets.join(", ")} WHERE id = $${values.length - 1} AND row_version = $${values.length}`, values);
+      if (update.includes(DO_TAG)) return undefined;
+      this.hooks.defer(checkedCas(update));
+      const next = patchedOperation(held, patch, now);
+      const rest = [...ops];
+      if (next.state === OPERATION_STATE_PENDING) rest[at] = next;
+      else rest.splice(at, 1);
+      this.cache.pending.set(sandboxId, rest);
+      return next;
+    }
+    return undefined;
   }
 
   async pendingOperations(sandboxId: string, dimension?: Dimension): Promise<OperationRecord[]> {

@@ -54,6 +54,7 @@ export const idempotencyFromRow = (r: IdempotencyRow): IdempotencyRecord => rows
 export const idempotencyValues = (i: IdempotencyRecord): unknown[] => rows.idempotencyValues(i, columns);
 export const operationFromRow = (r: OperationRow): OperationRecord => rows.operationFromRow(r, columns);
 export const operationValues = (o: OperationRecord): unknown[] => rows.operationValues(o, columns);
+export const patchedOperation = rows.patchedOperation;
 export const operationPatchSets = (p: OperationPatch, values: unknown[]): string[] => assignments(rows.operationPatchColumns(p, columns), values);
 export const providerFromRow = (r: ProviderRow): ProviderRecord => rows.providerFromRow(r, columns);
 export const enforcementFromRow = (r: EnforcementRow): EnforcementRecord => rows.enforcementFromRow(r, columns);
