@@ -1,6 +1,8 @@
 // Preloaded into the gateway by the probe on PostgreSQL (node --import): counts the queries the
 // gateway sends (every pg Client.query, pool queries included) and writes the count to the file
-// OSC_BENCH_PG_COUNT names, every 100 ms while it changes. With OSC_BENCH_PG_LOG=FILE it also
+// OSC_BENCH_PG_COUNT names when the process gets SIGUSR2 (the bench asks at the start and end of
+// what it measures; a timer writing it every 100 ms cost the gateway measurable CPU on a loaded
+// machine). With OSC_BENCH_PG_LOG=FILE it also
 // appends each query's text (its first line, 120 characters) to FILE, to see which statements an
 // update costs. Benchmark instrumentation only.
 import { appendFileSync, writeFileSync } from "node:fs";
@@ -11,7 +13,7 @@ if (file) {
   const pg = createRequire(import.meta.url)("pg");
   const query = pg.Client.prototype.query;
   let count = 0;
-  let written = -1;
+  let written = 0;
   const log = process.env.OSC_BENCH_PG_LOG;
   pg.Client.prototype.query = function (...args) {
     count += 1;
@@ -22,9 +24,9 @@ if (file) {
     }
     return query.apply(this, args);
   };
-  setInterval(() => {
-    if (count === written) return;
-    written = count;
-    writeFileSync(file, String(count));
-  }, 100).unref();
+  process.on("SIGUSR2", () => {
+    // "count seq": the sequence number tells the reader that this answer is to its request.
+    written += 1;
+    writeFileSync(file, `${count} ${written}`);
+  });
 }

@@ -180,15 +180,17 @@ export class Stack {
     return join(this.dir, "pg-queries");
   }
 
-  /** The gateway's PostgreSQL queries so far (countPgQueries); waits for the counter file to settle. */
+  /** The gateway's PostgreSQL queries so far (countPgQueries): asks it with SIGUSR2 and reads its answer. */
   async pgQueries(): Promise<number> {
-    let last = -1;
-    for (;;) {
-      await sleep(250);
-      const n = existsSync(this.pgCountFile) ? Number(readFileSync(this.pgCountFile, "utf8")) : 0;
-      if (n === last) return n;
-      last = n;
+    const read = () => (existsSync(this.pgCountFile) ? readFileSync(this.pgCountFile, "utf8").split(" ") : ["0", "0"]);
+    const before = read()[1];
+    process.kill(this.gateway.pid!, "SIGUSR2");
+    for (let i = 0; i < 200; i++) {
+      await sleep(10);
+      const [count, seq] = read();
+      if (seq !== before) return Number(count);
     }
+    throw new Error("the gateway did not answer SIGUSR2 with its PostgreSQL query count");
   }
 
   gatewaySample(): ProcSample {
