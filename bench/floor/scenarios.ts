@@ -2,7 +2,7 @@
 // same process layout, messages, libraries and transport settings, none of the work. Run back to
 // back with the real scenario; the report divides ours by these.
 
-import { cpuPercent, machineBusyPercent, sampleMachine, sampleProc, sleep, type ProcSample } from "../lib/proc.js";
+import { cpuPercent, machineBusyPercent, sampleProc, sampleSpan, sleep } from "../lib/proc.js";
 import { groupNames, type Group } from "../lib/stack.js";
 import { mb, round, summarize, type Summary } from "../lib/stats.js";
 import { groupsFor, IntegrityError, type Context } from "../scenarios/common.js";
@@ -127,18 +127,12 @@ export async function floorUpdatesOn(
     timeoutMs: 120_000,
     ...(o.warmupOps > 0 ? { warmupOps: Math.ceil(o.warmupOps / o.clients) } : {}),
   }));
-  const supCpu = () => stack.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
-  let before: ProcSample = stack.gatewaySample();
-  let sup0 = 0;
-  let m0 = sampleMachine();
+  const span = () => sampleSpan(stack.gateway.pid!, stack.supervisors.map((c) => c.pid));
+  let s0 = span();
   const { results, goAt } = await stack.runTogether(tasks, () => {
-    before = stack.gatewaySample();
-    sup0 = supCpu();
-    m0 = sampleMachine();
+    s0 = span();
   });
-  const after = stack.gatewaySample();
-  const sup1 = supCpu();
-  const m1 = sampleMachine();
+  const s1 = span();
   checkUpdates(what, results, o.ops);
   const wallMs = Math.max(...results.map((r) => r.endAt)) - goAt;
   return {
@@ -151,13 +145,13 @@ export async function floorUpdatesOn(
     completedPerSec: round((o.ops / wallMs) * 1000, 0),
     latencyMs: summarize(results.flatMap((r) => r.latencyMs)),
     cpuMsPerOp: {
-      gateway: round((after.cpuMs - before.cpuMs) / o.ops, 3),
-      supervisors: round((sup1 - sup0) / o.ops, 3),
+      gateway: round((s1.gateway.cpuMs - s0.gateway.cpuMs) / o.ops, 3),
+      supervisors: round((s1.supervisorsCpuMs - s0.supervisorsCpuMs) / o.ops, 3),
       clients: round(results.reduce((a, r) => a + r.cpuMs, 0) / o.ops, 3),
     },
-    gatewayCpuPercent: round(cpuPercent(before, after)),
-    gatewayPeakRssMb: mb(after.peakRssBytes),
-    machineBusyPercent: round(machineBusyPercent(m0, m1)),
+    gatewayCpuPercent: round(cpuPercent(s0.gateway, s1.gateway)),
+    gatewayPeakRssMb: mb(s1.gateway.peakRssBytes),
+    machineBusyPercent: round(machineBusyPercent(s0.machine, s1.machine)),
   };
 }
 

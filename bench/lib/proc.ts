@@ -226,6 +226,22 @@ export function sampleMachine(): MachineSample {
   return { busy: total - idle, total };
 }
 
+/** What a measured span is judged by, read at its start and at its end: the gateway, its supervisor processes, the machine. */
+export interface SpanSample {
+  readonly gateway: ProcSample;
+  /** CPU time of all the supervisor processes, ms. */
+  readonly supervisorsCpuMs: number;
+  readonly machine: MachineSample;
+}
+
+export function sampleSpan(gatewayPid: number, supervisorPids: readonly (number | undefined)[]): SpanSample {
+  return {
+    gateway: sampleProc(gatewayPid),
+    supervisorsCpuMs: supervisorPids.reduce<number>((a, pid) => a + sampleProc(pid!).cpuMs, 0),
+    machine: sampleMachine(),
+  };
+}
+
 /** Busy share of the whole machine between two samples, percent (100 = every core busy). */
 export function machineBusyPercent(a: MachineSample, b: MachineSample): number {
   return ((b.busy - a.busy) / Math.max(1, b.total - a.total)) * 100;

@@ -5,7 +5,7 @@
 // gateway's /metrics (and, on PostgreSQL, the queries it sent). The floor runs the same shape
 // (bench/floor/scenarios.ts floorUpdates).
 
-import { machineBusyPercent, sampleMachine, sampleProc, type Child, type ProcSample } from "../lib/proc.js";
+import { machineBusyPercent, sampleSpan, type Child } from "../lib/proc.js";
 import { groupNames, Stack, type Backend, type Group } from "../lib/stack.js";
 import { storeCounters, type StoreCounters } from "../lib/store-counters.js";
 import { mb, round, summarize, type Summary } from "../lib/stats.js";
@@ -54,22 +54,16 @@ export async function measureWaited(
   o: { readonly names: readonly string[]; readonly loops: number; readonly ops: number; readonly warmupOps: number; readonly countPg?: boolean },
 ): Promise<WaitedMeasure> {
   const task = { kind: "waited" as const, sandboxes: o.names, loops: o.loops, timeoutMs: 60_000 };
-  const supCpu = () => supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
+  const span = () => sampleSpan(stack.gateway.pid!, supervisors.map((c) => c.pid));
   let metrics0 = new Map<string, number>();
   let pg0 = 0;
-  let before: ProcSample = stack.gatewaySample();
-  let sup0 = 0;
-  let m0 = sampleMachine();
+  let s0 = span();
   const { results, goAt } = await stack.runTogether([{ ...task, ops: o.ops, tag: "run", ...(o.warmupOps > 0 ? { warmupOps: o.warmupOps } : {}) }], async () => {
     metrics0 = await stack.metrics();
     if (o.countPg) pg0 = await stack.pgQueries();
-    before = stack.gatewaySample();
-    sup0 = supCpu();
-    m0 = sampleMachine();
+    s0 = span();
   });
-  const after = stack.gatewaySample();
-  const sup1 = supCpu();
-  const m1 = sampleMachine();
+  const s1 = span();
   const r = results[0]!;
   const problems = [...r.lost.map((l) => `lost: ${l}`), ...r.stuck.map((s) => `stuck: ${s}`), ...r.mismatches];
   if (problems.length > 0 || r.ids.length !== o.ops) throw new IntegrityError(`${label}: ${r.ids.length} of ${o.ops} with an outcome; ${problems.length} problem(s): ${problems.slice(0, 5).join("; ")}`);
@@ -82,9 +76,9 @@ export async function measureWaited(
     wallMs: Math.round(wallMs),
     completedPerSec: round((o.ops / wallMs) * 1000, 0),
     latencyMs: summarize(r.latencyMs),
-    cpuMsPerOp: { gateway: round((after.cpuMs - before.cpuMs) / o.ops, 3), supervisors: round((sup1 - sup0) / o.ops, 3), clients: round(r.cpuMs / o.ops, 3) },
-    gatewayPeakRssMb: mb(after.peakRssBytes),
-    machineBusyPercent: round(machineBusyPercent(m0, m1)),
+    cpuMsPerOp: { gateway: round((s1.gateway.cpuMs - s0.gateway.cpuMs) / o.ops, 3), supervisors: round((s1.supervisorsCpuMs - s0.supervisorsCpuMs) / o.ops, 3), clients: round(r.cpuMs / o.ops, 3) },
+    gatewayPeakRssMb: mb(s1.gateway.peakRssBytes),
+    machineBusyPercent: round(machineBusyPercent(s0.machine, s1.machine)),
     store: storeCounters(metrics0, metrics1, o.ops),
     ...(o.countPg ? { pgQueriesPerOp: round((pg1 - pg0) / o.ops, 2) } : {}),
   };
