@@ -124,7 +124,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const adapter = (readMaxBytes: number) =>
     connectNodeAdapter({
       routes: options.routes,
-      interceptors: [unavailableOnShutdown(shutdownSignal.signal), ...(options.interceptors ?? []), preEncodeResponses()],
+      // The response encoder goes first, so outermost: it hands connect its stand-in last.
+      interceptors: [preEncodeResponses(), unavailableOnShutdown(shutdownSignal.signal), ...(options.interceptors ?? [])],
       // Decompress what clients send, but do not spend CPU compressing small configuration messages.
       acceptCompression: [compressionGzip, compressionBrotli],
       compressMinBytes: COMPRESS_MIN_BYTES,

@@ -38,14 +38,22 @@ export function standIn<Desc extends DescMessage>(desc: Desc, bytes: Uint8Array)
   return message;
 }
 
-/** The encoding of each snapshot's policy, when known: lives exactly as long as the snapshot. */
+/**
+ * The encoding of each snapshot's policy, when known: lives exactly as long as the snapshot (held
+ * while its update is unanswered). No stand-in is kept: a push's bytes live until written.
+ */
 const policyBytesOf = new WeakMap<SandboxConfigSnapshot, Uint8Array>();
-/** Each snapshot's stand-in, built once however many sessions send it. */
-const standIns = new WeakMap<SandboxConfigSnapshot, SandboxConfigSnapshot>();
+
+/** The snapshot's policy field: its tag, written ahead of the rest (the lowest field number). */
+const POLICY_FIELD = SandboxConfigSnapshotSchema.fields.find((f) => f.localName === "policy")!;
+const POLICY_TAG = (POLICY_FIELD.number << 3) | 2;
+if (POLICY_FIELD.number !== Math.min(...SandboxConfigSnapshotSchema.fields.map((f) => f.number)) || POLICY_TAG >= 0x80) {
+  throw new Error("SandboxConfigSnapshot.policy is no longer its first one-byte-tag field: snapshotBytes must change");
+}
 
 /**
  * Records that `snap.policy` is the decoding of `policyBytes` (an encoding written by toBinary or
- * encodeMessage), so that its stand-in reuses them.
+ * encodeMessage), so that its encoding reuses them. The snapshot must not change afterwards.
  */
 export function rememberPolicyBytes(snap: SandboxConfigSnapshot, policyBytes: Uint8Array): void {
   if (snap.policy !== undefined) policyBytesOf.set(snap, policyBytes);
@@ -63,7 +71,7 @@ export function snapshotBytes(snap: SandboxConfigSnapshot): Uint8Array {
     lenBytes++;
   }
   const out = new Uint8Array(1 + lenBytes + policy.length + rest.length);
-  out[0] = (1 << 3) | 2; // field 1 (policy), length-delimited
+  out[0] = POLICY_TAG;
   let pos = 1;
   for (len = policy.length; len >= 0x80; len >>>= 7) out[pos++] = (len & 0x7f) | 0x80;
   out[pos++] = len;
@@ -72,12 +80,7 @@ export function snapshotBytes(snap: SandboxConfigSnapshot): Uint8Array {
   return out;
 }
 
-/** The stand-in of `snap` (built on first use, then shared). */
+/** A stand-in of `snap`, to place in the message that carries it (encoded at once, then dropped). */
 export function snapshotStandIn(snap: SandboxConfigSnapshot): SandboxConfigSnapshot {
-  let s = standIns.get(snap);
-  if (s === undefined) {
-    s = standIn(SandboxConfigSnapshotSchema, snapshotBytes(snap));
-    standIns.set(snap, s);
-  }
-  return s;
+  return standIn(SandboxConfigSnapshotSchema, snapshotBytes(snap));
 }

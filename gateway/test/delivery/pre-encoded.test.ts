@@ -187,17 +187,20 @@ describe("unary answers", () => {
     }
   });
 
-  it("the interceptor hands connect a stand-in for a binary call and the message itself for a JSON one", async () => {
+  it("the interceptor hands connect a stand-in for a binary POST and the message itself for JSON or GET", async () => {
     const page = create(ListSandboxesResponseSchema, { nextPageToken: "next" });
-    const call = (contentType: string) =>
+    const call = (contentType: string, requestMethod = "POST") =>
       preEncodeResponses()(async () => ({ stream: false, message: page, header: new Headers(), trailer: new Headers() }) as never)({
         header: new Headers({ "content-type": contentType }),
+        requestMethod,
         method: { output: ListSandboxesResponseSchema },
       } as never);
     const binary = (await call("application/grpc")).message as object;
     expect(isStandIn(binary)).toBe(true);
     expect(toBinary(ListSandboxesResponseSchema, binary as typeof page)).toEqual(toBinary(ListSandboxesResponseSchema, page));
     expect((await call("application/json")).message).toBe(page);
+    // A Connect GET names its codec in the URL (?encoding=json), whatever header it sends.
+    expect((await call("application/proto", "GET")).message).toBe(page);
   });
 
   it("a ListSandboxes page is toBinary's bytes of what it decodes to, and JSON clients read the same page", async () => {
