@@ -87,7 +87,7 @@ export interface LocalStack {
   readonly logFile: string;
   /** The gateway's SQLite file (kept across gateway restarts). */
   readonly dbPath: string;
-  /** The default supervisor state directory: `<stateDir>/<sandbox>/effective.json`. */
+  /** The default supervisor state directory (`openshell-supervisor --print-effective NAME --state-dir DIR` reads it). */
   readonly stateDir: string;
   /** The current gateway process. */
   readonly gateway: StackProcess;

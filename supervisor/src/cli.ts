@@ -7,6 +7,7 @@ import { parseCommandLine, UsageError } from "./config.js";
 import { createSupervisorTransport, Fleet } from "./fleet.js";
 import { createLogger } from "./log.js";
 import { createPollingFleet } from "./poll.js";
+import { readEffective } from "./effective-state.js";
 import { StateDir } from "./runtime.js";
 
 declare const __SUPERVISOR_VERSION__: string | undefined;
@@ -31,7 +32,17 @@ async function main(): Promise<number> {
     process.stdout.write(`${typeof __SUPERVISOR_VERSION__ === "string" ? __SUPERVISOR_VERSION__ : "dev"}\n`);
     return 0;
   }
+  if (command.kind === "print-effective") {
+    const doc = readEffective(command.stateDir, command.sandbox);
+    if (doc === undefined) {
+      process.stderr.write(`openshell-supervisor: nothing recorded for sandbox ${command.sandbox} under ${command.stateDir}\n`);
+      return 1;
+    }
+    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+    return 0;
+  }
   const config = command.config;
+  const stateDir = new StateDir(config.stateDir);
   const logger = createLogger({ level: config.logLevel });
   if (config.gateways.length > 0 && config.members.some((m) => m.token === undefined)) {
     logger.warn(
@@ -39,11 +50,11 @@ async function main(): Promise<number> {
     );
   }
   // --poll-interval: the upstream polling baseline (poll.ts) instead of ConnectSupervisor streams.
-  const fleet = config.pollIntervalMs !== undefined ? createPollingFleet(config, config.pollIntervalMs, logger) : new Fleet({
+  const fleet = config.pollIntervalMs !== undefined ? createPollingFleet(config, config.pollIntervalMs, logger, stateDir) : new Fleet({
     members: config.members,
     gateways: config.gateways,
     transportFor: (url) => createSupervisorTransport(url, config.ca),
-    stateDir: new StateDir(config.stateDir),
+    stateDir,
     logger,
     localPolicy: config.localPolicy,
     faults: config.faults,
@@ -59,12 +70,15 @@ async function main(): Promise<number> {
   logger.info("openshell-supervisor starting", {
     sandboxes: config.members.length,
     gateways: config.gateways,
-    stateDir: new StateDir(config.stateDir).root,
+    stateDir: stateDir.root,
     localPolicy: config.localPolicyFile ?? null,
     faults: config.faults,
   });
   try {
-    const end = await fleet.run();
+    const end = await fleet.run().finally(() =>
+      // Leaves every sandbox with an up-to-date effective.json and no log.
+      stateDir.close().catch((err: unknown) => logger.warn("could not fold the effective logs", { err })),
+    );
     if (end.kind === "fatal") {
       logger.error("supervisor exiting: the gateway rejected the session permanently", { reason: end.reason });
       process.stderr.write(`openshell-supervisor: ${end.reason}\n`);

@@ -32,7 +32,13 @@ export interface SupervisorConfig {
   readonly pollIntervalMs: number | undefined;
 }
 
-export type Command = { readonly kind: "help"; readonly text: string } | { readonly kind: "version" } | { readonly kind: "run"; readonly config: SupervisorConfig };
+export type Command =
+  | { readonly kind: "help"; readonly text: string }
+  | { readonly kind: "version" }
+  | { readonly kind: "print-effective"; readonly stateDir: string; readonly sandbox: string }
+  | { readonly kind: "run"; readonly config: SupervisorConfig };
+
+const DEFAULT_STATE_DIR = ".openshell-supervisor";
 
 export const USAGE = `Usage: openshell-supervisor [options]
 
@@ -53,7 +59,8 @@ Gateway:
   --token-file FILE          JSON object { "<sandbox name>": "<token>" }
 
 Runtime:
-  --state-dir DIR            where <sandbox>/effective.json is written (default ./.openshell-supervisor)
+  --state-dir DIR            where each sandbox's directory is (default ./.openshell-supervisor):
+                             <sandbox>/effective.json, and effective.log while applies are recent
   --local-policy FILE        proto-JSON SandboxPolicy that overrides the gateway's policies
                              (alone, without --gateway: standalone mode)
   --probe-timeout-ms N       TCP reachability timeout for middleware services (default 300)
@@ -68,6 +75,8 @@ Fault injection (tests):
   --disconnect-after N       close the stream after N live updates
   --fail-bootstrap           fail every bootstrap apply
 
+  --print-effective NAME     print what sandbox NAME enforces, from --state-dir, and exit
+                             (the newest of effective.log and effective.json)
   -h, --help                 show this help
       --version              print the version
 
@@ -91,6 +100,7 @@ const OPTIONS = {
   "drop-acks": { type: "boolean" },
   "disconnect-after": { type: "string" },
   "fail-bootstrap": { type: "boolean" },
+  "print-effective": { type: "string" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
@@ -127,6 +137,12 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     if (/^(0|false|no|off)$/i.test(e)) return false;
     throw new UsageError(`${envName(name)} must be a boolean (1/0, true/false), got ${JSON.stringify(e)}`);
   };
+  // Flag only (an inherited environment variable must not turn a run into a print).
+  const printed = values["print-effective"];
+  if (typeof printed === "string") {
+    if (!isSafeSandboxName(printed)) throw new UsageError(`--print-effective: ${JSON.stringify(printed)} is not a sandbox name`);
+    return { kind: "print-effective", stateDir: str("state-dir") ?? DEFAULT_STATE_DIR, sandbox: printed };
+  }
   const int = (name: OptionName, fallback: number, min: number): number => {
     const s = str(name);
     if (s === undefined) return fallback;
@@ -175,7 +191,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
       gateways,
       ca,
       members,
-      stateDir: str("state-dir") ?? ".openshell-supervisor",
+      stateDir: str("state-dir") ?? DEFAULT_STATE_DIR,
       localPolicy,
       localPolicyFile,
       logLevel,

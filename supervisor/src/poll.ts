@@ -22,7 +22,7 @@ import type { SupervisorConfig } from "./config.js";
 import type { FleetEnd, FleetMember } from "./fleet.js";
 import { createSupervisorTransport } from "./fleet.js";
 import type { Logger } from "./log.js";
-import { StateDir } from "./runtime.js";
+import type { StateDir } from "./runtime.js";
 import { SimulatedSandbox } from "./sandbox.js";
 
 export interface PollingFleetOptions {
@@ -162,12 +162,12 @@ export class PollingFleet {
 }
 
 /** The polling fleet the command line describes. */
-export function createPollingFleet(config: SupervisorConfig, intervalMs: number, logger: Logger): PollingFleet {
+export function createPollingFleet(config: SupervisorConfig, intervalMs: number, logger: Logger, stateDir: StateDir): PollingFleet {
   return new PollingFleet({
     members: config.members,
     gateways: config.gateways,
     transportFor: (url) => createSupervisorTransport(url, config.ca),
-    stateDir: new StateDir(config.stateDir),
+    stateDir,
     logger,
     intervalMs,
     localPolicy: config.localPolicy,

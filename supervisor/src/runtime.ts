@@ -1,15 +1,18 @@
 // The simulated sandbox's on-disk state: one directory per sandbox under the state dir, and
 // crash-safe file replacement (write a temp file, fsync it, rename it over the target, fsync the
-// directory) so a reader never sees a partial effective.json or provider-env.json.
+// directory) so a reader never sees a partial effective.json or provider-env.json. What a
+// sandbox enforces goes first to an append-only log folded into effective.json (effective-log.ts).
 // On a memory file system (tmpfs, ramfs) nothing can be made durable, so the fsyncs are skipped and
 // the replacement (temp file, rename) is done with synchronous calls: every one of them is a memory
 // operation there, cheaper than a round trip through the thread pool. Readers still never see a
 // partial file: the rename is what makes the replacement atomic.
 
 import { randomUUID } from "node:crypto";
-import { closeSync, fchmodSync, fstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { mkdir, open, rename, rm, statfs, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
+import { DEFAULT_EFFECTIVE_LOG_LIMITS, EffectiveLogs, type EffectiveLogLimits } from "./effective-log.js";
+import { EFFECTIVE_FILE, EFFECTIVE_LOG, readEffective, type EffectiveDocument } from "./effective-state.js";
 
 /** Names usable as one path segment: letters, digits, '.', '_' and '-', not starting with '.'. */
 const SAFE_SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,254}$/;
@@ -24,12 +27,15 @@ const MEMORY_FS_TYPES = new Set([0x01021994, 0x858458f6]);
 export interface StateDirOptions {
   /** fsync each replacement. Default: yes, unless the state directory is on tmpfs or ramfs. */
   readonly durable?: boolean;
+  /** Bounds of the effective logs (tests make them small). */
+  readonly effectiveLog?: Partial<EffectiveLogLimits>;
 }
 
 /** The files of one sandbox directory. */
 interface SandboxPaths {
   readonly dir: string;
   readonly effective: string;
+  readonly effectiveLog: string;
   readonly providerEnv: string;
   readonly gatewayDesired: string;
 }
@@ -54,9 +60,19 @@ export class StateDir {
   /** The file system check of the first sandbox directory, shared by every ensure() waiting for it. */
   private detecting: Promise<boolean> | undefined;
 
+  private readonly logs: EffectiveLogs;
+
   constructor(root: string, options: StateDirOptions = {}) {
     this.root = resolve(root);
     this.durable = options.durable;
+    this.logs = new EffectiveLogs(
+      {
+        logPath: (sandbox) => this.pathsOf(sandbox).effectiveLog,
+        replaceEffective: (sandbox, doc) => this.replaceEffective(sandbox, doc),
+        syncDirectory: (sandbox) => syncDirectory(this.pathsOf(sandbox).dir),
+      },
+      { ...DEFAULT_EFFECTIVE_LOG_LIMITS, ...options.effectiveLog },
+    );
   }
 
   private pathsOf(sandbox: string): SandboxPaths {
@@ -64,7 +80,7 @@ export class StateDir {
     if (p === undefined) {
       if (!isSafeSandboxName(sandbox)) throw new Error(`sandbox name ${JSON.stringify(sandbox)} cannot be used as a directory name`);
       const dir = join(this.root, sandbox);
-      p = { dir, effective: join(dir, "effective.json"), providerEnv: join(dir, "provider-env.json"), gatewayDesired: join(dir, "gateway-desired.json") };
+      p = { dir, effective: join(dir, EFFECTIVE_FILE), effectiveLog: join(dir, EFFECTIVE_LOG), providerEnv: join(dir, "provider-env.json"), gatewayDesired: join(dir, "gateway-desired.json") };
       this.paths.set(sandbox, p);
     }
     return p;
@@ -74,9 +90,68 @@ export class StateDir {
     return this.pathsOf(sandbox).dir;
   }
 
-  /** The effective policy and settings in force. */
+  /** The effective policy and settings in force, as of the last fold of the log. */
   effectivePath(sandbox: string): string {
     return this.pathsOf(sandbox).effective;
+  }
+
+  /** The applies since the last fold, one JSON document a line. */
+  effectiveLogPath(sandbox: string): string {
+    return this.pathsOf(sandbox).effectiveLog;
+  }
+
+  /** What `sandbox` enforces: the log's last document, else effective.json (undefined before either). */
+  readEffective(sandbox: string): EffectiveDocument | undefined {
+    return readEffective(this.root, sandbox);
+  }
+
+  /**
+   * Records what `sandbox` now enforces: one line appended to its log, durable (off memory file
+   * systems) when this resolves. Makes the directory first if this process has not (or it has gone).
+   */
+  appendEffective(sandbox: string, doc: unknown): Promise<void> {
+    if (this.durable === false && this.ensured.has(sandbox)) {
+      try {
+        this.logs.appendSync(sandbox, doc);
+        return Promise.resolve();
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== "ENOENT") return Promise.reject(err);
+        this.ensured.delete(sandbox);
+      }
+    }
+    return this.appendEffectiveAsync(sandbox, doc);
+  }
+
+  private async appendEffectiveAsync(sandbox: string, doc: unknown): Promise<void> {
+    if (!this.ensured.has(sandbox) || this.durable === undefined) await this.ensure(sandbox);
+    if (this.durable === false) this.logs.appendSync(sandbox, doc);
+    else await this.logs.append(sandbox, doc);
+  }
+
+  /** Folds every open effective log into effective.json and closes it (when the process stops). */
+  close(): Promise<void> {
+    return this.logs.close();
+  }
+
+  /** effective.json replaced by `doc`, the directory made again if it has gone (a fold of the log). */
+  private replaceEffective(sandbox: string, doc: unknown): Promise<void> | void {
+    const { dir, effective } = this.pathsOf(sandbox);
+    const data = `${JSON.stringify(doc, null, 2)}\n`;
+    if (!this.durable) {
+      try {
+        this.replace(effective, data, {});
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== "ENOENT") throw err;
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        this.replace(effective, data, {});
+      }
+      return;
+    }
+    return atomicWriteFile(effective, data, { durable: true }).catch(async (err: unknown) => {
+      if ((err as { code?: unknown }).code !== "ENOENT") throw err;
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await atomicWriteFile(effective, data, { durable: true });
+    });
   }
 
   /** The installed provider environment (mode 0600; holds secrets). */

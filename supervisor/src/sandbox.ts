@@ -259,7 +259,7 @@ export class SimulatedSandbox {
   }
 
   private writeEffective(e: EffectiveInput): Promise<void> {
-    return this.stateDir.writeJson(this.name, this.stateDir.effectivePath(this.name), this.document(e));
+    return this.stateDir.appendEffective(this.name, this.document(e));
   }
 
   /** The JSON document of effective.json (and gateway-desired.json): policy and settings in proto JSON. */

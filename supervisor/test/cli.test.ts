@@ -2,13 +2,13 @@
 // gateway, usage errors (exit 2) and a permanent rejection (exit 3).
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigApplyOutcome } from "openshell-config/raw";
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, readJson } from "./support/eventually.js";
+import { effectiveOf, eventually, readJson } from "./support/eventually.js";
 import { FakeGateway } from "./support/fake-gateway.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -46,10 +46,31 @@ describe("openshell-supervisor process", () => {
     const d = tempDir();
     writeFileSync(join(d, "policy.json"), JSON.stringify({ networkPolicies: { pypi: { name: "pypi", endpoints: [{ host: "pypi.org", port: 443, protocol: "rest" }] } } }));
     const p = supervisor(["--sandbox", "solo", "--local-policy", join(d, "policy.json"), "--state-dir", join(d, "state")]);
-    const effective = await eventually(() => readJson(join(d, "state", "solo", "effective.json")), 15_000, 50);
+    const effective = await eventually(() => effectiveOf(join(d, "state"), "solo"), 15_000, 50);
     expect(effective).toMatchObject({ source: "local_override", policy: { networkPolicies: { pypi: {} } } });
     p.child.kill("SIGTERM");
     expect(await p.exited).toBe(0);
+    // Stopping folded the log: effective.json says it all, and --print-effective prints it.
+    expect(readdirSync(join(d, "state", "solo")).sort()).toEqual(["effective.json"]);
+    expect(readJson(join(d, "state", "solo", "effective.json"))).toEqual(effective);
+    const printed = supervisor(["--print-effective", "solo", "--state-dir", join(d, "state")]);
+    expect(await printed.exited).toBe(0);
+    expect(JSON.parse(printed.stdout())).toEqual(effective);
+  });
+
+  it("--print-effective prints the newest line of a sandbox's effective log, and exits 1 naming a sandbox with nothing recorded", async () => {
+    const d = tempDir();
+    mkdirSync(join(d, "state", "dev"), { recursive: true });
+    writeFileSync(join(d, "state", "dev", "effective.json"), `${JSON.stringify({ sandbox: "dev", revision: { policyVersion: 1 } })}\n`);
+    // A process killed between two folds leaves its log; its last line is what the sandbox enforces.
+    writeFileSync(join(d, "state", "dev", "effective.log"), `${JSON.stringify({ sandbox: "dev", revision: { policyVersion: 2 } })}\n${JSON.stringify({ sandbox: "dev", revision: { policyVersion: 3 } })}\n`);
+    const p = supervisor(["--print-effective", "dev", "--state-dir", join(d, "state")]);
+    expect(await p.exited).toBe(0);
+    expect(JSON.parse(p.stdout())).toEqual({ sandbox: "dev", revision: { policyVersion: 3 } });
+    const none = supervisor(["--print-effective", "other", "--state-dir", join(d, "state")]);
+    expect(await none.exited).toBe(1);
+    expect(none.stdout()).toBe("");
+    expect(none.stderr()).toBe(`openshell-supervisor: nothing recorded for sandbox other under ${join(d, "state")}\n`);
   });
 
   it("connects a small fleet with tokens from a token file, bootstraps each sandbox, and never logs a token", async () => {
@@ -64,7 +85,7 @@ describe("openshell-supervisor process", () => {
       const s = await gw.waitForSession((x) => x.sandboxId === name, 15_000);
       expect(s.requestHeader.get("authorization")).toBe(`Bearer ${token}`);
       expect((await s.bootstrapResult(10_000)).results[0]?.outcome).toBe(ConfigApplyOutcome.APPLIED);
-      expect(existsSync(join(d, "state", name, "effective.json"))).toBe(true);
+      expect(effectiveOf(join(d, "state"), name)).toMatchObject({ sandbox: name, source: "gateway" });
     }
     expect(gw.connections).toBe(1);
     p.child.kill("SIGTERM");

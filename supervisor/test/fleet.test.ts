@@ -4,7 +4,7 @@
 import { existsSync } from "node:fs";
 import { ConfigApplyOutcome, ConfigurationAdmissionState } from "openshell-config/raw";
 import { afterEach, describe, expect, it } from "vitest";
-import { eventually, readJson } from "./support/eventually.js";
+import { effectiveOf, eventually, readJson } from "./support/eventually.js";
 import { FakeGateway } from "./support/fake-gateway.js";
 import { startSupervisor, type RunningSupervisor } from "./support/harness.js";
 import { policy, sandboxSnapshot } from "./support/snapshots.js";
@@ -62,13 +62,13 @@ describe("fleet", () => {
     expect(sessions.map((s) => s.requestHeader.get("authorization"))).toEqual(names.map((n) => `Bearer token-${n}`));
     expect(sup.fleet.transportCount).toBe(1);
     expect(gw.connections).toBe(1);
-    for (const n of names) expect(existsSync(sup.stateDir.effectivePath(n))).toBe(true);
+    for (const n of names) expect(sup.stateDir.readEffective(n) !== undefined).toBe(true);
 
     // Live updates reach the right sandbox.
     const u = sessions[17]!.sendSandboxConfig(sandboxSnapshot({ version: 2 }));
     expect((await sessions[17]!.updateResult(u.updateId)).result?.outcome).toBe(ConfigApplyOutcome.APPLIED);
-    expect(readJson(sup.stateDir.effectivePath("fleet-0017"))).toMatchObject({ revision: { policyVersion: 2 } });
-    expect(readJson(sup.stateDir.effectivePath("fleet-0018"))).toMatchObject({ revision: { policyVersion: 1 } });
+    expect(sup.stateDir.readEffective("fleet-0017")!).toMatchObject({ revision: { policyVersion: 2 } });
+    expect(sup.stateDir.readEffective("fleet-0018")!).toMatchObject({ revision: { policyVersion: 1 } });
     expect(gw.violations()).toEqual([]);
   });
 
@@ -92,7 +92,7 @@ describe("fleet", () => {
     const local = policy({ pypi: [{ host: "pypi.org", port: 443, protocol: "rest", rules: [{ method: "GET", path: "/simple/**" }] }] });
     sup = startSupervisor({ gateways: [], names: ["solo-0000", "solo-0001"], localPolicy: local });
     for (const name of ["solo-0000", "solo-0001"]) {
-      const effective = await eventually(() => readJson(sup!.stateDir.effectivePath(name)));
+      const effective = await eventually(() => effectiveOf(sup!.stateDir.root, name));
       expect(effective).toMatchObject({ sandbox: name, source: "local_override", revision: null });
       expect(effective.policy).toMatchObject({ networkPolicies: { pypi: { endpoints: [{ host: "pypi.org", protocol: "rest" }] } } });
     }

@@ -100,7 +100,7 @@ describe("supervisor session", () => {
       providerEnvRevision: delivered.providerEnvRevision,
       error: "",
     });
-    const effective = readJson(sup.stateDir.effectivePath("dev"));
+    const effective = sup.stateDir.readEffective("dev")!;
     expect(effective).toMatchObject({ sandbox: "dev", source: "gateway", policyHash: delivered.policyHash });
     expect(effective.policy).toMatchObject({ networkPolicies: { github: { endpoints: [{ host: "api.github.com", protocol: "rest" }] } } });
     // The workload starts once the configuration is admitted.
@@ -123,14 +123,14 @@ describe("supervisor session", () => {
     expect(r2.admission).toBeUndefined();
     // One at a time, in delivery order.
     expect(session.all("configUpdateResult").map((r) => r.updateId)).toEqual([u1.updateId, u2.updateId, u3.updateId]);
-    expect(readJson(sup.stateDir.effectivePath("dev"))).toMatchObject({ revision: { policyVersion: 3, settingsRevision: "2" }, settings: { log_level: { value: { stringValue: "debug" } } } });
+    expect(sup.stateDir.readEffective("dev")!).toMatchObject({ revision: { policyVersion: 3, settingsRevision: "2" }, settings: { log_level: { value: { stringValue: "debug" } } } });
     expect(gw.violations()).toEqual([]);
   });
 
   it("keeps the last known good policy when an update has an invalid rule, and reports the previous revision as applied", async () => {
     const { gw, sup, session } = await setup();
     await session.bootstrapResult();
-    const before = readJson(sup.stateDir.effectivePath("dev"));
+    const before = sup.stateDir.readEffective("dev")!;
     const bad = sandboxSnapshot({ version: 2, policy: invalidPolicy() });
     const { updateId } = session.sendSandboxConfig(bad);
     const r = await session.updateResult(updateId);
@@ -142,7 +142,7 @@ describe("supervisor session", () => {
     expect(r.result?.failure?.message).toContain("L4 endpoint");
     expect(r.admission?.state).toBe(ConfigurationAdmissionState.REJECTED);
     expect(r.admission?.error).toContain("invalid policy");
-    expect(readJson(sup.stateDir.effectivePath("dev")).revision).toEqual(before.revision);
+    expect(sup.stateDir.readEffective("dev")!.revision).toEqual(before.revision);
     expect(gw.violations()).toEqual([]);
   });
 
@@ -154,7 +154,7 @@ describe("supervisor session", () => {
     expect(r.result?.outcome).toBe(ConfigApplyOutcome.FAILED_CLOSED);
     expect(r.result?.appliedRevision).toBeUndefined();
     expect(r.admission?.state).toBe(ConfigurationAdmissionState.REJECTED);
-    const effective = readJson(sup.stateDir.effectivePath("dev"));
+    const effective = sup.stateDir.readEffective("dev")!;
     expect(effective.source).toBe("deny_all");
     expect(effective.policy).not.toHaveProperty("networkPolicies");
     expect(gw.violations()).toEqual([]);
@@ -172,7 +172,7 @@ describe("supervisor session", () => {
     expect(r.result?.outcome).toBe(ConfigApplyOutcome.RETAINED_LOCAL_OVERRIDE);
     expect(r.result?.appliedRevision).toBeUndefined();
     expect(r.admission?.state).toBe(ConfigurationAdmissionState.ACCEPTED);
-    const effective = readJson(sup.stateDir.effectivePath("dev"));
+    const effective = sup.stateDir.readEffective("dev")!;
     expect(effective.source).toBe("local_override");
     expect(effective.policy).toMatchObject({ networkPolicies: { local: { endpoints: [{ host: "localhost" }] } } });
     expect(readJson(sup.stateDir.gatewayDesiredPath("dev"))).toMatchObject({ source: "gateway_desired", revision: { policyVersion: 2 } });
@@ -198,7 +198,7 @@ describe("supervisor session", () => {
     expect(r.result?.failure?.message).toContain("'authz'");
     expect(r.result?.failure?.message).not.toContain("audit-log");
     expect(r.admission?.state).toBe(ConfigurationAdmissionState.ACCEPTED);
-    expect(readJson(sup.stateDir.effectivePath("dev"))).toMatchObject({ revision: { policyVersion: 2 }, degradedServices: ["authz"] });
+    expect(sup.stateDir.readEffective("dev")!).toMatchObject({ revision: { policyVersion: 2 }, degradedServices: ["authz"] });
     expect(gw.violations()).toEqual([]);
   });
 
@@ -363,7 +363,7 @@ describe("supervisor session", () => {
   it("with --drop-acks applies configuration but sends no results", async () => {
     const { sup, session } = await setup({ heartbeatMs: 100 }, { faults: { dropAcks: true } });
     session.sendSandboxConfig(sandboxSnapshot({ version: 2 }));
-    await eventually(() => expect(readJson(sup.stateDir.effectivePath("dev"))).toMatchObject({ revision: { policyVersion: 2 } }));
+    await eventually(() => expect(sup.stateDir.readEffective("dev")!).toMatchObject({ revision: { policyVersion: 2 } }));
     // Still alive (heartbeats) and silent about results.
     const beats = session.all("heartbeat").length;
     await eventually(() => expect(session.all("heartbeat").length).toBeGreaterThan(beats + 1), 2_000);
@@ -392,7 +392,7 @@ describe("supervisor session", () => {
     expect(boot.results[0]?.appliedRevision).toBeUndefined();
     expect(boot.admission?.state).toBe(ConfigurationAdmissionState.REJECTED);
     expect(boot.admission?.error).toContain("--fail-bootstrap");
-    expect(readJson(sup.stateDir.effectivePath("dev")).source).toBe("deny_all");
+    expect(sup.stateDir.readEffective("dev")!.source).toBe("deny_all");
     // The workload does not start.
     await new Promise((r) => setTimeout(r, 100));
     expect(session.all("runtimeReady")).toEqual([]);
@@ -411,7 +411,7 @@ describe("supervisor session", () => {
   it("applies but does not acknowledge when the gateway does not enable config apply", async () => {
     const { sup, session } = await setup({ configApplyEnabled: false, heartbeatMs: 100 });
     session.sendSandboxConfig(sandboxSnapshot({ version: 2 }));
-    await eventually(() => expect(readJson(sup.stateDir.effectivePath("dev"))).toMatchObject({ revision: { policyVersion: 2 } }));
+    await eventually(() => expect(sup.stateDir.readEffective("dev")!).toMatchObject({ revision: { policyVersion: 2 } }));
     await eventually(() => expect(session.all("heartbeat").length).toBeGreaterThanOrEqual(2), 2_000);
     expect(session.all("configBootstrapResult")).toEqual([]);
     expect(session.all("configUpdateResult")).toEqual([]);
@@ -443,6 +443,6 @@ describe("supervisor session", () => {
     const s = await gw.waitForSession();
     expect(s.epoch).toBe(2n);
     await s.bootstrapResult();
-    expect(existsSync(sup.stateDir.effectivePath("dev"))).toBe(true);
+    expect(sup.stateDir.readEffective("dev") !== undefined).toBe(true);
   });
 });

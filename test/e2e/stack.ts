@@ -13,6 +13,7 @@ import { createConfigClient, type ConfigClient, type SandboxPolicyInput } from "
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, SandboxPhase, SandboxPolicySchema, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
 import { startLocalStack, type LocalStack, type LocalStackOptions, type StackProcess } from "../../examples/local-stack.js";
+import { readEffective } from "../../supervisor/src/effective-state.js";
 
 export { fleetNames, type StackProcess, type SupervisorSpec } from "../../examples/local-stack.js";
 
@@ -75,7 +76,7 @@ export function jsonLines(proc: StackProcess): LogLine[] {
   return out;
 }
 
-/** The supervisor's `<state-dir>/<sandbox>/effective.json`. */
+/** What a supervisor records for a sandbox: its effective log's newest line, or effective.json. */
 export interface EffectiveDoc {
   readonly sandbox: string;
   readonly source: "gateway" | "gateway_desired" | "local_override" | "deny_all";
@@ -96,7 +97,7 @@ export interface E2EStack extends LocalStack {
   phase(name: string): Promise<SandboxPhase | undefined>;
   /** Waits until the sandbox is in `phase`. */
   waitPhase(name: string, phase: SandboxPhase, timeoutMs?: number): Promise<void>;
-  /** The supervisor's effective.json of `sandbox` (undefined before it wrote one). */
+  /** What the supervisor says `sandbox` enforces (undefined before it wrote anything). */
   effective(sandbox: string, stateDir?: string): EffectiveDoc | undefined;
   /** The supervisor's gateway-desired.json (written while a local override is in force). */
   gatewayDesired(sandbox: string, stateDir?: string): EffectiveDoc | undefined;
@@ -163,7 +164,7 @@ export async function startE2EStack(options: Omit<LocalStackOptions, "dir"> & { 
     async waitPhase(name: string, want: SandboxPhase, timeoutMs = 15_000) {
       await until(async () => (await phase(name)) === want, `sandbox ${name} to be ${SandboxPhase[want]}`, timeoutMs);
     },
-    effective: (sandbox: string, stateDir = stack.stateDir) => readJson<EffectiveDoc>(join(stateDir, sandbox, "effective.json")),
+    effective: (sandbox: string, stateDir = stack.stateDir) => readEffective(stateDir, sandbox) as EffectiveDoc | undefined,
     gatewayDesired: (sandbox: string, stateDir = stack.stateDir) => readJson<EffectiveDoc>(join(stateDir, sandbox, "gateway-desired.json")),
     gatewayLog: () => stack.processes.filter((p) => p.name.startsWith("gateway")).flatMap(jsonLines),
     supervisorLines: (proc: StackProcess, sandbox: string, msg: string) => jsonLines(proc).filter((l) => l.sandbox === sandbox && l.msg === msg),

@@ -1,9 +1,9 @@
 // Real processes for the sandbox-instance tests: the `openshell-gateway` executable on a SQLite
 // file with an auth file of our own (a platform admin, a user who is not an admin, and supervisor
-// tokens), and reference supervisor processes whose effective.json says what they enforce.
+// tokens), and reference supervisor processes whose state directory says what they enforce.
 
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { OpenShell, SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
+import { readEffective } from "../../../supervisor/src/effective-state.js";
 import { run, type Run } from "../server/gateway-process.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
@@ -35,19 +36,14 @@ export function attackerPolicy(): SandboxPolicy {
   });
 }
 
-/** What a supervisor's effective.json says it enforces (undefined before it wrote one). */
+/** What a supervisor says it enforces (undefined before it wrote anything). */
 export interface Enforced {
   readonly source: string;
   readonly policy: { readonly filesystem?: { readonly readWrite?: string[] }; readonly process?: { readonly runAsUser?: string } };
 }
 
 export function enforced(stateDir: string, sandbox: string): Enforced | undefined {
-  try {
-    return JSON.parse(readFileSync(join(stateDir, sandbox, "effective.json"), "utf8")) as Enforced;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
+  return readEffective(stateDir, sandbox) as Enforced | undefined;
 }
 
 export const runsAsRoot = (e: Enforced | undefined) => e?.policy.process?.runAsUser === "root";
