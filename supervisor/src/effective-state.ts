@@ -20,20 +20,29 @@ export function readEffective(root: string, sandbox: string): EffectiveDocument 
   const dir = join(root, sandbox);
   const log = readIfThere(join(dir, EFFECTIVE_LOG));
   if (log !== undefined) {
-    const lines = log.split("\n");
-    // What follows the last newline is a write in progress or one a crash cut short.
-    lines.pop();
-    for (let i = lines.length - 1; i >= 0; i--) {
-      if (lines[i] === "") continue;
-      try {
-        return JSON.parse(lines[i]!) as EffectiveDocument;
-      } catch {
-        // a damaged line (a power loss): the one before it
-      }
-    }
+    const doc = lastDocument(log);
+    if (doc !== undefined) return doc;
   }
   const file = readIfThere(join(dir, EFFECTIVE_FILE));
   return file === undefined ? undefined : (JSON.parse(file) as EffectiveDocument);
+}
+
+/**
+ * The newest complete document of an effective log's text. What follows the last newline is a
+ * write in progress or one a crash cut short; a damaged line (a power loss) yields the one before.
+ */
+export function lastDocument(text: string): EffectiveDocument | undefined {
+  const lines = text.split("\n");
+  lines.pop();
+  for (let i = lines.length - 1; i >= 0; i--) {
+    if (lines[i] === "") continue;
+    try {
+      return JSON.parse(lines[i]!) as EffectiveDocument;
+    } catch {
+      // the one before it
+    }
+  }
+  return undefined;
 }
 
 function readIfThere(path: string): string | undefined {

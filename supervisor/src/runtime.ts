@@ -124,8 +124,17 @@ export class StateDir {
 
   private async appendEffectiveAsync(sandbox: string, doc: unknown): Promise<void> {
     if (!this.ensured.has(sandbox) || this.durable === undefined) await this.ensure(sandbox);
-    if (this.durable === false) this.logs.appendSync(sandbox, doc);
-    else await this.logs.append(sandbox, doc);
+    try {
+      if (this.durable === false) this.logs.appendSync(sandbox, doc);
+      else await this.logs.append(sandbox, doc);
+    } catch (err) {
+      // The directory has gone since (a failed open has written nothing): make it again, once.
+      if ((err as { code?: unknown }).code !== "ENOENT") throw err;
+      this.ensured.delete(sandbox);
+      await this.ensure(sandbox);
+      if (this.durable === false) this.logs.appendSync(sandbox, doc);
+      else await this.logs.append(sandbox, doc);
+    }
   }
 
   /** Folds every open effective log into effective.json and closes it (when the process stops). */
@@ -164,7 +173,7 @@ export class StateDir {
     return this.pathsOf(sandbox).gatewayDesired;
   }
 
-  /** Creates the sandbox directory (mode 0700). */
+  /** Creates the sandbox directory (mode 0700) and folds an effective log an earlier process left in it. */
   async ensure(sandbox: string): Promise<string> {
     const dir = this.sandboxDir(sandbox);
     await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -174,6 +183,12 @@ export class StateDir {
       this.detecting ??= onMemoryFileSystem(dir);
       const memory = await this.detecting;
       this.durable ??= !memory;
+    }
+    try {
+      if (this.durable) await this.logs.recover(sandbox);
+      else this.logs.recoverSync(sandbox);
+    } catch {
+      // A log that cannot be folded stays as it is, and readers take it.
     }
     return dir;
   }
