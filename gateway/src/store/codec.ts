@@ -203,26 +203,35 @@ const TX_METHODS: Record<keyof import("./store.js").StoreTx, true> = {
  * refuses calls after the transaction ended and maps driver errors. Both backends share it.
  */
 export function guardedTx(queries: object, guard: <T>(call: () => T | Promise<T>) => Promise<T>): import("./store.js").StoreTx {
-  // The methods live on one prototype per `queries` (a transaction is opened per request; its
-  // own object holds only the guard).
-  const tx = Object.create(txPrototype(queries)) as { [GUARD]: typeof guard };
+  // The methods live on one prototype per class of `queries`, built once: a transaction is
+  // opened per request (on PostgreSQL with queries of its own), and its own object holds only
+  // its queries and its guard.
+  const tx = Object.create(txPrototype((Object.getPrototypeOf(queries) as object | null) ?? NO_CLASS)) as Guarded;
+  tx[QUERIES] = queries as Guarded[typeof QUERIES];
   tx[GUARD] = guard;
   return tx as unknown as import("./store.js").StoreTx;
 }
 
 const GUARD = Symbol("guard");
+const QUERIES = Symbol("queries");
+interface Guarded {
+  [GUARD]: <T>(call: () => T | Promise<T>) => Promise<T>;
+  [QUERIES]: Record<string, (...args: unknown[]) => unknown>;
+}
 const prototypes = new WeakMap<object, object>();
+/** The key for queries without a prototype. */
+const NO_CLASS = {};
 
-function txPrototype(queries: object): object {
-  let proto = prototypes.get(queries);
+function txPrototype(queriesClass: object): object {
+  let proto = prototypes.get(queriesClass);
   if (proto) return proto;
   const p: Record<string, unknown> = {};
-  const q = queries as Record<string, (...args: unknown[]) => unknown>;
   for (const name of Object.keys(TX_METHODS)) {
-    p[name] = function (this: { [GUARD]: <T>(call: () => T | Promise<T>) => Promise<T> }, ...args: unknown[]) {
-      return this[GUARD](() => q[name]!.apply(queries, args));
+    p[name] = function (this: Guarded, ...args: unknown[]) {
+      const q = this[QUERIES];
+      return this[GUARD](() => q[name]!.apply(q, args));
     };
   }
-  prototypes.set(queries, (proto = p));
+  prototypes.set(queriesClass, (proto = p));
   return proto;
 }

@@ -56,14 +56,47 @@ function quote(s: string): string {
   return s.includes("\\") ? ` E'${q.replace(/\\/g, "\\\\")}'` : `'${q}'`;
 }
 
+/**
+ * A statement text cut at its `$n` parameters: `parts[0]`, then for each i the literal of
+ * `values[params[i]]` and `parts[i + 1]`. Texts come from a bounded set of shapes, so each is cut
+ * once (the map is emptied, never grown without bound, if that ever stops being true).
+ */
+interface Template {
+  readonly parts: readonly string[];
+  readonly params: readonly number[];
+}
+const templates = new Map<string, Template>();
+const MAX_TEMPLATES = 2000;
+
+function templateOf(text: string): Template {
+  let t = templates.get(text);
+  if (t !== undefined) return t;
+  const parts: string[] = [];
+  const params: number[] = [];
+  const re = /\$(\d+)/g;
+  let at = 0;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    parts.push(text.slice(at, m.index));
+    params.push(Number(m[1]) - 1);
+    at = m.index + m[0].length;
+  }
+  parts.push(text.slice(at));
+  if (templates.size >= MAX_TEMPLATES) templates.clear();
+  templates.set(text, (t = { parts, params }));
+  return t;
+}
+
 /** `text` with its `$n` parameters replaced by the literals of `values`. */
 export function inline(text: string, values: readonly unknown[] | undefined): string {
   if (!values || values.length === 0) return text;
-  return text.replace(/\$(\d+)/g, (_, n: string) => {
-    const i = Number(n) - 1;
-    if (i < 0 || i >= values.length) throw new RangeError(`no value for $${n}`);
-    return literal(values[i]);
-  });
+  const { parts, params } = templateOf(text);
+  let out = parts[0]!;
+  for (let k = 0; k < params.length; k++) {
+    const i = params[k]!;
+    if (i < 0 || i >= values.length) throw new RangeError(`no value for $${i + 1}`);
+    out += literal(values[i]) + parts[k + 1]!;
+  }
+  return out;
 }
 
 /** Runs a query on the transaction's client (errors recorded by the caller's wrapper). */

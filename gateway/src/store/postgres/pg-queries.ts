@@ -103,7 +103,9 @@ function sandboxUpdate(id: string, patch: SandboxPatch, returning: boolean): [st
   return [`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = $${values.length}${returning ? " RETURNING *" : ""}`, values];
 }
 
-const list = (n: number) => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", ");
+/** `$1, …, $n`, built once per n. */
+const lists: string[] = [];
+const list = (n: number) => (lists[n] ??= Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", "));
 const optional = (d: Date | undefined) => d ?? null;
 
 export class PgQueries {

@@ -115,6 +115,8 @@ class PostgresStore implements Store {
   private readonly queries: PgQueries;
   private closing: Promise<void> | undefined;
   private commits = 0;
+  /** Transactions whose fn is running (see inContext). */
+  private runningFns = 0;
   /** Statements on the pool, outside any transaction. */
   private readonly run: Run;
   private readonly subscriptions = new Set<{ close(): Promise<void> }>();
@@ -188,7 +190,7 @@ class PostgresStore implements Store {
       };
       client.on("error", onConnectionLost);
       try {
-        const result = await this.context.run(ctx, () => fn(pgTx(new PgQueries(run, true, hooks), ctx)));
+        const result = await this.inContext(ctx, () => fn(pgTx(new PgQueries(run, true, hooks), ctx)));
         if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
         const done = await batch.commit();
         if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
@@ -219,6 +221,21 @@ class PostgresStore implements Store {
         // destroy it rather than return it to the pool.
         client.release(broken);
       }
+    }
+  }
+
+  /**
+   * Runs a transaction's fn in `ctx`. While the context is enabled, Node tracks it through every
+   * promise the process creates, whatever creates it (about 0.6 µs more per awaited call on
+   * Node 20), so it is disabled whenever no fn is running: `getStore()` is then undefined, which
+   * is what every caller outside a transaction sees anyway, and the next `run` enables it again.
+   */
+  private async inContext<T>(ctx: PgTxContext, fn: () => Promise<T>): Promise<T> {
+    this.runningFns++;
+    try {
+      return await this.context.run(ctx, fn);
+    } finally {
+      if (--this.runningFns === 0) this.context.disable();
     }
   }
 
