@@ -122,6 +122,15 @@ describe.each([
     await state.close();
   });
 
+  it("once closed, nothing comes later to make a removed state directory again", async () => {
+    const state = new StateDir(dir, { durable, effectiveLog: { idleMs: 30 } });
+    await state.appendEffective("s1", doc(1));
+    await state.close();
+    rmSync(dir, { recursive: true, force: true });
+    await settle(100);
+    expect(existsSync(dir)).toBe(false);
+  });
+
   it("close() folds every log, including folds an idle timer already began, and later applies leave no log", async () => {
     const state = new StateDir(dir, { durable, effectiveLog: { idleMs: 30 } });
     for (let i = 0; i < 50; i++) await state.appendEffective(`s${i}`, doc(i, `s${i}`));

@@ -36,7 +36,8 @@ async function alive(refs: readonly WeakRef<object>[]): Promise<number> {
 
 describe("a simulated sandbox's memory", () => {
   it("keeps no sandbox or provider snapshot it has replaced", async () => {
-    const sandbox = new SimulatedSandbox({ name: "s1", stateDir: new StateDir(dir), logger: createLogger({ level: "warn", sink: () => {} }) });
+    const stateDir = new StateDir(dir);
+    const sandbox = new SimulatedSandbox({ name: "s1", stateDir, logger: createLogger({ level: "warn", sink: () => {} }) });
     await sandbox.start();
     const snapshots: WeakRef<object>[] = [];
     const providers: WeakRef<object>[] = [];
@@ -55,5 +56,6 @@ describe("a simulated sandbox's memory", () => {
     // At most the latest of each may still be referenced (the configuration in force).
     expect(await alive(snapshots.slice(0, -1))).toBe(0);
     expect(await alive(providers.slice(0, -1))).toBe(0);
+    await stateDir.close();
   });
 });

@@ -54,7 +54,7 @@ export interface ChromiumHost {
   /** Runs a command to completion; `log` receives its output. */
   run(command: string, args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; signal: string | null }>;
   /** The last lines of the install's output (for a failure message) and where all of it is. */
-  readonly log: { tail(): string; readonly path: string };
+  readonly log: { tail(): string; readonly path: string; /** Removes the output once it is not needed (a successful install). */ discard?(): void };
   /** Runs `fn` holding the machine-wide install lock. */
   withLock<T>(fn: () => Promise<T>): Promise<T>;
   say(line: string): void;
@@ -99,6 +99,8 @@ export async function ensureChromium(host: ChromiumHost): Promise<"present" | "i
     }
     if (!host.present()) throw new ChromiumSetupError(`apt-get installed the chromium package, but ${CHROMIUM} does not exist: install a Chromium at ${CHROMIUM} (full output: ${host.log.path})`);
     host.say(`Chromium installed at ${CHROMIUM} in ${Math.round((host.now() - started) / 1000)} s`);
+    // The output is kept only when it explains a failure.
+    host.log.discard?.();
     return "installed";
   });
 }
@@ -204,6 +206,13 @@ export function systemHost(): ChromiumHost {
       }),
     log: {
       path: logPath,
+      discard: () => {
+        try {
+          unlinkSync(logPath);
+        } catch {
+          // never written, or already gone
+        }
+      },
       tail: () =>
         output
           .split("\n")

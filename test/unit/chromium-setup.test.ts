@@ -11,6 +11,8 @@ interface Fake extends ChromiumHost {
   readonly runs: string[];
   readonly said: string[];
   locked: number;
+  /** Times the install output was removed. */
+  discarded: number;
 }
 
 function fakeHost(o: { present?: boolean; uid?: number | undefined; aptGet?: boolean; env?: Record<string, string>; exitCodes?: (number | null)[]; installs?: boolean; presentAfterLock?: boolean }): Fake {
@@ -20,6 +22,7 @@ function fakeHost(o: { present?: boolean; uid?: number | undefined; aptGet?: boo
     runs: [],
     said: [],
     locked: 0,
+    discarded: 0,
     present: () => present,
     uid: () => ("uid" in o ? o.uid : 0),
     aptGet: () => o.aptGet ?? true,
@@ -30,7 +33,7 @@ function fakeHost(o: { present?: boolean; uid?: number | undefined; aptGet?: boo
       if (code === 0 && args.includes("install") && (o.installs ?? true)) present = true;
       return { code, signal: code === null ? "SIGTERM" : null };
     },
-    log: { path: "/tmp/install.log", tail: () => "E: Unable to locate package chromium" },
+    log: { path: "/tmp/install.log", tail: () => "E: Unable to locate package chromium", discard: () => void host.discarded++ },
     withLock: async (fn) => {
       host.locked++;
       if (o.presentAfterLock) present = true;
@@ -48,6 +51,8 @@ async function failure(host: ChromiumHost): Promise<ChromiumSetupError> {
     (e: unknown) => e,
   );
   expect(err).toBeInstanceOf(ChromiumSetupError);
+  // A failure's message points at the install output: it stays.
+  expect((host as Partial<Fake>).discarded ?? 0).toBe(0);
   const e = err as ChromiumSetupError;
   // One line, and the stack Vitest prints is that line too.
   expect(e.message).not.toContain("\n");
@@ -83,6 +88,8 @@ describe("Chromium setup of the browser tests", () => {
     ]);
     expect(host.said[0]).toMatch(/^Chromium is missing \(\/usr\/bin\/chromium\): installing Debian's chromium package/);
     expect(host.said.slice(1)).toEqual([`Chromium installed at ${CHROMIUM} in 0 s`]);
+    // Its output was only for explaining a failure.
+    expect(host.discarded).toBe(1);
   });
 
   it("installs nothing when another run installed it while this one waited for the lock", async () => {

@@ -60,6 +60,9 @@ export function startSupervisor(o: StartOptions): RunningSupervisor {
     async stop() {
       fleet.stop();
       await ended;
+      // As the command does at stop: fold the effective logs, so no idle fold comes later to
+      // make the removed directory again.
+      await stateDir.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
