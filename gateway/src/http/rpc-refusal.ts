@@ -6,10 +6,11 @@
 // The body is left unread on purpose: HTTP/1.1 closes the connection after the answer (server.ts),
 // and HTTP/2 resets the stream with NO_ERROR once the answer is sent (node does that for a
 // response that ends before its request). One exception: an HTTP/1.1 body that announces at most
-// SMALL_BODY_BYTES is discarded (never parsed or kept) for up to SMALL_BODY_WAIT_MS before the
-// answer. Closing the connection under a client that is still writing such a body makes its
-// write fail (EPIPE), and clients report that instead of the answer; a small body costs nothing
-// to drop, and one that is large, chunked or slow is not waited for.
+// SMALL_BODY_BYTES, or is chunked (connect-node's HTTP/1.1 client sends every body so), is
+// discarded (never parsed or kept) for up to SMALL_BODY_WAIT_MS before the answer, as long as no
+// more than SMALL_BODY_BYTES of it arrive. Closing the connection under a client that is still
+// writing its body makes its write fail (EPIPE), and clients report that instead of the answer; a
+// small body costs nothing to drop, and one that is large or slow is not waited for.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -57,24 +58,34 @@ export function refuseRequest(req: Req, res: Res, code: Code, message: string, w
 }
 
 function awaitsSmallBody(req: Req): boolean {
-  if (req.complete || req.headers["transfer-encoding"] !== undefined) return false;
+  if (req.complete) return false;
+  // Chunked: its size shows as it arrives (dropBody stops counting past the bound).
+  if (req.headers["transfer-encoding"] !== undefined) return req.headers["content-length"] === undefined;
   const length = Number(req.headers["content-length"] ?? "0");
   return Number.isSafeInteger(length) && length > 0 && length <= SMALL_BODY_BYTES;
 }
 
-/** Discards the rest of a small body, then calls `then` once: at its end, on error, or after SMALL_BODY_WAIT_MS. */
+/**
+ * Discards the rest of a small body, then calls `then` once: at its end, on error, after
+ * SMALL_BODY_WAIT_MS, or as soon as more than SMALL_BODY_BYTES of it have arrived.
+ */
 function dropBody(req: IncomingMessage, then: () => void): void {
   let done = false;
+  let bytes = 0;
   const finish = () => {
     if (done) return;
     done = true;
     clearTimeout(timer);
-    req.off("end", finish).off("error", finish).off("close", finish);
+    req.off("data", count).off("end", finish).off("error", finish).off("close", finish);
     then();
   };
+  const count = (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > SMALL_BODY_BYTES) finish();
+  };
   const timer = setTimeout(finish, SMALL_BODY_WAIT_MS);
-  req.on("end", finish).on("error", finish).on("close", finish);
-  req.resume();
+  // The "data" listener reads the body (and drops each chunk once counted).
+  req.on("data", count).on("end", finish).on("error", finish).on("close", finish);
 }
 
 function send(res: Res, status: number, headers: Record<string, string>, body: string | Uint8Array | undefined): void {

@@ -154,3 +154,67 @@ describe("shutdown with a sandbox listener", () => {
     }
   });
 });
+
+describe("an HTTP/1.1 refusal to a client still sending its body", () => {
+  /** Sends a chunked POST in parts, `gapMs` apart; resolves with what came back and whether any write failed. */
+  function chunkedPost(port: number, parts: readonly Buffer[], gapMs: number) {
+    return new Promise<{ response: string; writeFailed: boolean; answeredAfterBody: boolean }>((resolve) => {
+      const socket = net.connect(port, "127.0.0.1");
+      let response = "";
+      let writeFailed = false;
+      let bodyDone = false;
+      let answeredAfterBody: boolean | undefined;
+      socket.on("data", (d: Buffer) => {
+        answeredAfterBody ??= bodyDone;
+        response += d.toString("latin1");
+      });
+      socket.on("error", () => (writeFailed = true));
+      socket.on("close", () => resolve({ response, writeFailed, answeredAfterBody: answeredAfterBody ?? false }));
+      socket.write(`POST /openshell.v1.OpenShell/ListSandboxes HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nauthorization: Bearer ${ADMIN}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n`);
+      void (async () => {
+        for (const part of [...parts, Buffer.alloc(0)]) {
+          await new Promise((r) => setTimeout(r, gapMs));
+          if (socket.destroyed) return;
+          const chunk = Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from("\r\n")]);
+          socket.write(chunk, (err) => {
+            if (err) writeFailed = true;
+          });
+        }
+        bodyDone = true;
+      })();
+    });
+  }
+
+  it("waits for a small chunked body, so the client reads the answer instead of a failed write", async () => {
+    const g = await startTlsTestGateway({ auth, sandboxListener: true });
+    try {
+      const r = await chunkedPost(g.server.sandboxPort!, [Buffer.from("{"), Buffer.from("}")], 100);
+      expect(r.writeFailed).toBe(false);
+      expect(r.answeredAfterBody).toBe(true);
+      expect(r.response).toMatch(/^HTTP\/1\.1 403 /);
+      expect(r.response).toContain('"code":"permission_denied"');
+    } finally {
+      await g.close();
+    }
+  });
+
+  it("answers at once when more than 64 KiB of a chunked body arrive, without reading the rest", async () => {
+    const g = await startTlsTestGateway({ auth, sandboxListener: true });
+    try {
+      // 70 KiB, then the client holds the rest for 3 s: the answer does not wait for it.
+      const started = Date.now();
+      const answered = new Promise<number>((resolve) => {
+        const socket = net.connect(g.server.sandboxPort!, "127.0.0.1");
+        socket.on("data", () => resolve(Date.now() - started));
+        socket.on("error", () => {});
+        const big = Buffer.alloc(70 * 1024, 0x20);
+        socket.write(`POST /openshell.v1.OpenShell/ListSandboxes HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n${big.length.toString(16)}\r\n`);
+        socket.write(big);
+        setTimeout(() => socket.destroy(), 3_000);
+      });
+      expect(await answered).toBeLessThan(900);
+    } finally {
+      await g.close();
+    }
+  });
+});
