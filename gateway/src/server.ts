@@ -8,7 +8,7 @@ import * as http2 from "node:http2";
 import * as net from "node:net";
 import type { TLSSocket } from "node:tls";
 import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
-import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import type { Registry } from "prom-client";
 import { admittedKey, frontDoorOf } from "./auth/front-door.js";
 import { describePeerCertificate, peerCertificateKey, type PeerCertificate } from "./auth/peer-certificate.js";
@@ -20,6 +20,7 @@ import { Connections } from "./http/connections.js";
 import { isLoopbackName } from "./http/loopback-host.js";
 import { createCors } from "./http/cors.js";
 import { createEndpoints } from "./http/endpoints.js";
+import { createRpcAdapter } from "./http/rpc-adapter.js";
 import { sniffProtocol } from "./http/protocol-sniffer.js";
 import { refuseRequest } from "./http/rpc-refusal.js";
 import { SANDBOX_LISTENER_PATHS, sandboxListenerRefusal } from "./http/sandbox-listener.js";
@@ -61,6 +62,8 @@ export interface ServerOptions {
    * client certificate asked, and only `paths` (default: the supervisor's methods) and `/healthz`.
    */
   readonly sandboxListener?: { readonly port: number; readonly paths?: readonly string[] };
+  /** Serve unary gRPC calls on the lean path below connect (http/grpc-unary.ts). Default true; false is for tests comparing both. */
+  readonly fastUnary?: boolean;
 }
 
 export interface RunningServer {
@@ -121,11 +124,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const requireClientCertificate = options.tls?.clientCa !== undefined;
   // Requests authenticated at the door (before their body was read), and as whom.
   const admitted = new WeakMap<object, { readonly principal: Principal | undefined }>();
+  const outer = unavailableOnShutdown(shutdownSignal.signal);
   const adapter = (readMaxBytes: number) =>
-    connectNodeAdapter({
+    createRpcAdapter({
       routes: options.routes,
-      // The response encoder goes first, so outermost: it hands connect its stand-in last.
-      interceptors: [preEncodeResponses(), unavailableOnShutdown(shutdownSignal.signal), ...(options.interceptors ?? [])],
+      // The response encoder goes first, so outermost: it hands connect its stand-in last. The
+      // lean path for unary gRPC calls encodes answers itself (http/grpc-unary.ts).
+      interceptors: [preEncodeResponses(), outer, ...(options.interceptors ?? [])],
+      fastInterceptors: [outer, ...(options.interceptors ?? [])],
+      ...(options.fastUnary === false ? { fastUnary: false } : {}),
       // Decompress what clients send, but do not spend CPU compressing small configuration messages.
       acceptCompression: [compressionGzip, compressionBrotli],
       compressMinBytes: COMPRESS_MIN_BYTES,
