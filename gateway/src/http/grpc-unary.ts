@@ -236,15 +236,18 @@ async function* replay(chunks: readonly Uint8Array[], rest: AsyncIterable<Uint8A
   if (rest) yield* rest;
 }
 
-/** The request's headers as connect-node hands them to connect: a fetch Headers, pseudo-headers left out. */
-function requestHeaders(headers: http2.IncomingHttpHeaders): Headers {
-  const out = new Headers();
+/**
+ * The request's headers as connect-node hands them to connect (each value appended, pseudo-headers
+ * left out), as pairs: createHandlerContext makes its Headers of them, so only one is built.
+ */
+function requestHeaders(headers: http2.IncomingHttpHeaders): [string, string][] {
+  const out: [string, string][] = [];
   for (const key in headers) {
     if (key.charCodeAt(0) === 58 /* ":" */) continue;
     const v = headers[key];
     if (v === undefined) continue;
-    if (typeof v === "string") out.append(key, v);
-    else for (const e of v) out.append(key, e);
+    if (typeof v === "string") out.push([key, v]);
+    else for (const e of v) out.push([key, e]);
   }
   return out;
 }
