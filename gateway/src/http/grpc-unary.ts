@@ -21,7 +21,7 @@
 
 import type * as http2 from "node:http2";
 import { toBinary, type DescMessage } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext, type ContextValues, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
+import { Code, ConnectError, createHandlerContext, type ContextValues, type HandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import { compressionNegotiate, createMethodSerializationLookup, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
 import { contentTypeProto, grpcStatusOk, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { encodeMessage } from "../model/binary-encoder.js";
@@ -83,29 +83,36 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
       if (Array.isArray(timeoutHeader)) return false;
       const timeout = parseTimeout(timeoutHeader ?? null, Number.MAX_SAFE_INTEGER);
       if (timeout.error) return false;
-      readOneEnvelope(req, readMaxBytes, toConnect, (message) => {
-        void answer(req, res, spec, parsers.get(path)!, message, timeout.timeoutMs, values).catch(() => {
-          // Writing to a stream its peer already reset: nothing to tell anyone.
-        });
-      });
+      // connect-node cannot serve a request without an authority (it throws); leave that to it.
+      if (req.authority === undefined) return false;
+      // The call's context, made when its headers arrive, as connect makes it: its deadline and
+      // its request signal run from here, not from the end of the body.
+      const call = startCall(req, spec, timeout.timeoutMs, values);
+      readOneEnvelope(
+        req,
+        readMaxBytes,
+        (body) => {
+          // connect makes a context of its own for the call.
+          call.drop();
+          toConnect(body);
+        },
+        (message) => {
+          void answer(req, res, spec, parsers.get(path)!, message, call.context).catch(() => {
+            // Writing to a stream its peer already reset: nothing to tell anyone.
+          });
+        },
+        () => call.drop(),
+      );
       return true;
     },
   };
 
-  async function answer(
-    req: http2.Http2ServerRequest,
-    res: http2.Http2ServerResponse,
-    spec: MethodImplSpec & { kind: "unary" },
-    parse: (bytes: Uint8Array) => unknown,
-    message: Uint8Array,
-    timeoutMs: number | undefined,
-    values: ContextValues,
-  ): Promise<void> {
+  /** The call's context (see connect's gRPC handler) and the request's end as its request signal (connect-node's). */
+  function startCall(req: http2.Http2ServerRequest, spec: MethodImplSpec & { kind: "unary" }, timeoutMs: number | undefined, values: ContextValues) {
     // What connect-node makes of the request's end: the stream's reset code as an error, or a plain abort.
     const requestAbort = new AbortController();
     const onClose = () => requestAbort.abort(errorFromResetCode(req.stream.rstCode));
-    if (req.stream.closed || req.stream.destroyed) onClose();
-    else req.once("close", onClose);
+    req.once("close", onClose);
     const context = createHandlerContext({
       ...spec,
       service: spec.method.parent,
@@ -120,6 +127,24 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
       responseTrailer: { "grpc-status": grpcStatusOk },
       contextValues: values,
     });
+    return {
+      context,
+      /** The call is not answered here: its deadline's timer and its listeners go. */
+      drop() {
+        req.off("close", onClose);
+        context.abort();
+      },
+    };
+  }
+
+  async function answer(
+    req: http2.Http2ServerRequest,
+    res: http2.Http2ServerResponse,
+    spec: MethodImplSpec & { kind: "unary" },
+    parse: (bytes: Uint8Array) => unknown,
+    message: Uint8Array,
+    context: HandlerContext & { abort(reason?: unknown): void },
+  ): Promise<void> {
     // Read as connect reads it: through a fetch Headers, which joins repeated names with ", ".
     const accept = context.requestHeader.get("grpc-accept-encoding");
     const responseCompression = compressionNegotiate([...options.acceptCompression], null, accept, "grpc-accept-encoding").response;
@@ -150,8 +175,9 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
       if (res.stream.destroyed || res.stream.closed) return;
       fastPathCounts.answered++;
       res.writeHead(200, nodeHeaders(context.responseHeader));
-      if (envelope) res.write(envelope);
-      // As connect: the call's signal ends once its answer is out, before the trailers.
+      // As connect: the call's signal ends once its answer is out (written, or buffered within the
+      // stream's bound), before the trailers; a client that resets the stream before that aborts it.
+      if (envelope && !res.write(envelope)) await drained(req, res, context);
       context.abort();
       res.addTrailers(nodeHeaders(context.responseTrailer));
       res.end();
@@ -160,6 +186,29 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
       context.abort();
     }
   }
+}
+
+/**
+ * Waits, as connect-node's write does, until a write the stream could not take at once has gone out
+ * ("drain"), the stream fails (the call's signal ends with the error, as connect's does), or it
+ * closes (its reset already ended the signal: connect's waits for ever there).
+ */
+function drained(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, context: { abort(reason?: unknown): void }): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("error", failed);
+      req.off("close", done);
+      resolve();
+    };
+    const failed = (err: unknown) => {
+      context.abort(err);
+      done();
+    };
+    res.once("drain", done);
+    res.once("error", failed);
+    req.once("close", done);
+  });
 }
 
 /** The compiled encoder's bytes (toBinary's, byte for byte); toBinary itself for what it cannot encode. */
@@ -186,7 +235,7 @@ function envelopeOf(flags: number, bytes: Uint8Array): Uint8Array {
  * goes to connect with what was read in front of the rest: connect reads, and refuses, it as ever.
  * Nothing more than one envelope's bytes (plus a chunk) is held.
  */
-function readOneEnvelope(req: http2.Http2ServerRequest, max: number, toConnect: ToConnect, onMessage: (message: Uint8Array) => void): void {
+function readOneEnvelope(req: http2.Http2ServerRequest, max: number, toConnect: ToConnect, onMessage: (message: Uint8Array) => void, onGone: () => void): void {
   const chunks: Buffer[] = [];
   let total = 0;
   let need = -1;
@@ -195,8 +244,8 @@ function readOneEnvelope(req: http2.Http2ServerRequest, max: number, toConnect: 
     done = true;
     req.off("data", onData);
     req.off("end", onEnd);
-    req.off("error", onGone);
-    req.off("close", onGone);
+    req.off("error", gone);
+    req.off("close", gone);
   };
   const handOver = (ended: boolean) => {
     finish();
@@ -223,11 +272,14 @@ function readOneEnvelope(req: http2.Http2ServerRequest, max: number, toConnect: 
     onMessage(body.subarray(ENVELOPE_HEADER));
   };
   // A stream reset before its body ended: there is no one to answer.
-  const onGone = () => finish();
+  const gone = () => {
+    finish();
+    onGone();
+  };
   req.on("data", onData);
   req.on("end", onEnd);
-  req.on("error", onGone);
-  req.on("close", onGone);
+  req.on("error", gone);
+  req.on("close", gone);
 }
 
 /** The bytes read so far, then the rest of the body (if it has not ended). */
@@ -264,9 +316,10 @@ function nodeHeaders(headers: Headers): Record<string, string | string[]> {
   return o;
 }
 
+/** The request's URL as connect-node makes it: through URL, which normalizes host, port, path and query. */
 function urlOf(req: http2.Http2ServerRequest): string {
   const encrypted = "encrypted" in req.socket && (req.socket as { encrypted?: boolean }).encrypted === true;
-  return `${encrypted ? "https" : "http"}://${req.authority}${req.url}`;
+  return new URL(req.url, `${encrypted ? "https" : "http"}://${req.authority}`).toString();
 }
 
 /** HTTP/2 reset codes, by number: the names connect-node's messages carry. */

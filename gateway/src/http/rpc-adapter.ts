@@ -41,6 +41,13 @@ export function createRpcAdapter(options: RpcAdapterOptions): (req: AnyReq, res:
   const specs = new Map<string, MethodImplSpec>();
   const register = router.service.bind(router);
   router.service = ((service: DescService, impl: object, opts?: object) => {
+    // A service with options of its own (interceptors, read bound, protocols, binary options, ...)
+    // is served by connect with them: the lean path knows only the router's. JSON options alone do
+    // not touch a binary call.
+    if (opts !== undefined && Object.keys(opts).some((k) => k !== "jsonOptions")) {
+      for (const method of service.methods) specs.delete(`/${service.typeName}/${method.name}`);
+      return register(service, impl as never, opts as never);
+    }
     const spec = createServiceImplSpec(service, impl as never);
     for (const method of service.methods) {
       if (method.methodKind === "unary") specs.set(`/${service.typeName}/${method.name}`, spec.methods[method.localName] as MethodImplSpec);

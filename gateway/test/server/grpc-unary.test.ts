@@ -196,6 +196,20 @@ describe("the lean path for unary gRPC calls", () => {
     expect(lastLean).toEqual({ answered: 0, handedOver: 1 });
   });
 
+  it("bounds a call without credentials (Health) to 64 KiB, and answers one within it, as connect does", async () => {
+    // Health takes no fields: an unknown bytes field (15) of n bytes is a valid request.
+    const padded = (n: number) => envelope(Buffer.concat([Buffer.from([0x7a, 0x80 | (n & 0x7f), 0x80 | ((n >>> 7) & 0x7f), n >>> 14]), Buffer.alloc(n, 0x61)]));
+    for (const [n, code, lean] of [
+      [60 * 1024, "0", { answered: 1, handedOver: 0 }],
+      [100 * 1024, "8", { answered: 0, handedOver: 1 }],
+    ] as const) {
+      const [a, b] = await both("Health", padded(n), { authorization: "" });
+      expect(a.trailers["grpc-status"], `${n}`).toBe(code);
+      expect(a).toEqual(b);
+      expect(lastLean).toEqual(lean);
+    }
+  });
+
   it("reads a body that arrives a byte at a time", async () => {
     const bytes = [...getDev].map((b) => Buffer.from([b]));
     const [a, b] = await both("GetSandbox", bytes);

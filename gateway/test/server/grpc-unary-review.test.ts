@@ -1,0 +1,382 @@
+// The lean path for unary gRPC calls (src/http/grpc-unary.ts) against connect, on the edges: one
+// server with the lean path and one without, the same test service (Health, whose behaviour each
+// test sets), the same raw HTTP/2 requests; the answers and what the handler saw must match.
+
+import * as http2 from "node:http2";
+import { setTimeout as sleep } from "node:timers/promises";
+import { gunzipSync } from "node:zlib";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { HealthRequestSchema, HealthResponseSchema, OpenShell, ServiceStatus } from "openshell-config/raw";
+import { Registry } from "prom-client";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { fastPathCounts } from "../../src/http/grpc-unary.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+
+type Impl = (ctx: HandlerContext) => Promise<{ status?: ServiceStatus; version?: string }>;
+let impl: Impl = async () => ({ status: ServiceStatus.HEALTHY });
+/** What the handler saw, per server (lean first). */
+let seen: Record<string, unknown>[] = [];
+let interceptor: Interceptor = (next) => (req) => next(req);
+
+const routes = (router: ConnectRouter) => {
+  router.service(OpenShell, { health: (_req, ctx) => impl(ctx) as never });
+};
+
+interface Answer {
+  status: number;
+  headers: Record<string, unknown>;
+  body: Buffer;
+  trailers: Record<string, unknown>;
+}
+
+let fast: RunningServer;
+let slow: RunningServer;
+
+async function serve(fastUnary: boolean, more: { routes?: (r: ConnectRouter) => void } = {}): Promise<RunningServer> {
+  return startServer({
+    port: 0,
+    routes: more.routes ?? routes,
+    interceptors: [(next) => (req) => interceptor(next)(req)],
+    logger: createLogger({ level: "silent" }),
+    metricsRegistry: new Registry(),
+    fastUnary,
+  });
+}
+
+beforeAll(async () => {
+  fast = await serve(true);
+  slow = await serve(false);
+});
+afterAll(async () => {
+  await fast?.close({ graceMs: 200 });
+  await slow?.close({ graceMs: 200 });
+});
+beforeEach(() => {
+  impl = async () => ({ status: ServiceStatus.HEALTHY });
+  interceptor = (next) => (req) => next(req);
+  seen = [];
+});
+
+function envelope(bytes: Uint8Array, flags = 0): Buffer {
+  const head = Buffer.alloc(5);
+  head[0] = flags;
+  head.writeUInt32BE(bytes.length, 1);
+  return Buffer.concat([head, bytes]);
+}
+const health = envelope(toBinary(HealthRequestSchema, create(HealthRequestSchema, {})));
+
+interface PostOptions {
+  headers?: http2.OutgoingHttpHeaders;
+  path?: string;
+  /** Wait this long after the headers before sending the body. */
+  bodyDelayMs?: number;
+  /** Reset the stream (CANCEL) this long after the body. */
+  resetAfterMs?: number;
+}
+
+async function post(url: string, body: Buffer, o: PostOptions = {}): Promise<Answer> {
+  const session = http2.connect(url);
+  try {
+    return await new Promise<Answer>((resolve, reject) => {
+      const req = session.request({
+        ":method": "POST",
+        ":path": o.path ?? "/openshell.v1.OpenShell/Health",
+        "content-type": "application/grpc",
+        te: "trailers",
+        ...o.headers,
+      });
+      const answer: Answer = { status: 0, headers: {}, body: Buffer.alloc(0), trailers: {} };
+      const data: Buffer[] = [];
+      req.on("response", (h) => {
+        answer.status = Number(h[":status"]);
+        const { ":status": _s, date: _d, ...rest } = h;
+        answer.headers = rest;
+      });
+      req.on("trailers", (t) => (answer.trailers = { ...t }));
+      req.on("data", (c: Buffer) => data.push(c));
+      req.on("end", () => resolve({ ...answer, body: Buffer.concat(data) }));
+      req.on("close", () => resolve({ ...answer, body: Buffer.concat(data) }));
+      req.on("error", o.resetAfterMs !== undefined ? () => {} : reject);
+      void (async () => {
+        if (o.bodyDelayMs) await sleep(o.bodyDelayMs);
+        req.end(body);
+        if (o.resetAfterMs !== undefined) {
+          await sleep(o.resetAfterMs);
+          req.close(http2.constants.NGHTTP2_CANCEL);
+        }
+      })();
+    });
+  } finally {
+    session.close();
+  }
+}
+
+/** The same call to both servers: the answers, lean first; checks the lean path took it. */
+async function both(body: Buffer, o: PostOptions = {}): Promise<[Answer, Answer]> {
+  const before = fastPathCounts.answered;
+  const a = await post(fast.url, body, o);
+  const lean = fastPathCounts.answered - before;
+  const b = await post(slow.url, body, o);
+  return [a, b].map((x) => ({ ...x, lean })) as unknown as [Answer, Answer];
+}
+
+describe("the lean path against connect, at the edges", () => {
+  it("starts a call's deadline when its headers arrive, as connect does, not when its body has been read", async () => {
+    impl = async (ctx) => {
+      seen.push({ aborted: ctx.signal.aborted, reason: String(ctx.signal.reason), late: (ctx.timeoutMs() ?? 0) <= 0 });
+      return { status: ServiceStatus.HEALTHY };
+    };
+    await both(health, { headers: { "grpc-timeout": "200m" }, bodyDelayMs: 400 });
+    expect(seen).toHaveLength(2);
+    expect(seen[1]).toMatchObject({ aborted: true, late: true });
+    expect(seen[0]).toEqual(seen[1]);
+  });
+
+  it("gives the handler connect's URL (normalized by URL, query and all)", async () => {
+    impl = async (ctx) => {
+      seen.push({ url: ctx.url });
+      return {};
+    };
+    const [a, b] = await both(health, { path: "/openshell.v1.OpenShell/Health?q=a|b\"c{d}", headers: { ":authority": "LOCALHOST:80" } });
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toEqual(seen[1]);
+    expect(a).toEqual(b);
+  });
+
+  it("answers a handler's plain Error, a ConnectError with metadata and details, and headers and trailers set by handler and interceptor, as connect does", async () => {
+    const cases: [string, Impl, Interceptor?][] = [
+      [
+        "plain error",
+        async () => {
+          throw new Error("boom");
+        },
+      ],
+      [
+        "thrown string",
+        async () => {
+          // eslint-disable-next-line @typescript-eslint/only-throw-error
+          throw "a string";
+        },
+      ],
+      [
+        "connect error with metadata and details",
+        async () => {
+          throw new ConnectError("nope", Code.FailedPrecondition, { "x-meta": "1", "x-bin-bin": "AAEC" }, [{ desc: HealthResponseSchema, value: create(HealthResponseSchema, { version: "detail" }) }]);
+        },
+      ],
+      [
+        "headers and trailers",
+        async (ctx) => {
+          ctx.responseHeader.append("x-h", "1");
+          ctx.responseHeader.append("x-h", "2");
+          ctx.responseTrailer.set("x-t", "t");
+          return { version: "v" };
+        },
+        (next) => async (req) => {
+          const res = await next(req);
+          res.header.set("x-i", "i");
+          res.trailer.append("x-it", "a");
+          res.trailer.append("x-it", "b");
+          return res;
+        },
+      ],
+      [
+        "header set then thrown",
+        async (ctx) => {
+          ctx.responseHeader.set("x-before", "1");
+          throw new ConnectError("late", Code.Aborted);
+        },
+      ],
+      [
+        "interceptor throws",
+        async () => ({}),
+        () => async () => {
+          throw new ConnectError("denied", Code.PermissionDenied, { "www-authenticate": "Bearer" });
+        },
+      ],
+      ["deadline 0", async (ctx) => (ctx.signal.throwIfAborted(), {}), undefined],
+    ];
+    for (const [what, i, ic] of cases) {
+      impl = i;
+      if (ic) interceptor = ic;
+      const [a, b] = await both(health, what === "deadline 0" ? { headers: { "grpc-timeout": "0m" } } : {});
+      expect(a, what).toEqual(b);
+      interceptor = (next) => (req) => next(req);
+    }
+  });
+
+  it("compresses a response of 1 MiB and more for a client that accepts gzip, byte for byte as connect", async () => {
+    impl = async () => ({ version: "x".repeat(1024 * 1024 + 10) });
+    const [a, b] = await both(health, { headers: { "grpc-accept-encoding": "gzip" } });
+    expect(a.headers["grpc-encoding"]).toBe("gzip");
+    expect(a.body[0]).toBe(1);
+    expect(gunzipSync(a.body.subarray(5)).length).toBeGreaterThan(1024 * 1024);
+    expect(a).toEqual(b);
+  });
+
+  it("aborts the handler's signal with connect's reason when the client resets right after the body", async () => {
+    impl = async (ctx) => {
+      const reason = await new Promise<unknown>((resolve) => ctx.signal.addEventListener("abort", () => resolve(ctx.signal.reason)));
+      const e = ConnectError.from(reason);
+      seen.push({ code: e.code, message: e.message });
+      return {};
+    };
+    await both(health, { resetAfterMs: 50 });
+    await expect.poll(() => seen.length).toBe(2);
+    expect(seen[0]).toEqual(seen[1]);
+    expect(seen[0]).toMatchObject({ code: Code.Canceled });
+  });
+
+  it("leaves a service registered with options of its own (other interceptors, no gRPC) to connect", async () => {
+    const calls: string[] = [];
+    const withOptions = (router: ConnectRouter) => {
+      router.service(OpenShell, { health: async () => ({ status: ServiceStatus.HEALTHY }) }, {
+        interceptors: [
+          (next) => async (req) => {
+            calls.push("service interceptor");
+            return next(req);
+          },
+        ],
+      });
+    };
+    const noGrpc = (router: ConnectRouter) => {
+      router.service(OpenShell, { health: async () => ({ status: ServiceStatus.HEALTHY }) }, { grpc: false } as never);
+    };
+    for (const [what, r] of [["interceptors", withOptions], ["grpc: false", noGrpc]] as const) {
+      const f = await serve(true, { routes: r });
+      const s = await serve(false, { routes: r });
+      try {
+        calls.length = 0;
+        const a = await post(f.url, health);
+        const b = await post(s.url, health);
+        expect(a, what).toEqual(b);
+        if (what === "interceptors") expect(calls).toEqual(["service interceptor", "service interceptor"]);
+      } finally {
+        await f.close({ graceMs: 100 });
+        await s.close({ graceMs: 100 });
+      }
+    }
+  });
+
+  it("ends the handler's signal as connect does when the client resets during a large answer it does not read", async () => {
+    impl = async (ctx) => {
+      ctx.signal.addEventListener("abort", () => seen.push({ reason: String(ctx.signal.reason) }));
+      return { version: "y".repeat(4 * 1024 * 1024) };
+    };
+    for (const url of [fast.url, slow.url]) {
+      const session = http2.connect(url);
+      const req = session.request({ ":method": "POST", ":path": "/openshell.v1.OpenShell/Health", "content-type": "application/grpc", te: "trailers" });
+      req.on("error", () => {});
+      req.pause();
+      req.end(health);
+      await sleep(200);
+      req.close(http2.constants.NGHTTP2_CANCEL);
+      await sleep(100);
+      session.close();
+    }
+    await expect.poll(() => seen.length).toBe(2);
+    expect(seen[0]).toEqual(seen[1]);
+  });
+
+  it("reads a multi-MiB body and hands one that holds a second envelope to connect mid-stream", async () => {
+    // Health takes no fields: a large unknown field (field 15, bytes) is a valid request.
+    const big = (n: number) => {
+      const payload = Buffer.alloc(n, 0x61);
+      const len: number[] = [];
+      for (let v = n; ; v >>>= 7) {
+        if (v < 0x80) {
+          len.push(v);
+          break;
+        }
+        len.push((v & 0x7f) | 0x80);
+      }
+      return envelope(Buffer.concat([Buffer.from([0x7a, ...len]), payload]));
+    };
+    const one = big(10 * 1024 * 1024);
+    const [a, b] = await both(one);
+    expect(a.trailers["grpc-status"]).toBe("0");
+    expect(a).toEqual(b);
+    expect((a as unknown as { lean: number }).lean).toBe(1);
+    const two = Buffer.concat([big(3 * 1024 * 1024), big(3 * 1024 * 1024)]);
+    const [c, d] = await both(two);
+    expect(c.trailers["grpc-status"]).not.toBe("0");
+    expect(c).toEqual(d);
+  }, 30_000);
+
+  it("answers a call waiting in its handler at shutdown as connect does", async () => {
+    impl = async (ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+      seen.push({ code: ConnectError.from(ctx.signal.reason).code });
+      throw ctx.signal.reason;
+    };
+    const answers: Answer[] = [];
+    for (const fastUnary of [true, false]) {
+      const s = await serve(fastUnary);
+      const pending = post(s.url, health);
+      await sleep(100);
+      await s.close({ graceMs: 100 });
+      answers.push(await pending);
+    }
+    expect(seen).toEqual([{ code: Code.Unavailable }, { code: Code.Unavailable }]);
+    expect(answers[0]).toEqual(answers[1]);
+  });
+
+  it("keeps no listener on the shutdown signal, the session or the process per call (10,000 calls)", async () => {
+    let shutdown: AbortSignal | undefined;
+    impl = async (ctx) => {
+      shutdown ??= (ctx as unknown as { shutdownSignal: AbortSignal }).shutdownSignal;
+      return {};
+    };
+    const session = http2.connect(fast.url);
+    const one = () =>
+      new Promise<void>((resolve, reject) => {
+        const req = session.request({ ":method": "POST", ":path": "/openshell.v1.OpenShell/Health", "content-type": "application/grpc", te: "trailers", "grpc-timeout": "10S" });
+        req.on("error", reject);
+        req.on("close", () => resolve());
+        req.resume();
+        req.end(health);
+      });
+    try {
+      await one();
+      let added = 0;
+      const add = shutdown!.addEventListener.bind(shutdown);
+      const remove = shutdown!.removeEventListener.bind(shutdown);
+      shutdown!.addEventListener = ((...args: Parameters<AbortSignal["addEventListener"]>) => {
+        added++;
+        add(...args);
+      }) as AbortSignal["addEventListener"];
+      shutdown!.removeEventListener = ((...args: Parameters<AbortSignal["removeEventListener"]>) => {
+        added--;
+        remove(...args);
+      }) as AbortSignal["removeEventListener"];
+      const listeners = process.listenerCount("warning") + process.listenerCount("exit");
+      const before = fastPathCounts.answered;
+      for (let i = 0; i < 100; i++) await Promise.all(Array.from({ length: 100 }, one));
+      expect(fastPathCounts.answered - before).toBe(10_000);
+      expect(added).toBe(0);
+      // Calls handed to connect (two envelopes), and calls reset in the middle of their body.
+      const handed = fastPathCounts.handedOver;
+      const other = (kind: "two" | "reset") =>
+        new Promise<void>((resolve) => {
+          const req = session.request({ ":method": "POST", ":path": "/openshell.v1.OpenShell/Health", "content-type": "application/grpc", te: "trailers", "grpc-timeout": "10S" });
+          req.on("error", () => {});
+          req.on("close", () => resolve());
+          req.resume();
+          if (kind === "two") req.end(Buffer.concat([health, health]));
+          else req.write(Buffer.from([0, 0, 0, 1]), () => setTimeout(() => req.close(http2.constants.NGHTTP2_CANCEL), 5));
+        });
+      for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 50 }, (_, j) => other(j % 2 ? "two" : "reset")));
+      // A body cut by a reset ends early: connect gets it, as it would have read it.
+      expect(fastPathCounts.handedOver - handed).toBe(500);
+      await expect.poll(() => added).toBe(0);
+      expect(process.listenerCount("warning") + process.listenerCount("exit")).toBe(listeners);
+      // Restore.
+      shutdown!.addEventListener = add;
+      shutdown!.removeEventListener = remove;
+    } finally {
+      session.close();
+    }
+  }, 60_000);
+});
