@@ -81,50 +81,78 @@ export class UsageError extends Error {
   }
 }
 
-export const USAGE = `Usage: openshell-gateway serve --db URL --port N (--auth-file FILE | --tls-client-ca FILE | --oidc-issuer URL | --no-auth) [options]
+export const USAGE = `Usage: openshell-gateway serve --db URL --port N AUTH [options]
+
+AUTH: --auth-file FILE, --tls-client-ca FILE, --oidc-issuer URL (one or more),
+or --no-auth.
 
 Options:
-  --db URL             sqlite:PATH, sqlite::memory: or postgres://user:pass@host/db   [env OPENSHELL_GATEWAY_DB]
-  --port N             TCP port, 0 for any free port                                [env OPENSHELL_GATEWAY_PORT]
+  --db URL             sqlite:PATH, sqlite::memory: or
+                       postgres://user:pass@host/db [env OPENSHELL_GATEWAY_DB]
+  --port N             TCP port, 0 for any free port
+                       [env OPENSHELL_GATEWAY_PORT]
   --host H             interface to bind (default 127.0.0.1)
-  --auth-file FILE     JSON file of bearer tokens and principals                    [env OPENSHELL_GATEWAY_AUTH_FILE]
-                       (refused if others may read its tokens or change it: chmod 600)
+  --auth-file FILE     JSON file of bearer tokens and principals, refused if
+                       others may read its tokens or change it (chmod 600)
+                       [env OPENSHELL_GATEWAY_AUTH_FILE]
   --allow-readable-auth-file
-                       start although others may read the auth file's tokens (warns)
-  --no-auth            accept every request as an admin (local demos only; loopback --host only,
-                       and only requests addressed to localhost, 127.0.0.1 or [::1])
-  --cors-origin URL    allow browser calls from this origin; repeatable; * for any
-  --log-level L        ${LOG_LEVELS.join(", ")} (default info)
-  --wait-max D         longest server-side completion wait, e.g. 3600s, 30m, 1h (default 3600s)
-  --ack-timeout D      re-send a configuration update a supervisor has not acknowledged (default 60s)
-  --heartbeat D        supervisor heartbeat interval; a peer silent for 3 intervals is dropped (default 15s)
-  --reconcile D        how often pending operations are checked for redelivery (default 1s)
-  --max-message-size S largest request message, e.g. 4MiB, 512KiB, 1000000 (default 4MiB, at most 16MiB)
-  --max-waiters N      concurrent server-side waits per caller: waited updates and watches (default 1000)
+                       start although others may read the auth file's tokens
+                       (warns)
+  --no-auth            accept every request as an admin (local demos only:
+                       loopback --host only, and only requests addressed to
+                       localhost, 127.0.0.1 or [::1])
+  --cors-origin URL    allow browser calls from this origin; repeatable; * for
+                       any
+  --log-level L        fatal, error, warn, info, debug, trace, silent
+                       (default info)
+  --wait-max D         longest server-side completion wait, e.g. 3600s, 30m, 1h
+                       (default 3600s)
+  --ack-timeout D      re-send a configuration update a supervisor has not
+                       acknowledged (default 60s)
+  --heartbeat D        supervisor heartbeat interval; a peer silent for 3
+                       intervals is dropped (default 15s)
+  --reconcile D        how often pending operations are checked for
+                       redelivery (default 1s)
+  --max-message-size S largest request message, e.g. 4MiB, 512KiB, 1000000
+                       (default 4MiB, at most 16MiB)
+  --max-waiters N      concurrent server-side waits per caller: waited updates
+                       and watches (default 1000)
   --max-supervisor-streams N
-                       supervisor streams open at once on this gateway (default 20000; 4 per
-                       supervisor token and 2 per sandbox whatever this is)
+                       supervisor streams open at once on this gateway
+                       (default 20000; 4 per supervisor token and 2 per
+                       sandbox whatever this is)
   --supervisor-write-timeout D
-                       end a supervisor stream whose write makes no progress this long (default 20s)
-  --without-operations behave like an upstream gateway before durable operations: no operation in
-                       UpdateConfig responses, wait_mode and idempotency_key ignored (client tests)
+                       end a supervisor stream whose write makes no progress
+                       this long (default 20s)
+  --without-operations behave like an upstream gateway before durable
+                       operations: no operation in UpdateConfig responses,
+                       wait_mode and idempotency_key ignored (client tests)
   --without-shared-rollouts
-                       keep no shared rollout records: their RPCs answer UNIMPLEMENTED (client tests)
+                       keep no shared rollout records: their RPCs answer
+                       UNIMPLEMENTED (client tests)
 
 TLS, client certificates and OIDC (see docs/operations.md):
-  --tls-cert FILE      serve HTTPS (ALPN h2 and http/1.1) with this PEM certificate (chain)
+  --tls-cert FILE      serve HTTPS (ALPN h2 and http/1.1) with this PEM
+                       certificate (chain)
   --tls-key FILE       the certificate's PEM private key
-  --tls-client-ca FILE require a client certificate from this PEM CA on every request but /healthz;
-                       a verified one is the platform admin unless the auth file maps it
-  --oidc-issuer URL    accept JWT bearer tokens of this OIDC issuer (https; its JWKS via discovery)
+  --tls-client-ca FILE require a client certificate from this PEM CA on every
+                       request but /healthz; a verified one is the platform
+                       admin unless the auth file maps it
+  --oidc-issuer URL    accept JWT bearer tokens of this OIDC issuer (https; its
+                       JWKS via discovery)
   --oidc-audience AUD  the audience (aud) those tokens must carry
-  --sandbox-port N     a second listener for supervisors only (same TLS certificate, no client
-                       certificate asked): ConnectSupervisor, GetSandboxConfig, ReportPolicyStatus, Health
+  --sandbox-port N     a second listener for supervisors only (same TLS
+                       certificate, no client certificate asked):
+                       ConnectSupervisor, GetSandboxConfig, ReportPolicyStatus,
+                       Health
 
 Several replicas on one PostgreSQL (see docs/operations.md):
-  --replica-id ID      this replica's name, e.g. a pod name (default: host-pid-random)
-  --lease D            supervisor session lease, renewed every third of it (default 15s)
-  --notify on|off      LISTEN/NOTIFY between replicas; off leaves only the periodic repair (default on)
+  --replica-id ID      this replica's name, e.g. a pod name
+                       (default: host-pid-random)
+  --lease D            supervisor session lease, renewed every third of it
+                       (default 15s)
+  --notify on|off      LISTEN/NOTIFY between replicas; off leaves only the
+                       periodic repair (default on)
   --db-pool N          PostgreSQL connections of this replica (default 10)
   -h, --help           show this help`;
 

@@ -42,8 +42,9 @@ const DEFAULT_STATE_DIR = ".openshell-supervisor";
 
 export const USAGE = `Usage: openshell-supervisor [options]
 
-Connects sandboxes to an OpenShell gateway (ConnectSupervisor), applies the configuration it
-streams to a simulated sandbox runtime, and reports the outcome of each revision.
+Connects sandboxes to an OpenShell gateway (ConnectSupervisor), applies the
+configuration it streams to a simulated sandbox runtime, and reports the outcome
+of each revision.
 
 Sandboxes (one of):
   --sandbox NAME             one sandbox (name or id, as the gateway knows it)
@@ -51,23 +52,30 @@ Sandboxes (one of):
   --sandbox-prefix P         name prefix for --sandboxes (default "sandbox-")
 
 Gateway:
-  --gateway URL[,URL…]       gateway URL(s), rotated through on failure; omit for standalone mode;
-                             https:// URLs are verified against the system roots and --ca
-  --ca FILE                  PEM CA certificate(s) of an https gateway (e.g. a private CA),
-                             trusted besides the system roots
-  --token TOKEN              sandbox bearer token (used for every sandbox without a token-file entry)
+  --gateway URL[,URL…]       gateway URL(s), rotated through on failure; omit
+                             for standalone mode; https:// URLs are verified
+                             against the system roots and --ca
+  --ca FILE                  PEM CA certificate(s) of an https gateway (e.g. a
+                             private CA), trusted besides the system roots
+  --token TOKEN              sandbox bearer token (for every sandbox without a
+                             token-file entry)
   --token-file FILE          JSON object { "<sandbox name>": "<token>" }
 
 Runtime:
-  --state-dir DIR            where each sandbox's directory is (default ./.openshell-supervisor):
-                             <sandbox>/effective.json, and effective.log while applies are recent
-  --local-policy FILE        proto-JSON SandboxPolicy that overrides the gateway's policies
-                             (alone, without --gateway: standalone mode)
-  --probe-timeout-ms N       TCP reachability timeout for middleware services (default 300)
+  --state-dir DIR            where each sandbox's directory is (default
+                             ./.openshell-supervisor): <sandbox>/effective.json,
+                             and effective.log while applies are recent
+  --local-policy FILE        proto-JSON SandboxPolicy that overrides the
+                             gateway's policies (alone, without --gateway:
+                             standalone mode)
+  --probe-timeout-ms N       TCP reachability timeout for middleware services
+                             (default 300)
   --log-level LEVEL          debug, info (default), warn or error
-  --poll-interval D          polling mode (the upstream baseline, e.g. 10s): no ConnectSupervisor
-                             stream; every D call GetSandboxConfig, apply a changed policy and
-                             report it with ReportPolicyStatus (D: 500ms, 1s, 10s, 1m; bare = ms)
+  --poll-interval D          polling mode (the upstream baseline, e.g. 10s): no
+                             ConnectSupervisor stream; every D call
+                             GetSandboxConfig, apply a changed policy and
+                             report it with ReportPolicyStatus (D: 500ms, 1s,
+                             10s, 1m; bare = ms)
 
 Fault injection (tests):
   --apply-delay-ms N         wait N ms before each apply
@@ -75,13 +83,15 @@ Fault injection (tests):
   --disconnect-after N       close the stream after N live updates
   --fail-bootstrap           fail every bootstrap apply
 
-  --print-effective NAME     print what sandbox NAME enforces, from --state-dir, and exit
-                             (the newest of effective.log and effective.json)
+  --print-effective NAME     print what sandbox NAME enforces, from --state-dir,
+                             and exit (the newest of effective.log and
+                             effective.json)
   -h, --help                 show this help
       --version              print the version
 
-Every option can also be set as OPENSHELL_SUPERVISOR_<OPTION> (e.g. OPENSHELL_SUPERVISOR_GATEWAY,
-OPENSHELL_SUPERVISOR_TOKEN, OPENSHELL_SUPERVISOR_DROP_ACKS=1); command-line flags win.`;
+Every option can also be set as OPENSHELL_SUPERVISOR_<OPTION> (e.g.
+OPENSHELL_SUPERVISOR_GATEWAY, OPENSHELL_SUPERVISOR_TOKEN,
+OPENSHELL_SUPERVISOR_DROP_ACKS=1); command-line flags win.`;
 
 const OPTIONS = {
   gateway: { type: "string" },

@@ -111,4 +111,11 @@ describe("command line", () => {
     expect(parseCommandLine(["--help"], {}, readFile)).toMatchObject({ kind: "help", text: expect.stringContaining("--sandbox-prefix") });
     expect(parseCommandLine(["--version"], {}, readFile)).toEqual({ kind: "version" });
   });
+
+  it("fits its usage text in an 80-column terminal", () => {
+    const parsed = parseCommandLine(["--help"], {}, readFile);
+    const text = parsed.kind === "help" ? parsed.text : "";
+    expect(text).toContain("--print-effective");
+    expect(text.split("\n").filter((line) => line.length > 80)).toEqual([]);
+  });
 });

@@ -78,6 +78,16 @@ describe("command line", () => {
     }
   });
 
+  it("fits its usage text in an 80-column terminal, and names every option it accepts", () => {
+    const parsed = parseCommandLine(["--help"], {});
+    const text = parsed.kind === "help" ? parsed.text : "";
+    const wide = text.split("\n").filter((line) => line.length > 80);
+    expect(wide).toEqual([]);
+    for (const flag of ["--db", "--port", "--auth-file", "--no-auth", "--tls-client-ca", "--oidc-issuer", "--sandbox-port", "--db-pool", "--without-shared-rollouts"]) {
+      expect(text).toContain(flag);
+    }
+  });
+
   it("explains each usage error and exits with code 2", () => {
     expect(usageError([])).toBe("missing command: expected `serve`");
     expect(usageError(["run"])).toBe('unknown command "run": expected `serve`');
