@@ -13,6 +13,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fastPathCounts } from "../../src/http/grpc-unary.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { startServer, type RunningServer } from "../../src/server.js";
+import { envelope, rawGrpcCall, type RawAnswer, type RawCall } from "./raw-grpc.js";
 
 type Impl = (ctx: HandlerContext) => Promise<{ status?: ServiceStatus; version?: string }>;
 let impl: Impl = async () => ({ status: ServiceStatus.HEALTHY });
@@ -24,12 +25,7 @@ const routes = (router: ConnectRouter) => {
   router.service(OpenShell, { health: (_req, ctx) => impl(ctx) as never });
 };
 
-interface Answer {
-  status: number;
-  headers: Record<string, unknown>;
-  body: Buffer;
-  trailers: Record<string, unknown>;
-}
+type Answer = RawAnswer;
 
 let fast: RunningServer;
 let slow: RunningServer;
@@ -59,59 +55,10 @@ beforeEach(() => {
   seen = [];
 });
 
-function envelope(bytes: Uint8Array, flags = 0): Buffer {
-  const head = Buffer.alloc(5);
-  head[0] = flags;
-  head.writeUInt32BE(bytes.length, 1);
-  return Buffer.concat([head, bytes]);
-}
 const health = envelope(toBinary(HealthRequestSchema, create(HealthRequestSchema, {})));
 
-interface PostOptions {
-  headers?: http2.OutgoingHttpHeaders;
-  path?: string;
-  /** Wait this long after the headers before sending the body. */
-  bodyDelayMs?: number;
-  /** Reset the stream (CANCEL) this long after the body. */
-  resetAfterMs?: number;
-}
-
-async function post(url: string, body: Buffer, o: PostOptions = {}): Promise<Answer> {
-  const session = http2.connect(url);
-  try {
-    return await new Promise<Answer>((resolve, reject) => {
-      const req = session.request({
-        ":method": "POST",
-        ":path": o.path ?? "/openshell.v1.OpenShell/Health",
-        "content-type": "application/grpc",
-        te: "trailers",
-        ...o.headers,
-      });
-      const answer: Answer = { status: 0, headers: {}, body: Buffer.alloc(0), trailers: {} };
-      const data: Buffer[] = [];
-      req.on("response", (h) => {
-        answer.status = Number(h[":status"]);
-        const { ":status": _s, date: _d, ...rest } = h;
-        answer.headers = rest;
-      });
-      req.on("trailers", (t) => (answer.trailers = { ...t }));
-      req.on("data", (c: Buffer) => data.push(c));
-      req.on("end", () => resolve({ ...answer, body: Buffer.concat(data) }));
-      req.on("close", () => resolve({ ...answer, body: Buffer.concat(data) }));
-      req.on("error", o.resetAfterMs !== undefined ? () => {} : reject);
-      void (async () => {
-        if (o.bodyDelayMs) await sleep(o.bodyDelayMs);
-        req.end(body);
-        if (o.resetAfterMs !== undefined) {
-          await sleep(o.resetAfterMs);
-          req.close(http2.constants.NGHTTP2_CANCEL);
-        }
-      })();
-    });
-  } finally {
-    session.close();
-  }
-}
+type PostOptions = RawCall;
+const post = (url: string, body: Buffer, o: PostOptions = {}): Promise<Answer> => rawGrpcCall(url, body, o);
 
 /** The same call to both servers: the answers, lean first; checks the lean path took it. */
 async function both(body: Buffer, o: PostOptions = {}): Promise<[Answer, Answer]> {

@@ -23,17 +23,13 @@ import type { Store } from "../../src/store/store.js";
 import { policy } from "../rpc/fixtures.js";
 import { fastPathCounts } from "../../src/http/grpc-unary.js";
 import { serveGateway } from "../serve-gateway.js";
+import { envelope, rawGrpcCall, type RawAnswer } from "./raw-grpc.js";
 
 const TOKEN = "admin-token-0123456789";
 const SCOPE = { selection: { case: "workspace" as const, value: "default" } };
 const AUTH = parseAuthFile({ tokens: [{ token: TOKEN, principal: "alice", role: "admin", workspaces: ["default"] }] });
 
-interface Answer {
-  status: number;
-  headers: Record<string, unknown>;
-  body: Buffer;
-  trailers: Record<string, unknown>;
-}
+type Answer = RawAnswer;
 
 let dir: string;
 let store: Store;
@@ -61,48 +57,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function envelope(bytes: Uint8Array, flags = 0): Buffer {
-  const head = Buffer.alloc(5);
-  head[0] = flags;
-  head.writeUInt32BE(bytes.length, 1);
-  return Buffer.concat([head, bytes]);
-}
-
-/** One raw gRPC call: the body sent as `chunks` (a short pause between them), the answer as framed. */
-async function post(url: string, method: string, body: Buffer | Buffer[], headers: http2.OutgoingHttpHeaders = {}): Promise<Answer> {
-  const session = http2.connect(url);
-  try {
-    return await new Promise<Answer>((resolve, reject) => {
-      const req = session.request({
-        ":method": "POST",
-        ":path": `/openshell.v1.OpenShell/${method}`,
-        "content-type": "application/grpc",
-        te: "trailers",
-        authorization: `Bearer ${TOKEN}`,
-        ...headers,
-      });
-      const answer: Answer = { status: 0, headers: {}, body: Buffer.alloc(0), trailers: {} };
-      const data: Buffer[] = [];
-      req.on("response", (h) => {
-        answer.status = Number(h[":status"]);
-        const { ":status": _s, date: _d, ...rest } = h;
-        answer.headers = rest;
-      });
-      req.on("trailers", (t) => (answer.trailers = { ...t }));
-      req.on("data", (c: Buffer) => data.push(c));
-      req.on("end", () => resolve({ ...answer, body: Buffer.concat(data) }));
-      req.on("error", reject);
-      void (async () => {
-        for (const c of Array.isArray(body) ? body : [body]) {
-          req.write(c);
-          if (Array.isArray(body)) await sleep(2);
-        }
-        req.end();
-      })();
-    });
-  } finally {
-    session.close();
-  }
+/** One raw gRPC call to `method` as the admin. */
+function post(url: string, method: string, body: Buffer | Buffer[], headers: http2.OutgoingHttpHeaders = {}): Promise<Answer> {
+  return rawGrpcCall(url, body, { path: `/openshell.v1.OpenShell/${method}`, headers: { authorization: `Bearer ${TOKEN}`, ...headers } });
 }
 
 /** The same call against both servers: the answers, lean path first. */
