@@ -22,7 +22,7 @@
 import type * as http2 from "node:http2";
 import { toBinary, type DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext, type ContextValues, type HandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
-import { compressionNegotiate, createMethodSerializationLookup, invokeUnaryImplementation, type Compression } from "@connectrpc/connect/protocol";
+import { compressionNegotiate, createMethodSerializationLookup, encodeEnvelope, invokeUnaryImplementation, type Compression, type Serialization } from "@connectrpc/connect/protocol";
 import { contentTypeProto, grpcStatusOk, parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { encodeMessage } from "../model/binary-encoder.js";
 import { wireFaultError } from "../rpc/request-body-guard.js";
@@ -63,11 +63,11 @@ export interface UnaryFastPath {
 export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPath {
   const { specs, readMaxBytes } = options;
   const interceptors = [...options.interceptors];
-  const parsers = new Map<string, (bytes: Uint8Array) => unknown>();
+  const acceptCompression = [...options.acceptCompression];
+  // connect's parser of each method's binary input (with its read bound), made once.
+  const parsers = new Map<string, Serialization<unknown>>();
   for (const [path, spec] of specs) {
-    const serialization = createMethodSerializationLookup(spec.method, undefined, undefined, { readMaxBytes, writeMaxBytes: 0xffffffff });
-    const parse = serialization.getI(true);
-    parsers.set(path, (bytes) => parse.parse(bytes));
+    parsers.set(path, createMethodSerializationLookup(spec.method, undefined, undefined, { readMaxBytes, writeMaxBytes: 0xffffffff }).getI(true) as Serialization<unknown>);
   }
 
   return {
@@ -141,13 +141,13 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
     req: http2.Http2ServerRequest,
     res: http2.Http2ServerResponse,
     spec: MethodImplSpec & { kind: "unary" },
-    parse: (bytes: Uint8Array) => unknown,
+    parser: Serialization<unknown>,
     message: Uint8Array,
     context: HandlerContext & { abort(reason?: unknown): void },
   ): Promise<void> {
     // Read as connect reads it: through a fetch Headers, which joins repeated names with ", ".
     const accept = context.requestHeader.get("grpc-accept-encoding");
-    const responseCompression = compressionNegotiate([...options.acceptCompression], null, accept, "grpc-accept-encoding").response;
+    const responseCompression = compressionNegotiate(acceptCompression, null, accept, "grpc-accept-encoding").response;
     if (responseCompression) context.responseHeader.set("grpc-encoding", responseCompression.name);
     let envelope: Uint8Array | undefined;
     try {
@@ -155,7 +155,7 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
       if (fault) throw wireFaultError(spec.method.input, fault);
       let parsed: unknown;
       try {
-        parsed = parse(message);
+        parsed = parser.parse(message);
       } catch (err) {
         throw ConnectError.from(err);
       }
@@ -166,7 +166,7 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
         bytes = await responseCompression.compress(bytes);
         flags = 1;
       }
-      envelope = envelopeOf(flags, bytes);
+      envelope = encodeEnvelope(flags, bytes);
     } catch (err) {
       context.abort(err);
       setTrailerStatus(context.responseTrailer, err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err));
@@ -218,14 +218,6 @@ function encode(desc: DescMessage, message: object): Uint8Array {
   } catch {
     return toBinary(desc, message as never);
   }
-}
-
-function envelopeOf(flags: number, bytes: Uint8Array): Uint8Array {
-  const out = Buffer.allocUnsafe(ENVELOPE_HEADER + bytes.byteLength);
-  out[0] = flags;
-  out.writeUInt32BE(bytes.byteLength, 1);
-  out.set(bytes, ENVELOPE_HEADER);
-  return out;
 }
 
 /**
