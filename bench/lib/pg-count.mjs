@@ -3,8 +3,8 @@
 // OSC_BENCH_PG_COUNT names when the process gets SIGUSR2 (the bench asks at the start and end of
 // what it measures; a timer writing it every 100 ms cost the gateway measurable CPU on a loaded
 // machine). With OSC_BENCH_PG_LOG=FILE it also
-// appends each query's text (its first line, 120 characters) to FILE, to see which statements an
-// update costs. Benchmark instrumentation only.
+// appends each query's text (whitespace folded, its first 120 characters, or OSC_BENCH_PG_LOG_CHARS)
+// to FILE, to see which statements an update costs. Benchmark instrumentation only.
 import { appendFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
@@ -15,12 +15,13 @@ if (file) {
   let count = 0;
   let written = 0;
   const log = process.env.OSC_BENCH_PG_LOG;
+  const chars = Number(process.env.OSC_BENCH_PG_LOG_CHARS ?? 120);
   pg.Client.prototype.query = function (...args) {
     count += 1;
     if (log) {
       const q = args[0];
       const text = typeof q === "string" ? q : (q?.text ?? String(q));
-      appendFileSync(log, `${text.replace(/\s+/g, " ").slice(0, 120)}\n`);
+      appendFileSync(log, `${text.replace(/\s+/g, " ").slice(0, chars)}\n`);
     }
     return query.apply(this, args);
   };

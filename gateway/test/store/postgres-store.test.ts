@@ -10,9 +10,10 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/open-store.js";
 import { openPostgresStore } from "../../src/store/postgres/postgres-store.js";
-import { StoreUnavailableError, type Store } from "../../src/store/store.js";
+import { StoreConflictError, StoreUnavailableError, type Store } from "../../src/store/store.js";
 import { APPLIED, operation, sandbox } from "./store-fixtures.js";
 import { defineStoreSuite, insertSandboxes } from "./store-suite.js";
+import { rollout } from "./store-suite-rollouts.js";
 
 const adminUrl = process.env.OSC_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const database = `osc_test_${randomBytes(6).toString("hex")}`;
@@ -132,6 +133,57 @@ if (!reachable) {
       expect(attempts).toBe(2);
       expect(result).toMatchObject({ state: APPLIED, attemptCount: 7, rowVersion: 3 });
       expect(await store.operation(op.id)).toEqual(result);
+      await store.close();
+    });
+
+    it("statements issued together outside a transaction share a round trip, and one that fails leaves the others' answers and writes as they would be alone", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const [a, b] = [sandbox(), sandbox()];
+      await insertSandboxes(store, a, b);
+      const taken = rollout();
+      await store.insertRollout(taken);
+      const fresh = rollout();
+      // One turn of the event loop: pipelined on one connection, each its own implicit transaction.
+      // A lease without its end breaks the table's CHECK: the server refuses that statement alone.
+      const broken = rollout({ lease: { holder: "driver", principal: "alice", until: undefined as unknown as Date } });
+      const [readA, duplicate, refused, inserted, readB] = await Promise.allSettled([
+        store.sandboxById(a.id),
+        store.insertRollout({ ...taken, changeSummary: "a second one" }),
+        store.insertRollout(broken),
+        store.insertRollout(fresh),
+        store.sandboxById(b.id),
+      ]);
+      expect(readA).toEqual({ status: "fulfilled", value: a });
+      expect(duplicate.status).toBe("rejected");
+      expect((duplicate as PromiseRejectedResult).reason).toBeInstanceOf(StoreConflictError);
+      expect(refused.status).toBe("rejected");
+      expect((refused as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+      expect(String((refused as PromiseRejectedResult).reason)).toMatch(/check constraint/);
+      expect(await store.rollout(broken.workspace, broken.id, false)).toBeUndefined();
+      expect(inserted).toEqual({ status: "fulfilled", value: undefined });
+      expect(readB).toEqual({ status: "fulfilled", value: b });
+      expect((await store.rollout(fresh.workspace, fresh.id, true))?.changeSummary).toBe(fresh.changeSummary);
+      expect((await store.rollout(taken.workspace, taken.id, true))?.changeSummary).toBe(taken.changeSummary);
+      await store.close();
+    });
+
+    it("a queued write that fails is what its transaction fails of, not the aborted statements behind it, and nothing of the transaction is kept", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const s = sandbox();
+      await insertSandboxes(store, s);
+      const op = operation(s.id);
+      await store.transaction((tx) => tx.insertOperation(op));
+      const attempt = store.transaction(async (tx) => {
+        await tx.sandboxById(s.id); // held locked: the insert below is queued, not answered
+        await tx.updateSandbox(s.id, { annotations: { touched: "yes" } });
+        await tx.insertOperation({ ...op, attemptCount: 9 }); // the same id
+        // Goes out behind the queued insert, in its round trip, and finds the transaction aborted.
+        await tx.operation(op.id);
+      });
+      await expect(attempt).rejects.toBeInstanceOf(StoreConflictError);
+      await expect(attempt).rejects.toThrow(/duplicate key/);
+      expect(await store.sandboxById(s.id)).toEqual(s);
+      expect((await store.operation(op.id))?.attemptCount).toBe(op.attemptCount);
       await store.close();
     });
 

@@ -14,7 +14,7 @@ const RUNNING = 2;
 const PAUSED = 3;
 const SUCCEEDED = 4;
 
-function rollout(over: Partial<RolloutRow> = {}): RolloutRow {
+export function rollout(over: Partial<RolloutRow> = {}): RolloutRow {
   return {
     workspace: "ws-a",
     id: `ro-${randomUUID()}`,

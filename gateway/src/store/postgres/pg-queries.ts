@@ -15,13 +15,14 @@
 // Those answers are kept for the rest of the transaction (updated by its own writes), and the
 // compare-and-set of an operation so read is queued too (checked by the server: a lost one
 // re-runs the transaction), so a commit or a result costs two round trips, the lock and the
-// COMMIT. A queued create-only insert is sent without ON CONFLICT (a duplicate aborts the
+// COMMIT. Every statement takes its values as parameters, so each shape is prepared once per
+// connection. A queued create-only insert is sent without ON CONFLICT (a duplicate aborts the
 // transaction with a conflict) only where the transaction's locks leave no room for a
 // duplicate; elsewhere it is still answered at once.
 
 import type pg from "pg";
-import { inline, type QueryResult } from "./pg-batch.js";
-import { DO_TAG, LATEST_POLICY, PENDING_OPERATIONS, POLICY_LOCK, SETTINGS, TxCache, checkedCas } from "./pg-tx-cache.js";
+import type { QueryResult, Stmt } from "./pg-batch.js";
+import { BOTH_SETTINGS, LATEST_POLICY, PENDING_OPERATIONS, POLICY_LOCK, TxCache, checkedCas } from "./pg-tx-cache.js";
 import { INSERT_SANDBOX_EVENT, sandboxEventValues } from "./pg-instances.js";
 import type { SandboxLifecycleRecord } from "../store.js";
 import {
@@ -90,9 +91,9 @@ class Params {
 /** What a transaction's queries can do beyond running one statement (see pg-batch.ts). */
 export interface TxHooks {
   /** Queues a write; it goes out with the next statement or with COMMIT. */
-  defer(text: string, values?: readonly unknown[]): void;
-  /** Runs a statement, then `extra` (inlined statements) in the same round trip; all results. */
-  queryWith(text: string, values: readonly unknown[], extra: readonly string[]): Promise<QueryResult[]>;
+  defer(stmt: Stmt): void;
+  /** Runs a statement, then `extra` in the same round trip; all results. */
+  queryWith(text: string, values: readonly unknown[], extra: readonly Stmt[]): Promise<QueryResult[]>;
 }
 
 /** The UPDATE of `patch` (resource version bumped), with or without RETURNING *. */
@@ -125,21 +126,25 @@ export class PgQueries {
 
   /** A write whose answer is not needed: queued in a transaction, run at once elsewhere. */
   private async write(text: string, values: unknown[]): Promise<void> {
-    if (this.hooks) this.hooks.defer(text, values);
+    if (this.hooks) this.hooks.defer({ text, values });
     else await this.run(text, values);
   }
 
   /**
    * Locks the sandbox rows `where` selects and, in the same round trip, takes the policy lock of
-   * its scope and reads its latest revision and pending operations (kept in the cache).
+   * its scope and reads its latest revision and pending operations (kept in the cache). `idExpr`
+   * is the sandbox's id in terms of `values` (the parameter itself, or a subquery by name).
    */
   private async lockSandbox(where: string, values: unknown[], idExpr: string, idempotencyKey?: string, withSettings = false): Promise<SandboxRecord | undefined> {
     const hooks = this.hooks!;
     const cache = this.cache!;
     const text = `SELECT * FROM sandboxes WHERE ${where} FOR UPDATE`;
-    const extra = [POLICY_LOCK(idExpr), LATEST_POLICY(idExpr), PENDING_OPERATIONS(idExpr)];
-    if (withSettings) extra.push(SETTINGS(idExpr), SETTINGS("''"));
-    if (idempotencyKey !== undefined) extra.push(`SELECT * FROM idempotency WHERE sandbox_id = ${idExpr} AND key = ${inline("$1", [idempotencyKey])}`);
+    const by = (t: string): Stmt => ({ text: t, values });
+    const extra = [by(POLICY_LOCK(idExpr)), by(LATEST_POLICY(idExpr)), by(PENDING_OPERATIONS(idExpr))];
+    if (withSettings) extra.push(by(BOTH_SETTINGS(idExpr)));
+    if (idempotencyKey !== undefined) {
+      extra.push({ text: `SELECT * FROM idempotency WHERE sandbox_id = ${idExpr} AND key = $${values.length + 1}`, values: [...values, idempotencyKey] });
+    }
     const [r, , latest, pending, ...rest] = await hooks.queryWith(text, values, extra);
     const row = r!.rows[0] as SandboxRow | undefined;
     if (!row) return undefined;
@@ -149,9 +154,10 @@ export class PgQueries {
     cache.latest.set(sb.id, rev && policyRevisionFromRow(rev));
     cache.pending.set(sb.id, (pending!.rows as OperationRow[]).map(operationFromRow));
     if (withSettings) {
-      const [own, global] = rest.splice(0, 2);
-      cache.settings.set(sb.id, (own!.rows as SettingRow[]).map(settingFromRow));
-      cache.settings.set("", (global!.rows as SettingRow[]).map(settingFromRow));
+      const [both] = rest.splice(0, 1);
+      const settings = (both!.rows as SettingRow[]).map(settingFromRow);
+      cache.settings.set(sb.id, settings.filter((x) => x.sandboxId === sb.id));
+      cache.settings.set("", settings.filter((x) => x.sandboxId === ""));
     }
     const key = rest[0];
     if (key) {
@@ -177,7 +183,7 @@ export class PgQueries {
   private async insertOnce(text: string, values: unknown[], what: string, deferrable = false): Promise<void> {
     if (deferrable && this.hooks) {
       // A duplicate (which the caller's locks rule out) fails the statement and so the commit.
-      this.hooks.defer(text, values);
+      this.hooks.defer({ text, values });
       return;
     }
     const r = await this.run(`${text} ON CONFLICT DO NOTHING`, values);
@@ -188,8 +194,8 @@ export class PgQueries {
 
   async sandboxByName(workspace: string, name: string, idempotencyKey?: string): Promise<SandboxRecord | undefined> {
     if (this.cache) {
-      const id = `(SELECT id FROM sandboxes WHERE workspace = ${inline("$1", [workspace])} AND name = ${inline("$1", [name])})`;
       // A commit by name (UpdateConfig) measures the snapshot it leads to, from both scopes' settings.
+      const id = "(SELECT id FROM sandboxes WHERE workspace = $1 AND name = $2)";
       return this.lockSandbox("workspace = $1 AND name = $2", [workspace, name], id, idempotencyKey, true);
     }
     const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE workspace = $1 AND name = $2${this.forUpdate}`, [workspace, name]);
@@ -197,7 +203,7 @@ export class PgQueries {
   }
 
   async sandboxById(id: string): Promise<SandboxRecord | undefined> {
-    if (this.cache) return this.lockSandbox("id = $1", [id], inline("$1", [id]));
+    if (this.cache) return this.lockSandbox("id = $1", [id], "$1");
     const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE id = $1${this.forUpdate}`, [id]);
     return r && sandboxFromRow(r);
   }
@@ -282,8 +288,7 @@ export class PgQueries {
       if (this.cache.latest.has(sandboxId)) return this.cache.latest.get(sandboxId);
       // Serializes "read latest, insert latest + 1" per scope until commit; the read is a
       // statement of its own, so its snapshot is taken once the lock is held.
-      const scope = inline("$1", [sandboxId]);
-      const [, r] = await this.hooks!.queryWith(POLICY_LOCK("$1"), [sandboxId], [LATEST_POLICY(scope)]);
+      const [, r] = await this.hooks!.queryWith(POLICY_LOCK("$1"), [sandboxId], [{ text: LATEST_POLICY("$1"), values: [sandboxId] }]);
       const row = r!.rows[0] as PolicyRevisionRow | undefined;
       const rev = row && policyRevisionFromRow(row);
       this.cache.latest.set(sandboxId, rev);
@@ -470,9 +475,8 @@ export class PgQueries {
       const values: unknown[] = [now];
       const sets = ["updated_at = $1", "row_version = row_version + 1", ...operationPatchSets(patch, values)];
       values.push(id, expectedRowVersion);
-      const update = inline(`UPDATE operations SET ${sets.join(", ")} WHERE id = $${values.length - 1} AND row_version = $${values.length}`, values);
-      if (update.includes(DO_TAG)) return undefined;
-      this.hooks.defer(checkedCas(update));
+      const update = `UPDATE operations SET ${sets.join(", ")} WHERE id = $${values.length - 1} AND row_version = $${values.length}`;
+      this.hooks.defer({ text: checkedCas(update), values, cas: true });
       const next = patchedOperation(held, patch, now);
       const rest = [...ops];
       if (next.state === OPERATION_STATE_PENDING) rest[at] = next;

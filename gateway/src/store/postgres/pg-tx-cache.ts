@@ -22,18 +22,22 @@ export class TxCache {
   readonly settings = new Map<string, SettingRecord[]>();
 }
 
+// `scope` is a parameter or an expression of parameters naming the sandbox id ('' is global).
 export const POLICY_LOCK = (scope: string) => `SELECT pg_advisory_xact_lock(hashtextextended('openshell-gateway.policy:' || ${scope}, 0))`;
 export const LATEST_POLICY = (scope: string) => `SELECT * FROM policy_revisions WHERE sandbox_id = ${scope} ORDER BY version DESC LIMIT 1`;
 export const PENDING_OPERATIONS = (sandbox: string) => `SELECT * FROM operations WHERE sandbox_id = ${sandbox} AND state = ${OPERATION_STATE_PENDING} ORDER BY created_at, id`;
-export const SETTINGS = (scope: string) => `SELECT * FROM settings WHERE sandbox_id = ${scope} ORDER BY key`;
+/** A sandbox's settings and the global ones ('' sorts first), each ordered by key. */
+export const BOTH_SETTINGS = (sandbox: string) => `SELECT * FROM settings WHERE sandbox_id IN (${sandbox}, '') ORDER BY sandbox_id, key`;
 
 /**
  * A compare-and-set of an operation sent without waiting for its answer: when the row is no
  * longer at the expected version (a writer that does not lock the sandbox, such as the
- * reconciler, changed it since this transaction read it), it fails with a serialization failure,
- * so the transaction re-runs and reads the row anew, as it would have after a lost CAS. The tag
- * quotes the block; text that contains it is not deferred.
+ * reconciler, changed it since this transaction read it), the statement divides by zero, which
+ * aborts the transaction before its COMMIT; the sender reports that as a serialization failure
+ * (the statement is marked `cas`), so the transaction re-runs and reads the row anew, as it
+ * would have after a lost CAS. A plain statement, unlike a DO block, is prepared once per
+ * connection.
  */
-export const DO_TAG = "$osc_cas$";
-export const checkedCas = (update: string) =>
-  `DO ${DO_TAG}BEGIN ${update}; IF NOT FOUND THEN RAISE EXCEPTION 'the operation changed concurrently' USING ERRCODE = '40001'; END IF; END${DO_TAG}`;
+export const checkedCas = (update: string) => `WITH changed AS (${update} RETURNING 1) SELECT 1 / count(*) FROM changed`;
+/** The SQLSTATE of a missed checkedCas: division_by_zero. */
+export const CAS_MISSED = "22012";

@@ -1,7 +1,7 @@
 // The PostgreSQL store: a pg.Pool; each transaction runs BEGIN … COMMIT on one pooled client at
 // READ COMMITTED, with row locks taken by reads through the transaction (see pg-queries.ts).
-// BEGIN goes out with the transaction's first statement and queued writes with the next one or
-// with COMMIT (pg-batch.ts); statements on their own are named prepared statements.
+// Every connection is pipelined: BEGIN goes out with the transaction's first statement and
+// queued writes with the next one or with COMMIT, each a named prepared statement (pg-batch.ts).
 //
 // Failures: serialization failures and deadlocks (40001, 40P01) re-run the whole fn, up to
 // five retries with a short jittered pause, then surface as StoreConflictError; duplicate keys
@@ -38,7 +38,8 @@ import * as rollouts from "./pg-rollouts.js";
 import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
-import { Coalescer, TxBatch, preparedName, type QueryResult } from "./pg-batch.js";
+import { Coalescer, TxBatch, inOneWrite, queryConfig, type QueryResult, type Stmt } from "./pg-batch.js";
+import { CAS_MISSED } from "./pg-tx-cache.js";
 
 export interface PostgresStoreOptions {
   /** Pooled connections (default 10). */
@@ -51,6 +52,14 @@ const RETRIES = 5;
 const RETRYABLE = new Set(["40001", "40P01"]);
 
 const isRetryable = (err: unknown) => err instanceof pg.DatabaseError && err.code !== undefined && RETRYABLE.has(err.code);
+
+/** A missed compare-and-set (pg-tx-cache.ts checkedCas) as the serialization failure it stands for. */
+function casMissed(err: unknown): unknown {
+  if (!(err instanceof pg.DatabaseError) || err.code !== CAS_MISSED) return err;
+  const conflict = new pg.DatabaseError("the operation changed concurrently", err.length, "error");
+  conflict.code = "40001";
+  return conflict;
+}
 
 /** Errors from pg calls become store errors; ours and the caller's pass unchanged. */
 function toStoreError(err: unknown): unknown {
@@ -83,6 +92,8 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     connectionString: url,
     max: poolSize,
     connectionTimeoutMillis: 10_000,
+    // Statements are written without waiting for the answers before them (pg-batch.ts).
+    pipeline: true,
     ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
   });
   // An idle client whose connection dies emits here; without a listener the process would crash.
@@ -128,11 +139,19 @@ class PostgresStore implements Store {
     private readonly url: string,
     private readonly schema: string | undefined,
   ) {
-    const runOne = async (text: string, values: readonly unknown[] | undefined) => {
-      const name = preparedName(text);
-      return (await pool.query(name ? { name, text, values: values as unknown[] } : { text, values: values as unknown[] })) as QueryResult;
-    };
-    const coalescer = new Coalescer(runOne, async (text) => (await pool.query(text)) as unknown as QueryResult | QueryResult[]);
+    const coalescer = new Coalescer(async (stmts) => {
+      if (stmts.length === 1) return Promise.allSettled([pool.query(queryConfig(stmts[0]!)) as Promise<QueryResult>]);
+      const client = await pool.connect();
+      let lost: Error | undefined;
+      const onConnectionLost = (err: Error) => (lost = err);
+      client.on("error", onConnectionLost);
+      try {
+        return await Promise.allSettled(inOneWrite(client, () => stmts.map((s) => client.query(queryConfig(s)) as Promise<QueryResult>)));
+      } finally {
+        client.removeListener("error", onConnectionLost);
+        client.release(lost);
+      }
+    });
     this.run = async (text, values) => {
       this.checkOpen();
       try {
@@ -159,23 +178,24 @@ class PostgresStore implements Store {
         throw toStoreError(err);
       }
       const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
-      const send = async (query: string | pg.QueryConfig) => {
+      const send = async (stmt: Stmt) => {
         if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
         try {
-          return (await client.query(query as pg.QueryConfig)) as unknown as QueryResult | QueryResult[];
-        } catch (err) {
+          return (await client.query(queryConfig(stmt))) as QueryResult;
+        } catch (caught) {
+          const err = stmt.cas ? casMissed(caught) : caught;
           ctx.failure ??= err;
           if (isRetryable(err)) ctx.retry = true;
           throw toStoreError(err);
         }
       };
       const begin = ["BEGIN ISOLATION LEVEL READ COMMITTED", ...(this.forceSynchronousCommit ? ["SET LOCAL synchronous_commit TO on"] : [])];
-      const batch = new TxBatch(send, begin);
+      const batch = new TxBatch((stmts) => inOneWrite(client, () => stmts.map(send)), begin);
       const run: Run = async (text, values) => (await batch.query(text, values))[0] as never;
       const hooks: TxHooks = {
-        defer: (text, values) => {
+        defer: (stmt) => {
           if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
-          batch.defer(text, values);
+          batch.defer(stmt);
         },
         queryWith: (text, values, extra) => batch.query(text, values, extra),
       };
