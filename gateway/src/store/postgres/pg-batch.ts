@@ -1,20 +1,19 @@
 // Fewer round trips per PostgreSQL transaction, and no statement parsed or planned twice on one
-// connection. Every pooled connection runs in node-postgres's pipeline mode: statements are
-// written one after another without waiting for answers, each as its own Parse/Bind/Execute/Sync
-// (a named prepared statement per distinct text, so the server parses and plans each shape once
-// per connection), and answered in order. A transaction's client sends:
+// connection. Statements go out in groups (pg-group.ts): each a named prepared statement per
+// distinct text (so the server parses and plans each shape once per connection), the whole group
+// one socket write and one answer cycle. A transaction's client sends:
 //
 // - BEGIN (and SET LOCAL) together with its first statement, and nothing at all when fn made no
 //   store call;
 // - writes whose answer the caller does not need (inserts, status updates, upserts) not at once
 //   but together with the next statement that needs an answer, or with COMMIT;
-// - every such group in one write to the socket: one round trip. Inside BEGIN … COMMIT the first
-//   error aborts the transaction; the statements behind it fail as aborted (and a COMMIT behind
-//   it answers ROLLBACK), so the group's error is its first statement's.
+// - every such group as one exchange: one round trip. The first error aborts the transaction and
+//   the server skips the statements behind it, so the group's error is that statement's.
 //
 // Statements outside transactions issued in one turn of the event loop share one pooled
-// connection and one round trip the same way (Coalescer); each is its own implicit transaction
-// there, so one failing never touches the others.
+// connection and one round trip the same way (Coalescer). Such a group is one implicit
+// transaction; if any statement fails, all are rolled back and each runs again alone, so every
+// caller gets its own answer or error.
 
 import type pg from "pg";
 
@@ -46,41 +45,14 @@ export function preparedName(text: string): string | undefined {
   return name;
 }
 
-/**
- * The query config of `stmt` for node-postgres: a named prepared statement when it has
- * parameters, else a plain query (BEGIN, COMMIT).
- */
-export function queryConfig(stmt: Stmt): pg.QueryConfig {
-  const { text, values } = stmt;
-  if (!values || values.length === 0) return { text };
-  const name = preparedName(text);
-  return name ? { name, text, values: values as unknown[] } : { text, values: values as unknown[] };
-}
+/** Settled results of a group of statements, in order. */
+export type Settled = PromiseSettledResult<QueryResult>[];
 
-/**
- * Sends statements on the transaction's pipelined client, in order and in one write to the
- * socket; one promise each (errors recorded by the caller's wrapper).
- */
-export type SendAll = (stmts: readonly Stmt[]) => Promise<QueryResult>[];
+/** Runs statements as one group on the transaction's client (errors recorded by the caller's wrapper). */
+export type RunGroup = (stmts: readonly Stmt[]) => Promise<Settled>;
 
-/**
- * Runs `submit` (which writes statements to `client`) with the client's socket corked, so that
- * what node-postgres writes per statement leaves in one write: one system call and one wake-up
- * of the server instead of one per statement.
- */
-export function inOneWrite<T>(client: pg.ClientBase, submit: () => T): T {
-  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
-  stream?.cork?.();
-  try {
-    return submit();
-  } finally {
-    stream?.uncork?.();
-  }
-}
-
-/** Waits for every statement of a group, then returns their results or the first error in order. */
-async function settleInOrder(sent: readonly Promise<QueryResult>[]): Promise<QueryResult[]> {
-  const settled = await Promise.allSettled(sent);
+/** The results of a group, or the first error in order. */
+function resultsOf(settled: Settled): QueryResult[] {
   const results: QueryResult[] = [];
   for (const s of settled) {
     if (s.status === "rejected") throw s.reason;
@@ -95,7 +67,7 @@ export class TxBatch {
   private deferred: Stmt[] = [];
 
   constructor(
-    private readonly sendAll: SendAll,
+    private readonly runGroup: RunGroup,
     /** Sent before the first statement. */
     private readonly begin: readonly string[],
   ) {}
@@ -126,7 +98,7 @@ export class TxBatch {
   async query(text: string, values?: readonly unknown[], extra: readonly Stmt[] = []): Promise<QueryResult[]> {
     const head = this.takeHead();
     const all = [...head, { text, ...(values ? { values } : {}) }, ...extra];
-    const results = await settleInOrder(this.sendAll(all));
+    const results = resultsOf(await this.runGroup(all));
     return results.slice(head.length);
   }
 
@@ -134,7 +106,7 @@ export class TxBatch {
   async commit(): Promise<QueryResult | undefined> {
     if (!this.begun && this.deferred.length === 0) return undefined;
     const all = [...this.takeHead(), { text: "COMMIT" }];
-    const results = await settleInOrder(this.sendAll(all));
+    const results = resultsOf(await this.runGroup(all));
     return results[results.length - 1];
   }
 }
@@ -147,16 +119,16 @@ interface Queued {
 
 /**
  * Statements outside transactions (reads, notifications) issued in the same turn of the event
- * loop go to the server together: pipelined on one pooled connection, instead of one checkout
- * and round trip each. Each statement has its own implicit transaction and snapshot, and each
- * caller gets its own answer or error.
+ * loop go to the server together: one group on one pooled connection, instead of one checkout
+ * and round trip each. If any of them fails, the group's implicit transaction rolled all of them
+ * back, and each runs again alone, so that every caller gets its own answer or error.
  */
 export class Coalescer {
   private queue: Queued[] = [];
   private scheduled = false;
 
-  /** `runAll` sends the statements on one connection, in order, and answers each. */
-  constructor(private readonly runAll: (stmts: readonly Stmt[]) => Promise<readonly PromiseSettledResult<QueryResult>[]>) {}
+  /** `runAll` sends the statements as one group on one pooled connection. */
+  constructor(private readonly runAll: (stmts: readonly Stmt[]) => Promise<Settled>) {}
 
   run(text: string, values: readonly unknown[] | undefined): Promise<QueryResult> {
     return new Promise<QueryResult>((resolve, reject) => {
@@ -172,13 +144,18 @@ export class Coalescer {
     this.scheduled = false;
     const batch = this.queue;
     this.queue = [];
+    const answer = (q: Queued, s: PromiseSettledResult<QueryResult>) => (s.status === "fulfilled" ? q.resolve(s.value) : q.reject(s.reason));
+    const alone = (q: Queued) =>
+      this.runAll([q.stmt]).then(
+        (settled) => answer(q, settled[0]!),
+        (err: unknown) => q.reject(err),
+      );
+    if (batch.length === 1) return void alone(batch[0]!);
     this.runAll(batch.map((q) => q.stmt)).then(
-      (settled) =>
-        batch.forEach((q, i) => {
-          const s = settled[i]!;
-          if (s.status === "fulfilled") q.resolve(s.value);
-          else q.reject(s.reason);
-        }),
+      (settled) => {
+        if (settled.every((s) => s.status === "fulfilled")) batch.forEach((q, i) => answer(q, settled[i]!));
+        else for (const q of batch) void alone(q);
+      },
       (err: unknown) => {
         for (const q of batch) q.reject(err);
       },

@@ -1,7 +1,7 @@
 // The PostgreSQL store: a pg.Pool; each transaction runs BEGIN … COMMIT on one pooled client at
 // READ COMMITTED, with row locks taken by reads through the transaction (see pg-queries.ts).
-// Every connection is pipelined: BEGIN goes out with the transaction's first statement and
-// queued writes with the next one or with COMMIT, each a named prepared statement (pg-batch.ts).
+// BEGIN goes out with the transaction's first statement and queued writes with the next one or
+// with COMMIT, as one group of named prepared statements (pg-batch.ts, pg-group.ts).
 //
 // Failures: serialization failures and deadlocks (40001, 40P01) re-run the whole fn, up to
 // five retries with a short jittered pause, then surface as StoreConflictError; duplicate keys
@@ -38,7 +38,8 @@ import * as rollouts from "./pg-rollouts.js";
 import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
-import { Coalescer, TxBatch, inOneWrite, queryConfig, type QueryResult, type Stmt } from "./pg-batch.js";
+import { Coalescer, TxBatch, type Settled, type Stmt } from "./pg-batch.js";
+import { StatementGroup } from "./pg-group.js";
 import { CAS_MISSED } from "./pg-tx-cache.js";
 
 export interface PostgresStoreOptions {
@@ -92,8 +93,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     connectionString: url,
     max: poolSize,
     connectionTimeoutMillis: 10_000,
-    // Statements are written without waiting for the answers before them (pg-batch.ts).
-    pipeline: true,
     ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
   });
   // An idle client whose connection dies emits here; without a listener the process would crash.
@@ -140,13 +139,12 @@ class PostgresStore implements Store {
     private readonly schema: string | undefined,
   ) {
     const coalescer = new Coalescer(async (stmts) => {
-      if (stmts.length === 1) return Promise.allSettled([pool.query(queryConfig(stmts[0]!)) as Promise<QueryResult>]);
       const client = await pool.connect();
       let lost: Error | undefined;
       const onConnectionLost = (err: Error) => (lost = err);
       client.on("error", onConnectionLost);
       try {
-        return await Promise.allSettled(inOneWrite(client, () => stmts.map((s) => client.query(queryConfig(s)) as Promise<QueryResult>)));
+        return await runGroup(client, stmts);
       } finally {
         client.removeListener("error", onConnectionLost);
         client.release(lost);
@@ -178,19 +176,19 @@ class PostgresStore implements Store {
         throw toStoreError(err);
       }
       const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
-      const send = async (stmt: Stmt) => {
+      const send = async (stmts: readonly Stmt[]): Promise<Settled> => {
         if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
-        try {
-          return (await client.query(queryConfig(stmt))) as QueryResult;
-        } catch (caught) {
-          const err = stmt.cas ? casMissed(caught) : caught;
+        const settled = await runGroup(client, stmts);
+        return settled.map((s, i) => {
+          if (s.status === "fulfilled") return s;
+          const err = stmts[i]!.cas ? casMissed(s.reason) : s.reason;
           ctx.failure ??= err;
           if (isRetryable(err)) ctx.retry = true;
-          throw toStoreError(err);
-        }
+          return { status: "rejected", reason: toStoreError(err) };
+        });
       };
       const begin = ["BEGIN ISOLATION LEVEL READ COMMITTED", ...(this.forceSynchronousCommit ? ["SET LOCAL synchronous_commit TO on"] : [])];
-      const batch = new TxBatch((stmts) => inOneWrite(client, () => stmts.map(send)), begin);
+      const batch = new TxBatch(send, begin);
       const run: Run = async (text, values) => (await batch.query(text, values))[0] as never;
       const hooks: TxHooks = {
         defer: (stmt) => {
@@ -384,6 +382,13 @@ class PostgresStore implements Store {
     })();
     return this.closing;
   }
+}
+
+/** Runs `stmts` as one group on `client` (see pg-group.ts). */
+async function runGroup(client: pg.ClientBase, stmts: readonly Stmt[]): Promise<Settled> {
+  const group = new StatementGroup(stmts);
+  void client.query(group as never);
+  return group.settled;
 }
 
 /** Every method delegates to the locking queries of one transaction. */
