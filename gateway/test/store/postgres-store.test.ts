@@ -187,6 +187,24 @@ if (!reachable) {
       await store.close();
     });
 
+    it("a column added under a running store (another replica's migration) costs no failed call: statements prepared before it are dropped and run again", async () => {
+      const schema = freshSchema();
+      const store = await openPostgresStore(testUrl, { schema, poolSize: 2 });
+      const s = sandbox();
+      await insertSandboxes(store, s);
+      // Prepared on both connections: a read outside a transaction and a transaction's lock.
+      await Promise.all([store.sandboxById(s.id), store.transaction((tx) => tx.sandboxById(s.id))]);
+      await withAdmin(testUrl, (c) => c.query(`ALTER TABLE ${schema}.sandboxes ADD COLUMN added_later integer NOT NULL DEFAULT 7`));
+      expect(await store.sandboxById(s.id)).toEqual(s);
+      const updated = await store.transaction(async (tx) => {
+        await tx.sandboxById(s.id);
+        return tx.updateSandbox(s.id, { annotations: { after: "migration" } });
+      });
+      expect(updated.annotations).toEqual({ after: "migration" });
+      expect((await Promise.all([store.sandboxById(s.id), store.sandboxById(s.id)])).map((x) => x?.annotations)).toEqual([{ after: "migration" }, { after: "migration" }]);
+      await store.close();
+    });
+
     it("a connection lost during a transaction is a StoreUnavailableError, and the store carries on", async () => {
       const store = await openPostgresStore(testUrl, { schema: freshSchema(), poolSize: 1 });
       const s = sandbox();

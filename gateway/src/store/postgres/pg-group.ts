@@ -175,3 +175,10 @@ export class StatementGroup {
     this.done(this.results);
   }
 }
+
+/** Runs `stmts` as one group on `client` (a client without node-postgres's pipeline mode). */
+export function runGroup(client: pg.ClientBase, stmts: readonly Stmt[]): Promise<PromiseSettledResult<QueryResult>[]> {
+  const group = new StatementGroup(stmts);
+  void client.query(group as never);
+  return group.settled;
+}

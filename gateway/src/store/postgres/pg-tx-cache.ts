@@ -3,6 +3,7 @@
 // the lock was held, or is a plain read whose moment inside the transaction does not matter (the
 // global settings, which nothing here locks).
 
+import pg from "pg";
 import { OPERATION_STATE_PENDING } from "../codec.js";
 import type { IdempotencyRecord, OperationRecord, PolicyRevisionRecord, SandboxRecord, SettingRecord } from "../store.js";
 
@@ -39,5 +40,10 @@ export const BOTH_SETTINGS = (sandbox: string) => `SELECT * FROM settings WHERE 
  * connection.
  */
 export const checkedCas = (update: string) => `WITH changed AS (${update} RETURNING 1) SELECT 1 / count(*) FROM changed`;
-/** The SQLSTATE of a missed checkedCas: division_by_zero. */
-export const CAS_MISSED = "22012";
+/** A missed checkedCas (division_by_zero) as the serialization failure it stands for; other errors unchanged. */
+export function casMissed(err: unknown): unknown {
+  if (!(err instanceof pg.DatabaseError) || err.code !== "22012") return err;
+  const conflict = new pg.DatabaseError("the operation changed concurrently", err.length, "error");
+  conflict.code = "40001";
+  return conflict;
+}

@@ -39,8 +39,9 @@ import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
 import { Coalescer, TxBatch, type Settled, type Stmt } from "./pg-batch.js";
-import { StatementGroup } from "./pg-group.js";
-import { CAS_MISSED } from "./pg-tx-cache.js";
+import { runGroup } from "./pg-group.js";
+import { PlanGenerations, isStalePlan } from "./pg-plans.js";
+import { casMissed } from "./pg-tx-cache.js";
 
 export interface PostgresStoreOptions {
   /** Pooled connections (default 10). */
@@ -53,14 +54,6 @@ const RETRIES = 5;
 const RETRYABLE = new Set(["40001", "40P01"]);
 
 const isRetryable = (err: unknown) => err instanceof pg.DatabaseError && err.code !== undefined && RETRYABLE.has(err.code);
-
-/** A missed compare-and-set (pg-tx-cache.ts checkedCas) as the serialization failure it stands for. */
-function casMissed(err: unknown): unknown {
-  if (!(err instanceof pg.DatabaseError) || err.code !== CAS_MISSED) return err;
-  const conflict = new pg.DatabaseError("the operation changed concurrently", err.length, "error");
-  conflict.code = "40001";
-  return conflict;
-}
 
 /** Errors from pg calls become store errors; ours and the caller's pass unchanged. */
 function toStoreError(err: unknown): unknown {
@@ -130,6 +123,7 @@ class PostgresStore implements Store {
   /** Statements on the pool, outside any transaction. */
   private readonly run: Run;
   private readonly subscriptions = new Set<{ close(): Promise<void> }>();
+  private readonly plans = new PlanGenerations();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -139,15 +133,25 @@ class PostgresStore implements Store {
     private readonly schema: string | undefined,
   ) {
     const coalescer = new Coalescer(async (stmts) => {
-      const client = await pool.connect();
-      let lost: Error | undefined;
-      const onConnectionLost = (err: Error) => (lost = err);
-      client.on("error", onConnectionLost);
-      try {
-        return await runGroup(client, stmts);
-      } finally {
-        client.removeListener("error", onConnectionLost);
-        client.release(lost);
+      for (let attempt = 0; ; attempt++) {
+        const client = await pool.connect();
+        let lost: Error | undefined;
+        const onConnectionLost = (err: Error) => (lost = err);
+        client.on("error", onConnectionLost);
+        let settled: Settled;
+        try {
+          await this.plans.refresh(client);
+          settled = await runGroup(client, stmts);
+        } catch (err) {
+          lost ??= err instanceof Error ? err : new Error(String(err));
+          throw err;
+        } finally {
+          client.removeListener("error", onConnectionLost);
+          client.release(lost);
+        }
+        if (!settled.some((s) => s.status === "rejected" && isStalePlan(s.reason))) return settled;
+        this.plans.invalidate();
+        if (attempt > 0) return settled;
       }
     });
     this.run = async (text, values) => {
@@ -175,6 +179,12 @@ class PostgresStore implements Store {
       } catch (err) {
         throw toStoreError(err);
       }
+      try {
+        await this.plans.refresh(client);
+      } catch (err) {
+        client.release(err instanceof Error ? err : new Error(String(err)));
+        throw toStoreError(err);
+      }
       const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
       const send = async (stmts: readonly Stmt[]): Promise<Settled> => {
         if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
@@ -184,6 +194,10 @@ class PostgresStore implements Store {
           const err = stmts[i]!.cas ? casMissed(s.reason) : s.reason;
           ctx.failure ??= err;
           if (isRetryable(err)) ctx.retry = true;
+          if (isStalePlan(err)) {
+            this.plans.invalidate();
+            ctx.retry = true;
+          }
           return { status: "rejected", reason: toStoreError(err) };
         });
       };
@@ -382,13 +396,6 @@ class PostgresStore implements Store {
     })();
     return this.closing;
   }
-}
-
-/** Runs `stmts` as one group on `client` (see pg-group.ts). */
-async function runGroup(client: pg.ClientBase, stmts: readonly Stmt[]): Promise<Settled> {
-  const group = new StatementGroup(stmts);
-  void client.query(group as never);
-  return group.settled;
 }
 
 /** Every method delegates to the locking queries of one transaction. */
