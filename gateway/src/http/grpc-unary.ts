@@ -111,7 +111,7 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
   function startCall(req: http2.Http2ServerRequest, spec: MethodImplSpec & { kind: "unary" }, timeoutMs: number | undefined, values: ContextValues) {
     // What connect-node makes of the request's end: the stream's reset code as an error, or a plain abort.
     const requestAbort = new AbortController();
-    const onClose = () => requestAbort.abort(errorFromResetCode(req.stream.rstCode));
+    const onClose = () => requestAbort.abort(errorFromResetCode(req.stream.rstCode) ?? CALL_ENDED);
     req.once("close", onClose);
     const context = createHandlerContext({
       ...spec,
@@ -132,7 +132,7 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
       /** The call is not answered here: its deadline's timer and its listeners go. */
       drop() {
         req.off("close", onClose);
-        context.abort();
+        context.abort(CALL_ENDED);
       },
     };
   }
@@ -178,12 +178,12 @@ export function createUnaryFastPath(options: UnaryFastPathOptions): UnaryFastPat
       // As connect: the call's signal ends once its answer is out (written, or buffered within the
       // stream's bound), before the trailers; a client that resets the stream before that aborts it.
       if (envelope && !res.write(envelope)) await drained(req, res, context);
-      context.abort();
+      context.abort(CALL_ENDED);
       res.addTrailers(nodeHeaders(context.responseTrailer));
       res.end();
     } finally {
       // Whatever became of the writes: the deadline's timer goes, and the call's signal ends.
-      context.abort();
+      context.abort(CALL_ENDED);
     }
   }
 }
@@ -343,6 +343,13 @@ const H2_CODE_MEANING: Record<number, Code> = {
   12: Code.PermissionDenied,
   13: Code.PermissionDenied,
 };
+
+/**
+ * The reason a call's signals end with when nothing went wrong: the AbortError that an abort
+ * without a reason creates (as connect-node's), made once rather than twice per call, since
+ * building a DOMException captures a stack trace.
+ */
+const CALL_ENDED = new DOMException("This operation was aborted", "AbortError");
 
 /** What connect-node aborts a call's request signal with when its stream ends with `rstCode`. */
 export function errorFromResetCode(rstCode: number | undefined): ConnectError | undefined {
