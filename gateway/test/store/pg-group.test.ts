@@ -68,6 +68,24 @@ describe.skipIf(!reachable)("a statement group", () => {
     for (const text of [INSERT, BY_ID, COUNT]) expect(statements.filter((s) => s === text)).toHaveLength(1);
   });
 
+  it("describes a prepared statement's columns only until they are known on the connection, and reads its rows the same after", async () => {
+    const connection = (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection;
+    let descriptions = 0;
+    connection.on("rowDescription", () => descriptions++);
+    await run(client, [{ text: INSERT, values: [5, "five", new Uint8Array([5]), new Date(5)] }]);
+    const first = await run(client, [{ text: BY_ID, values: [5] }, { text: COUNT, values: [0] }]);
+    expect(descriptions).toBe(2);
+    const later = await run(client, [{ text: BY_ID, values: [5] }, { text: COUNT, values: [0] }, { text: BY_ID, values: [404] }]);
+    expect(descriptions).toBe(2);
+    const rows = (settled: Settled) => settled.map((s) => (s as PromiseFulfilledResult<pg.QueryResult>).value.rows);
+    expect(rows(later)).toEqual([...rows(first), []]);
+    expect(rows(later)[0]).toEqual([{ id: 5, note: "five", data: Buffer.from([5]), at: new Date(5) }]);
+    // Statements without parameters are not prepared, so always described.
+    await run(client, [{ text: `SELECT count(*)::int AS n FROM ${tag}` }]);
+    await run(client, [{ text: `SELECT count(*)::int AS n FROM ${tag}` }]);
+    expect(descriptions).toBe(4);
+  });
+
   it("reports a failed statement's error, the ones behind it as not run, keeps nothing of the group, and the connection serves the next", async () => {
     const settled = await run(client, [
       { text: INSERT, values: [10, "ten", null, null] },

@@ -1,9 +1,11 @@
 // A group of statements sent to PostgreSQL as one extended-protocol exchange: for each statement
-// Parse (only the first time its text is used on the connection), Bind, Describe and Execute,
-// then one Sync, all in one socket write; the server answers every statement in order and one
+// Parse (only the first time its text is used on the connection), Bind, Describe (only until the
+// prepared statement's result columns are known: the server never runs a prepared statement
+// with other columns than it was planned with, it refuses instead; see pg-plans.ts) and Execute, then one
+// Sync, all in one socket write; the server answers every statement in order and one
 // ReadyForQuery. To node-postgres the group is a single query (a "submittable"), so the client
 // handles one answer cycle per group rather than one per statement, and the server flushes its
-// output once.
+// output once. Rows are parsed here with node-postgres's type parsers (text format).
 //
 // Errors follow the protocol: the first failing statement's error ends the group, the server
 // skips everything behind it up to the Sync, and those statements are reported as not run
@@ -25,14 +27,34 @@ export class SkippedStatementError extends Error {
   }
 }
 
-/** node-postgres's result, with the methods its own queries fill it through. */
-interface PgResult extends QueryResult {
-  addFields(fields: unknown[]): void;
-  parseRow(fields: unknown[]): pg.QueryResultRow;
-  addRow(row: pg.QueryResultRow): void;
-  addCommandComplete(msg: { text: string }): void;
+/** A statement text's result columns, and how to read a row of them. */
+interface Shape {
+  readonly fields: pg.FieldDef[];
+  readonly parsers: ((text: string) => unknown)[];
+  /** Every column null: the start of each row (in column order). */
+  readonly empty: Record<string, null>;
 }
-const Result = (pg as unknown as { Result: new (rowMode: string | undefined, types: unknown) => PgResult }).Result;
+/**
+ * Result shapes of each connection's prepared statements, by name: they live exactly as long as
+ * the statements (bounded like them, see preparedName).
+ */
+const shapesOf = new WeakMap<object, Map<string, Shape>>();
+const NO_ROWS: Shape = { fields: [], parsers: [], empty: {} };
+
+/** Forgets a connection's result shapes, with its prepared statements (pg-plans.ts). */
+export function forgetShapes(connection: object | undefined): void {
+  if (connection) shapesOf.delete(connection);
+}
+
+function shapeOf(fields: pg.FieldDef[]): Shape {
+  const empty: Record<string, null> = {};
+  for (const f of fields) empty[f.name] = null;
+  return { fields, parsers: fields.map((f) => pg.types.getTypeParser(f.dataTypeID, "text") as (text: string) => unknown), empty };
+}
+
+
+/** CommandComplete's tag: `INSERT 0 1`, `UPDATE 3`, `SELECT 2`, `BEGIN`. */
+const TAG = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
 
 interface Connection {
   parsedStatements: Record<string, string>;
@@ -46,10 +68,6 @@ interface Connection {
   removeListener(event: "parseComplete", fn: () => void): void;
 }
 
-interface FieldMessage {
-  readonly fields: unknown[];
-}
-
 /**
  * The statements' results, in order, once the group ends; a failed statement's error and
  * SkippedStatementError for those behind it. Pass the group to `client.query(group)` (on a client
@@ -59,7 +77,9 @@ export class StatementGroup {
   readonly settled: Promise<PromiseSettledResult<QueryResult>[]>;
   private done!: (results: PromiseSettledResult<QueryResult>[]) => void;
   private readonly results: PromiseSettledResult<QueryResult>[] = [];
-  private current: PgResult | undefined;
+  /** The shape of each statement's rows, once known (from the cache or its RowDescription). */
+  private readonly shapes: (Shape | undefined)[] = [];
+  private rows: pg.QueryResultRow[] = [];
   /** Names whose Parse this group sent, in order, and how many the server has confirmed. */
   private readonly parsing: string[] = [];
   private parsed = 0;
@@ -69,18 +89,21 @@ export class StatementGroup {
     if (name !== undefined && this.connection) this.connection.parsedStatements[name] = this.textOf.get(name)!;
   };
   private readonly textOf = new Map<string, string>();
+  /** Each statement's prepared name ("" unnamed), and this connection's known shapes. */
+  private readonly names: string[] = [];
+  private known = new Map<string, Shape>();
   private ended = false;
 
-  constructor(
-    private readonly stmts: readonly Stmt[],
-    private readonly types?: unknown,
-  ) {
+  constructor(private readonly stmts: readonly Stmt[]) {
     this.settled = new Promise((resolve) => (this.done = resolve));
   }
 
   /** Called by node-postgres when the group's turn on the connection comes. */
   submit(connection: Connection): Error | null {
     this.connection = connection;
+    let known = shapesOf.get(connection);
+    if (!known) shapesOf.set(connection, (known = new Map()));
+    this.known = known;
     connection.on("parseComplete", this.onParsed);
     connection.stream.cork?.();
     try {
@@ -97,7 +120,10 @@ export class StatementGroup {
           }
         }
         connection.bind({ portal: "", statement: name, values, valueMapper: prepareValue });
-        connection.describe({ type: "P", name: "" });
+        const shape = name === "" ? undefined : known.get(name);
+        this.names.push(name);
+        this.shapes.push(shape);
+        if (!shape) connection.describe({ type: "P", name: "" });
         connection.execute({ portal: "", rows: 0 });
       }
       connection.sync();
@@ -112,29 +138,57 @@ export class StatementGroup {
     return null;
   }
 
-  private result(): PgResult {
-    return (this.current ??= new Result(undefined, this.types));
+  /** The statement answering now: every statement before it has completed. */
+  private get at(): number {
+    return this.results.length;
   }
 
-  handleRowDescription(msg: FieldMessage): void {
-    this.result().addFields(msg.fields);
+  handleRowDescription(msg: { fields: pg.FieldDef[] }): void {
+    const shape = shapeOf(msg.fields);
+    this.shapes[this.at] = shape;
+    this.remember(shape);
   }
 
-  handleDataRow(msg: FieldMessage): void {
-    const r = this.result();
-    r.addRow(r.parseRow(msg.fields));
+  handleDataRow(msg: { fields: (string | null)[] }): void {
+    const shape = this.shapes[this.at];
+    if (!shape || shape.fields.length !== msg.fields.length) return this.fail(new Error("a row arrived that does not match its statement's columns"));
+    const row: pg.QueryResultRow = { ...shape.empty };
+    const { fields, parsers } = shape;
+    for (let i = 0; i < msg.fields.length; i++) {
+      const raw = msg.fields[i];
+      if (raw !== null && raw !== undefined) row[fields[i]!.name] = parsers[i]!(raw);
+    }
+    this.rows.push(row);
   }
 
   handleCommandComplete(msg: { text: string }): void {
-    const r = this.result();
-    r.addCommandComplete(msg);
-    this.results.push({ status: "fulfilled", value: r });
-    this.current = undefined;
+    let shape = this.shapes[this.at];
+    if (!shape) {
+      // Described, and no RowDescription came: the statement returns no rows (NoData).
+      shape = NO_ROWS;
+      this.remember(shape);
+    }
+    const tag = TAG.exec(msg.text);
+    const value = {
+      command: tag?.[1] ?? "",
+      rowCount: tag?.[3] !== undefined ? Number(tag[3]) : tag?.[2] !== undefined ? Number(tag[2]) : null,
+      oid: 0,
+      fields: shape.fields,
+      rows: this.rows,
+    } as QueryResult;
+    this.results.push({ status: "fulfilled", value });
+    this.rows = [];
   }
 
   handleEmptyQuery(): void {
-    this.results.push({ status: "fulfilled", value: this.result() });
-    this.current = undefined;
+    this.results.push({ status: "fulfilled", value: { command: "", rowCount: null, oid: 0, fields: [], rows: [] } as unknown as QueryResult });
+    this.rows = [];
+  }
+
+  /** Keeps the answering statement's shape for its later runs on this connection, if it is prepared. */
+  private remember(shape: Shape): void {
+    const name = this.names[this.at];
+    if (name) this.known.set(name, shape);
   }
 
   /** The server's error for the running statement, or the connection's for all of them. */

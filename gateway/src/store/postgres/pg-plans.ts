@@ -7,6 +7,7 @@
 // again, so the change costs one retry rather than one failure per pooled connection.
 
 import pg from "pg";
+import { forgetShapes } from "./pg-group.js";
 
 /** The server's refusal to run a statement prepared before its result columns changed. */
 export const isStalePlan = (err: unknown): boolean =>
@@ -28,8 +29,10 @@ export class PlanGenerations {
     const current = this.current;
     if (at !== undefined && at < current) {
       await client.query("DEALLOCATE ALL");
-      const parsed = (client as unknown as { connection?: { parsedStatements?: Record<string, string> } }).connection?.parsedStatements;
+      const connection = (client as unknown as { connection?: { parsedStatements?: Record<string, string> } }).connection;
+      const parsed = connection?.parsedStatements;
       if (parsed) for (const name of Object.keys(parsed)) delete parsed[name];
+      forgetShapes(connection);
     }
     this.of.set(client, current);
   }
