@@ -5,8 +5,8 @@
 
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Settled, Stmt } from "../../src/store/postgres/pg-batch.js";
-import { SkippedStatementError, StatementGroup } from "../../src/store/postgres/pg-group.js";
+import { Coalescer, type Settled, type Stmt } from "../../src/store/postgres/pg-batch.js";
+import { SkippedStatementError, StatementGroup, StatementNotSentError, rolledBack } from "../../src/store/postgres/pg-group.js";
 
 const url = process.env.OSC_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const reachable = await (async () => {
@@ -118,6 +118,40 @@ describe.skipIf(!reachable)("a statement group", () => {
     expect((await run(client, [{ text: COUNT, values: [0] }]))[0]).toMatchObject({ status: "fulfilled" });
   });
 
+  it("a value that cannot be converted fails its group before anything is written, and the connection serves the next", async () => {
+    const unconvertible = { toPostgres: () => { throw new Error("cannot convert this value"); } };
+    const settled = await run(client, [
+      { text: INSERT, values: [20, "twenty", null, null] },
+      { text: BY_ID, values: [unconvertible] },
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected"]);
+    expect((settled[0] as PromiseRejectedResult).reason).toBeInstanceOf(SkippedStatementError);
+    expect((settled[1] as PromiseRejectedResult).reason).toBeInstanceOf(StatementNotSentError);
+    expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/cannot convert this value/);
+    // Nothing ran: statements coalesced with it may run again alone.
+    expect(settled.every((s) => rolledBack((s as PromiseRejectedResult).reason))).toBe(true);
+    // Nothing went out: not the insert, and no Parse the client did not see confirmed (a second
+    // Parse of one name would fail 42P05).
+    const after = await run(client, [
+      { text: INSERT, values: [21, "twenty-one", null, null] },
+      { text: COUNT, values: [20] },
+    ]);
+    expect(after.map((s) => s.status)).toEqual(["fulfilled", "fulfilled"]);
+    expect((after[1] as PromiseFulfilledResult<pg.QueryResult>).value.rows).toEqual([{ n: 1 }]);
+  });
+
+  it("fails every statement when the group's implicit commit fails after each had answered", async () => {
+    await client.query(`CREATE TEMP TABLE ${tag}_late (k int UNIQUE DEFERRABLE INITIALLY DEFERRED)`);
+    const insert = `INSERT INTO ${tag}_late (k) VALUES ($1)`;
+    const settled = await run(client, [
+      { text: insert, values: [1] },
+      { text: insert, values: [1] }, // checked only at the commit
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected"]);
+    for (const s of settled) expect((s as PromiseRejectedResult).reason).toMatchObject({ code: "23505" });
+    expect((await client.query(`SELECT count(*)::int AS n FROM ${tag}_late`)).rows).toEqual([{ n: 0 }]);
+  });
+
   it("a connection that dies mid-group fails every statement of it, and the group still ends", async () => {
     const killer = new pg.Client({ connectionString: url });
     await killer.connect();
@@ -132,5 +166,41 @@ describe.skipIf(!reachable)("a statement group", () => {
     await killer.end();
     const settled = await pending;
     expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected"]);
+  });
+});
+
+describe("statements coalesced outside transactions", () => {
+  const serverError = (code: string) => Object.assign(new pg.DatabaseError("refused", 0, "error"), { code });
+  const answered = (n: number): PromiseFulfilledResult<pg.QueryResult> => ({ status: "fulfilled", value: { rows: [{ n }] } as unknown as pg.QueryResult });
+
+  async function coalesce(first: Settled, alone: (stmt: Stmt) => PromiseSettledResult<pg.QueryResult>) {
+    const groups: number[] = [];
+    const c = new Coalescer(async (stmts) => {
+      groups.push(stmts.length);
+      return groups.length === 1 ? first : stmts.map(alone);
+    }, rolledBack);
+    const results = await Promise.allSettled([c.run("a", [1]), c.run("b", [2]), c.run("c", [3])]);
+    return { groups, results };
+  }
+
+  it("run again one by one when the server refused one of them (the group rolled back), each caller getting its own answer", async () => {
+    const refused = serverError("23514");
+    const { groups, results } = await coalesce(
+      [answered(1), { status: "rejected", reason: refused }, { status: "rejected", reason: new SkippedStatementError(refused) }],
+      (stmt) => (stmt.text === "b" ? { status: "rejected", reason: refused } : answered(Number(stmt.values![0]))),
+    );
+    expect(groups).toEqual([3, 1, 1, 1]);
+    expect(results).toEqual([answered(1), { status: "rejected", reason: refused }, answered(3)]);
+  });
+
+  it("are not run again when the outcome is unknown (the connection went) or the server was cancelling", async () => {
+    for (const failure of [new Error("Connection terminated unexpectedly"), serverError("57014")]) {
+      const { groups, results } = await coalesce(
+        [answered(1), answered(2), { status: "rejected", reason: failure }],
+        () => answered(0),
+      );
+      expect(groups).toEqual([3]);
+      expect(results).toEqual([0, 1, 2].map(() => ({ status: "rejected", reason: failure })));
+    }
   });
 });

@@ -12,8 +12,10 @@
 //
 // Statements outside transactions issued in one turn of the event loop share one pooled
 // connection and one round trip the same way (Coalescer). Such a group is one implicit
-// transaction; if any statement fails, all are rolled back and each runs again alone, so every
-// caller gets its own answer or error.
+// transaction: if the server refuses any statement, all are rolled back and each runs again
+// alone, so every caller gets its own answer or error; if the outcome is unknown (the connection
+// went) or the server was cancelling (a timeout), nothing runs again and every caller gets the
+// error.
 
 import type pg from "pg";
 
@@ -120,15 +122,19 @@ interface Queued {
 /**
  * Statements outside transactions (reads, notifications) issued in the same turn of the event
  * loop go to the server together: one group on one pooled connection, instead of one checkout
- * and round trip each. If any of them fails, the group's implicit transaction rolled all of them
- * back, and each runs again alone, so that every caller gets its own answer or error.
+ * and round trip each. If any of them fails, the group's implicit transaction did not commit:
+ * when `rolledBack` says the failure proves that, each runs again alone, so that every caller
+ * gets its own answer or error; otherwise every caller gets the failure.
  */
 export class Coalescer {
   private queue: Queued[] = [];
   private scheduled = false;
 
   /** `runAll` sends the statements as one group on one pooled connection. */
-  constructor(private readonly runAll: (stmts: readonly Stmt[]) => Promise<Settled>) {}
+  constructor(
+    private readonly runAll: (stmts: readonly Stmt[]) => Promise<Settled>,
+    private readonly rolledBack: (failure: unknown) => boolean,
+  ) {}
 
   run(text: string, values: readonly unknown[] | undefined): Promise<QueryResult> {
     return new Promise<QueryResult>((resolve, reject) => {
@@ -153,8 +159,10 @@ export class Coalescer {
     if (batch.length === 1) return void alone(batch[0]!);
     this.runAll(batch.map((q) => q.stmt)).then(
       (settled) => {
-        if (settled.every((s) => s.status === "fulfilled")) batch.forEach((q, i) => answer(q, settled[i]!));
-        else for (const q of batch) void alone(q);
+        const failures = settled.filter((s): s is PromiseRejectedResult => s.status === "rejected").map((s) => s.reason);
+        if (failures.length === 0) batch.forEach((q, i) => answer(q, settled[i]!));
+        else if (failures.every(this.rolledBack)) for (const q of batch) void alone(q);
+        else for (const q of batch) q.reject(failures[0]);
       },
       (err: unknown) => {
         for (const q of batch) q.reject(err);

@@ -10,7 +10,11 @@
 // Errors follow the protocol: the first failing statement's error ends the group, the server
 // skips everything behind it up to the Sync, and those statements are reported as not run
 // (SkippedStatementError). Without an explicit transaction the whole group is one implicit
-// transaction, so an error rolls back the statements before it too.
+// transaction, committed at the Sync, so an error rolls back the statements before it too, and
+// an error after every statement has answered (the implicit commit failed, or the connection
+// went before it was confirmed) fails all of them. Anything that could leave the client and the
+// server disagreeing about the conversation (a row that does not fit its columns, a COPY) ends
+// the connection (see `desynced`).
 
 import { createRequire } from "node:module";
 import pg from "pg";
@@ -25,6 +29,24 @@ export class SkippedStatementError extends Error {
   constructor(cause: unknown) {
     super("statement not run: an earlier statement of its group failed", { cause });
   }
+}
+
+/** A statement whose values node-postgres cannot convert: its group was never sent. */
+export class StatementNotSentError extends Error {
+  constructor(cause: unknown) {
+    super(`cannot send a statement: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/**
+ * Whether a statement's failure in a group without BEGIN proves that the group's implicit
+ * transaction rolled back and that running its statements again is what the server expects: the
+ * server refused one (or one before it), other than by cancelling it (57014, a timeout, which
+ * running again would repeat). A lost connection proves nothing: the commit may have happened.
+ */
+export function rolledBack(failure: unknown): boolean {
+  const err = failure instanceof SkippedStatementError ? failure.cause : failure;
+  return err instanceof StatementNotSentError || (err instanceof pg.DatabaseError && err.code !== "57014");
 }
 
 /** A statement text's result columns, and how to read a row of them. */
@@ -58,9 +80,9 @@ const TAG = /^([A-Za-z]+)(?: (\d+))?(?: (\d+))?/;
 
 interface Connection {
   parsedStatements: Record<string, string>;
-  stream: { cork?(): void; uncork?(): void };
+  stream: { cork?(): void; uncork?(): void; destroy?(err?: Error): void };
   parse(q: { text: string; name: string; types?: unknown[] }): void;
-  bind(c: { portal: string; statement: string; values: readonly unknown[]; valueMapper: (v: unknown) => unknown }): void;
+  bind(c: { portal: string; statement: string; values: readonly unknown[] }): void;
   describe(m: { type: "P"; name: string }): void;
   execute(c: { portal: string; rows: number }): void;
   sync(): void;
@@ -98,8 +120,23 @@ export class StatementGroup {
     this.settled = new Promise((resolve) => (this.done = resolve));
   }
 
-  /** Called by node-postgres when the group's turn on the connection comes. */
+  /**
+   * Called by node-postgres when the group's turn on the connection comes. Every value is
+   * converted first: one that cannot be fails the group before anything is written (node-postgres
+   * then reports the returned error and goes on with the next query).
+   */
   submit(connection: Connection): Error | null {
+    const converted: unknown[][] = [];
+    for (const stmt of this.stmts) {
+      try {
+        converted.push((stmt.values ?? []).map((v) => prepareValue(v)));
+      } catch (err) {
+        const notSent = new StatementNotSentError(err);
+        this.results.push(...this.stmts.map((_, i) => ({ status: "rejected" as const, reason: i === converted.length ? notSent : new SkippedStatementError(notSent) })));
+        this.finish();
+        return notSent; // node-postgres hands it to handleError (the group has ended) and goes on
+      }
+    }
     this.connection = connection;
     let known = shapesOf.get(connection);
     if (!known) shapesOf.set(connection, (known = new Map()));
@@ -107,8 +144,8 @@ export class StatementGroup {
     connection.on("parseComplete", this.onParsed);
     connection.stream.cork?.();
     try {
-      for (const stmt of this.stmts) {
-        const values = stmt.values ?? [];
+      for (const [i, stmt] of this.stmts.entries()) {
+        const values = converted[i]!;
         const name = values.length > 0 ? (preparedName(stmt.text) ?? "") : "";
         if (name === "" || (connection.parsedStatements[name] === undefined && !this.textOf.has(name))) {
           connection.parse({ text: stmt.text, name });
@@ -119,7 +156,7 @@ export class StatementGroup {
             this.parsing.push("");
           }
         }
-        connection.bind({ portal: "", statement: name, values, valueMapper: prepareValue });
+        connection.bind({ portal: "", statement: name, values });
         const shape = name === "" ? undefined : known.get(name);
         this.names.push(name);
         this.shapes.push(shape);
@@ -127,11 +164,6 @@ export class StatementGroup {
         connection.execute({ portal: "", rows: 0 });
       }
       connection.sync();
-    } catch (err) {
-      // A value node-postgres cannot convert: nothing has been written yet that the Sync would
-      // not close; the group fails as a whole.
-      connection.sync();
-      this.fail(err);
     } finally {
       connection.stream.uncork?.();
     }
@@ -144,14 +176,16 @@ export class StatementGroup {
   }
 
   handleRowDescription(msg: { fields: pg.FieldDef[] }): void {
+    if (this.ended) return;
     const shape = shapeOf(msg.fields);
     this.shapes[this.at] = shape;
     this.remember(shape);
   }
 
   handleDataRow(msg: { fields: (string | null)[] }): void {
+    if (this.ended) return;
     const shape = this.shapes[this.at];
-    if (!shape || shape.fields.length !== msg.fields.length) return this.fail(new Error("a row arrived that does not match its statement's columns"));
+    if (!shape || shape.fields.length !== msg.fields.length) return this.desynced("a row arrived that does not match its statement's columns");
     const row: pg.QueryResultRow = { ...shape.empty };
     const { fields, parsers } = shape;
     for (let i = 0; i < msg.fields.length; i++) {
@@ -162,6 +196,7 @@ export class StatementGroup {
   }
 
   handleCommandComplete(msg: { text: string }): void {
+    if (this.ended) return;
     let shape = this.shapes[this.at];
     if (!shape) {
       // Described, and no RowDescription came: the statement returns no rows (NoData).
@@ -181,6 +216,7 @@ export class StatementGroup {
   }
 
   handleEmptyQuery(): void {
+    if (this.ended) return;
     this.results.push({ status: "fulfilled", value: { command: "", rowCount: null, oid: 0, fields: [], rows: [] } as unknown as QueryResult });
     this.rows = [];
   }
@@ -191,38 +227,62 @@ export class StatementGroup {
     if (name) this.known.set(name, shape);
   }
 
-  /** The server's error for the running statement, or the connection's for all of them. */
+  /**
+   * The server's error (an ErrorResponse: node-postgres drops the group as its active query, the
+   * server skips to the Sync, and the ReadyForQuery that follows goes to no one), or the
+   * connection's, or a client-side timeout's.
+   */
   handleError(err: unknown): void {
+    // After an ErrorResponse no ParseComplete can follow; after anything else the connection is
+    // gone, or still answering this group (a timeout), and its ReadyForQuery still comes here.
+    if (err instanceof pg.DatabaseError) this.stopTracking();
     this.fail(err);
   }
 
   handleReadyForQuery(): void {
+    this.stopTracking();
     this.finish();
   }
 
   handlePortalSuspended(): void {
-    this.fail(new Error("unexpected PortalSuspended in a statement group"));
+    this.desynced("unexpected PortalSuspended in a statement group");
   }
 
   handleCopyInResponse(): void {
-    this.fail(new Error("COPY is not supported in a statement group"));
+    this.desynced("COPY is not supported in a statement group");
   }
 
   handleCopyData(): void {}
 
+  /** The conversation can no longer be followed: the group fails and the connection ends. */
+  private desynced(message: string): void {
+    const err = new Error(message);
+    this.fail(err);
+    this.connection?.stream.destroy?.(err);
+  }
+
   private fail(err: unknown): void {
     if (this.ended) return;
-    if (this.results.length < this.stmts.length) this.results.push({ status: "rejected", reason: err });
+    if (this.results.length === this.stmts.length) {
+      // Every statement answered, then an error: the commit of the group's implicit transaction
+      // failed or was never confirmed, so none of it stands. (A transaction's own COMMIT commits
+      // in its Execute, before its answer; a group that ends with one stands once answered.)
+      if (this.stmts[this.stmts.length - 1]?.text === "COMMIT") return this.finish();
+      this.results.splice(0, this.results.length, ...this.stmts.map(() => ({ status: "rejected" as const, reason: err })));
+      return this.finish();
+    }
+    this.results.push({ status: "rejected", reason: err });
     while (this.results.length < this.stmts.length) this.results.push({ status: "rejected", reason: new SkippedStatementError(err) });
-    // node-postgres drops the group as its active query on an error; the ReadyForQuery that
-    // follows goes to no one, so the group ends here.
     this.finish();
+  }
+
+  private stopTracking(): void {
+    this.connection?.removeListener("parseComplete", this.onParsed);
   }
 
   private finish(): void {
     if (this.ended) return;
     this.ended = true;
-    this.connection?.removeListener("parseComplete", this.onParsed);
     while (this.results.length < this.stmts.length) {
       this.results.push({ status: "rejected", reason: new Error("the server ended the group before answering every statement") });
     }

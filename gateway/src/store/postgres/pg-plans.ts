@@ -9,9 +9,14 @@
 import pg from "pg";
 import { forgetShapes } from "./pg-group.js";
 
-/** The server's refusal to run a statement prepared before its result columns changed. */
+/**
+ * The server's refusal to run a statement prepared before its result columns changed (by the
+ * routine that raises it, which is not translated; the message is, with lc_messages).
+ */
 export const isStalePlan = (err: unknown): boolean =>
-  err instanceof pg.DatabaseError && err.code === "0A000" && /cached plan must not change result type/.test(err.message);
+  err instanceof pg.DatabaseError &&
+  err.code === "0A000" &&
+  (err.routine === "RevalidateCachedQuery" || /cached plan must not change result type/.test(err.message));
 
 export class PlanGenerations {
   private current = 0;

@@ -39,7 +39,7 @@ import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
 import { Coalescer, TxBatch, type Settled, type Stmt } from "./pg-batch.js";
-import { runGroup } from "./pg-group.js";
+import { StatementNotSentError, rolledBack, runGroup } from "./pg-group.js";
 import { PlanGenerations, isStalePlan } from "./pg-plans.js";
 import { casMissed } from "./pg-tx-cache.js";
 
@@ -62,6 +62,7 @@ function toStoreError(err: unknown): unknown {
     if (err.code === "23505" || isRetryable(err)) return new StoreConflictError(`PostgreSQL: ${err.message}`, { cause: err });
     return new StoreUnavailableError(`PostgreSQL: ${err.message}`, { cause: err });
   }
+  if (err instanceof StatementNotSentError) return new StoreUnavailableError(`PostgreSQL: ${err.message}`, { cause: err });
   // Anything else a pg call throws is the connection: refused, reset, timed out, pool ended.
   const message = err instanceof Error ? err.message : String(err);
   return new StoreUnavailableError(`PostgreSQL unreachable: ${message}`, { cause: err });
@@ -153,7 +154,7 @@ class PostgresStore implements Store {
         this.plans.invalidate();
         if (attempt > 0) return settled;
       }
-    });
+    }, rolledBack);
     this.run = async (text, values) => {
       this.checkOpen();
       try {
@@ -179,11 +180,18 @@ class PostgresStore implements Store {
       } catch (err) {
         throw toStoreError(err);
       }
+      // Checked out, the client has no pool listener: one of its own before the first await.
+      let lostEarly: Error | undefined;
+      const onLostEarly = (err: Error) => (lostEarly = err);
+      client.on("error", onLostEarly);
       try {
         await this.plans.refresh(client);
+        if (lostEarly) throw lostEarly;
       } catch (err) {
         client.release(err instanceof Error ? err : new Error(String(err)));
         throw toStoreError(err);
+      } finally {
+        client.removeListener("error", onLostEarly);
       }
       const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
       const send = async (stmts: readonly Stmt[]): Promise<Settled> => {
