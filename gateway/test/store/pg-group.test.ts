@@ -5,20 +5,12 @@
 
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ADMIN_URL, postgresReachable } from "../cluster/cluster-harness.js";
 import { Coalescer, type Settled, type Stmt } from "../../src/store/postgres/pg-batch.js";
 import { SkippedStatementError, StatementGroup, StatementNotSentError, rolledBack } from "../../src/store/postgres/pg-group.js";
 
-const url = process.env.OSC_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const reachable = await (async () => {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
-  try {
-    await c.connect();
-    await c.end();
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const url = ADMIN_URL;
+const reachable = await postgresReachable();
 if (!reachable && process.env.OSC_REQUIRE_POSTGRES === "1") throw new Error(`PostgreSQL unreachable at ${url}`);
 
 // Texts unique to this file, so that their prepared names are this file's own.
