@@ -229,4 +229,147 @@ if (!reachable) {
       await expect(openPostgresStore(testUrl, { schema: "x; DROP TABLE y" })).rejects.toThrow(/invalid PostgreSQL schema name/);
     });
   });
+
+  describe("PostgreSQL group commit", () => {
+    const touch = (store: Store, id: string, note: string) =>
+      store.transaction(async (tx) => {
+        await tx.sandboxById(id);
+        return tx.updateSandbox(id, { annotations: { note } });
+      });
+    const noteOf = async (store: Store, id: string) => (await store.sandboxById(id))?.annotations.note;
+
+    it("transactions started in one turn share one COMMIT, none is answered before it, and each sees the writes of those before it", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const [a, b, c] = [sandbox(), sandbox(), sandbox()];
+      await insertSandboxes(store, a, b, c);
+      const before = store.writeStats();
+      const seenWhenFirstAnswered: unknown[] = [];
+      const first = touch(store, a.id, "one").then(async (r) => {
+        // Answered only after the group's COMMIT: the last transaction's write is durable too.
+        seenWhenFirstAnswered.push(await noteOf(store, c.id));
+        return r;
+      });
+      const results = await Promise.all([
+        first,
+        touch(store, b.id, "two"),
+        store.transaction(async (tx) => (await tx.sandboxById(a.id))?.annotations.note), // after the first, in its transaction
+        touch(store, c.id, "three"),
+      ]);
+      expect(results[2]).toBe("one");
+      expect(seenWhenFirstAnswered).toEqual(["three"]);
+      const after = store.writeStats();
+      expect(after.commits - before.commits).toBe(1);
+      expect(after.transactions - before.transactions).toBe(4);
+      expect(await Promise.all([a, b, c].map((s) => noteOf(store, s.id)))).toEqual(["one", "two", "three"]);
+      await store.close();
+    });
+
+    it("a transaction of a group whose fn throws, or whose statement the server refuses, is rolled back alone and the others commit", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const [a, b, c, d] = [sandbox(), sandbox(), sandbox(), sandbox()];
+      await insertSandboxes(store, a, b, c, d);
+      const settled = await Promise.allSettled([
+        touch(store, a.id, "kept"),
+        store.transaction(async (tx) => {
+          await tx.sandboxById(b.id);
+          await tx.updateSandbox(b.id, { annotations: { note: "undone" } });
+          await tx.sandboxById(b.id); // the update reaches the server before fn fails
+          throw new Error("the caller's own failure");
+        }),
+        store.transaction(async (tx) => {
+          await tx.sandboxById(c.id);
+          await tx.updateSandbox(c.id, { annotations: { note: "undone" } });
+          // Violates the dimension CHECK constraint; fn catches it, the transaction is still lost.
+          await tx.insertOperation(operation(c.id, { dimension: "bogus" as "policy" })).catch(() => undefined);
+        }),
+        touch(store, d.id, "kept too"),
+      ]);
+      expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled"]);
+      expect(String((settled[1] as PromiseRejectedResult).reason)).toMatch(/the caller's own failure/);
+      expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+      expect(await Promise.all([a, b, c, d].map((s) => noteOf(store, s.id)))).toEqual(["kept", undefined, undefined, "kept too"]);
+      await store.close();
+    });
+
+    it("a queued write refused when it reaches the server, in front of the next transaction's statements or with the COMMIT, fails only its own transaction", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const [a, b, c] = [sandbox(), sandbox(), sandbox()];
+      await insertSandboxes(store, a, b, c);
+      const [opA, opC] = [operation(a.id), operation(c.id)];
+      await store.transaction((tx) => tx.insertOperation(opA));
+      await store.transaction((tx) => tx.insertOperation(opC));
+      // Under the sandbox's lock the insert is queued; its duplicate id fails once it is sent.
+      const duplicate = (s: typeof a, op: typeof opA) =>
+        store.transaction(async (tx) => {
+          await tx.sandboxById(s.id);
+          await tx.updateSandbox(s.id, { annotations: { note: "undone" } });
+          await tx.insertOperation({ ...op, attemptCount: 9 });
+        });
+      const before = store.writeStats();
+      const settled = await Promise.allSettled([duplicate(a, opA), touch(store, b.id, "kept"), duplicate(c, opC)]);
+      expect(settled.map((s) => s.status)).toEqual(["rejected", "fulfilled", "rejected"]);
+      for (const i of [0, 2]) {
+        expect((settled[i] as PromiseRejectedResult).reason).toBeInstanceOf(StoreConflictError);
+        expect(String((settled[i] as PromiseRejectedResult).reason)).toMatch(/duplicate key/);
+      }
+      expect(store.writeStats().commits - before.commits).toBe(1);
+      expect(await Promise.all([a, b, c].map((s) => noteOf(store, s.id)))).toEqual([undefined, "kept", undefined]);
+      expect((await store.operation(opA.id))?.attemptCount).toBe(opA.attemptCount);
+      await store.close();
+    });
+
+    it("a transaction after the first of a group that finds a lock held elsewhere stops waiting, so the others commit, and runs again first in a group of its own once the lock is free", async () => {
+      const schema = freshSchema();
+      const store = await openPostgresStore(testUrl, { schema });
+      const [a, b] = [sandbox(), sandbox()];
+      await insertSandboxes(store, a, b);
+      const holder = new pg.Client({ connectionString: testUrl });
+      await holder.connect();
+      try {
+        await holder.query("BEGIN");
+        await holder.query(`SELECT 1 FROM ${schema}.sandboxes WHERE id = $1 FOR UPDATE`, [b.id]);
+        let runsOfSecond = 0;
+        const first = touch(store, a.id, "first");
+        const second = store.transaction(async (tx) => {
+          runsOfSecond++;
+          await tx.sandboxById(b.id);
+          return tx.updateSandbox(b.id, { annotations: { note: "second" } });
+        });
+        // The first commits while b is still locked elsewhere: its group did not wait for b.
+        const firstOutcome = await Promise.race([first.then(() => "committed"), sleep(10_000).then(() => "still waiting")]);
+        expect(firstOutcome).toBe("committed");
+        expect(await noteOf(store, b.id)).toBeUndefined();
+        await holder.query("COMMIT");
+        expect((await second).annotations).toEqual({ note: "second" });
+        expect(runsOfSecond).toBeGreaterThanOrEqual(2);
+      } finally {
+        await holder.end();
+      }
+      await store.close();
+    });
+
+    it("a connection lost while a group runs fails each of its transactions not yet answered, keeps none of their writes, and the store carries on", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema(), poolSize: 1 });
+      const [x, y] = [sandbox(), sandbox()];
+      const settled = await Promise.allSettled([
+        store.transaction((tx) => tx.insertSandbox(x)),
+        store.transaction(async (tx) => {
+          await tx.insertSandbox(y);
+          await tx.sandboxById(y.id);
+          await withAdmin(testUrl, (c) =>
+            c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND state = 'idle in transaction'", [database]),
+          );
+          await sleep(100); // the client reports the dead connection while no query runs
+          await tx.sandboxById(x.id);
+        }),
+      ]);
+      expect(settled.map((s) => s.status)).toEqual(["rejected", "rejected"]);
+      for (const s of settled) expect((s as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+      expect(await store.sandboxById(x.id)).toBeUndefined();
+      expect(await store.sandboxById(y.id)).toBeUndefined();
+      await insertSandboxes(store, x);
+      expect(await store.sandboxById(x.id)).toEqual(x);
+      await store.close();
+    });
+  });
 }

@@ -4,9 +4,10 @@
 // one socket write and one answer cycle. A transaction's client sends:
 //
 // - BEGIN (and SET LOCAL) together with its first statement, and nothing at all when fn made no
-//   store call;
+//   store call (pg-group-commit.ts);
 // - writes whose answer the caller does not need (inserts, status updates, upserts) not at once
-//   but together with the next statement that needs an answer, or with COMMIT;
+//   but together with the next statement that needs an answer, or with what follows fn (the
+//   next transaction of its group, or COMMIT);
 // - every such group as one exchange: one round trip. The first error aborts the transaction and
 //   the server skips the statements behind it, so the group's error is that statement's.
 //
@@ -63,33 +64,27 @@ function resultsOf(settled: Settled): QueryResult[] {
   return results;
 }
 
-/** The statements of one transaction and when they go out. */
+/**
+ * The statements of one transaction's fn and when they go out: a write whose answer nobody
+ * waits for is queued and goes out in front of the fn's next statement, in the same round trip;
+ * what is still queued when fn returns is its tail, which the group sends with what follows
+ * (pg-group-commit.ts).
+ */
 export class TxBatch {
-  private begun = false;
   private deferred: Stmt[] = [];
 
-  constructor(
-    private readonly runGroup: RunGroup,
-    /** Sent before the first statement. */
-    private readonly begin: readonly string[],
-  ) {}
-
-  /** Whether anything reached the server (so there is a transaction to end). */
-  get started(): boolean {
-    return this.begun;
-  }
+  constructor(private readonly runGroup: RunGroup) {}
 
   /** Queues a write whose answer nobody waits for; it goes out with the next statement. */
   defer(stmt: Stmt): void {
     this.deferred.push(stmt);
   }
 
-  /** What goes out in front of the next statement: BEGIN the first time, then queued writes. */
-  private takeHead(): Stmt[] {
-    const head = this.begun ? this.deferred : [...this.begin.map((text) => ({ text })), ...this.deferred];
-    this.begun = true;
+  /** The queued writes, no longer queued here. */
+  takeDeferred(): Stmt[] {
+    const taken = this.deferred;
     this.deferred = [];
-    return head;
+    return taken;
   }
 
   /**
@@ -98,18 +93,10 @@ export class TxBatch {
    * after the statement's.
    */
   async query(text: string, values?: readonly unknown[], extra: readonly Stmt[] = []): Promise<QueryResult[]> {
-    const head = this.takeHead();
+    const head = this.takeDeferred();
     const all = [...head, { text, ...(values ? { values } : {}) }, ...extra];
     const results = resultsOf(await this.runGroup(all));
     return results.slice(head.length);
-  }
-
-  /** Sends what is queued with COMMIT; returns COMMIT's result (undefined: nothing was ever sent). */
-  async commit(): Promise<QueryResult | undefined> {
-    if (!this.begun && this.deferred.length === 0) return undefined;
-    const all = [...this.takeHead(), { text: "COMMIT" }];
-    const results = resultsOf(await this.runGroup(all));
-    return results[results.length - 1];
   }
 }
 

@@ -1,13 +1,15 @@
-// The PostgreSQL store: a pg.Pool; each transaction runs BEGIN … COMMIT on one pooled client at
-// READ COMMITTED, with row locks taken by reads through the transaction (see pg-queries.ts).
-// BEGIN goes out with the transaction's first statement and queued writes with the next one or
-// with COMMIT, as one group of named prepared statements (pg-batch.ts, pg-group.ts).
+// The PostgreSQL store: a pg.Pool; transactions run at READ COMMITTED on pooled clients, with row
+// locks taken by reads through the transaction (see pg-queries.ts). Transactions that start in
+// the same turn of the event loop share one PostgreSQL transaction and its COMMIT, each in its
+// own savepoint (pg-group-commit.ts). BEGIN goes out with the first statement and queued writes
+// with the next one or with COMMIT, as one group of named prepared statements (pg-batch.ts,
+// pg-group.ts).
 //
-// Failures: serialization failures and deadlocks (40001, 40P01) re-run the whole fn, up to
-// five retries with a short jittered pause, then surface as StoreConflictError; duplicate keys
-// are StoreConflictError; everything else from the database or the network is
-// StoreUnavailableError. A statement failure inside fn aborts the PostgreSQL transaction even if
-// fn catches it, so such a transaction is never reported as committed.
+// Failures (pg-errors.ts): serialization failures and deadlocks (40001, 40P01) re-run the whole
+// fn, up to five retries with a short jittered pause, then surface as StoreConflictError;
+// duplicate keys are StoreConflictError; everything else from the database or the network is
+// StoreUnavailableError. A statement failure inside fn aborts its transaction (back to its
+// savepoint) even if fn catches it, so such a transaction is never reported as committed.
 //
 // Durability: COMMIT returns once the server reports the commit durable per its
 // synchronous_commit; if the server runs with synchronous_commit=off (acknowledging commits it
@@ -17,7 +19,6 @@
 // startup search_path, so every pooled connection, including reconnects, resolves it.
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
 import { MigrationError, migratePostgres } from "../migrations/migrate.js";
@@ -39,9 +40,11 @@ import { channelName, listenOn, notifyAll } from "./pg-notify.js";
 import { postgresMigrations } from "./migrations.js";
 import { PgQueries, type Run, type TxHooks } from "./pg-queries.js";
 import { Coalescer, TxBatch, type Settled, type Stmt } from "./pg-batch.js";
-import { StatementNotSentError, rolledBack, runGroup } from "./pg-group.js";
+import { rolledBack, runGroup } from "./pg-group.js";
+import { runJobs, type FnOutcome, type GroupHost, type Job } from "./pg-group-commit.js";
 import { PlanGenerations, isStalePlan } from "./pg-plans.js";
 import { casMissed } from "./pg-tx-cache.js";
+import { RETRIES, isLockTimeout, isRetryable, retryPauseMs, toStoreError } from "./pg-errors.js";
 
 export interface PostgresStoreOptions {
   /** Pooled connections (default 10). */
@@ -50,23 +53,8 @@ export interface PostgresStoreOptions {
   readonly schema?: string;
 }
 
-const RETRIES = 5;
-const RETRYABLE = new Set(["40001", "40P01"]);
-
-const isRetryable = (err: unknown) => err instanceof pg.DatabaseError && err.code !== undefined && RETRYABLE.has(err.code);
-
-/** Errors from pg calls become store errors; ours and the caller's pass unchanged. */
-function toStoreError(err: unknown): unknown {
-  if (err instanceof StoreConflictError || err instanceof StoreUnavailableError) return err;
-  if (err instanceof pg.DatabaseError) {
-    if (err.code === "23505" || isRetryable(err)) return new StoreConflictError(`PostgreSQL: ${err.message}`, { cause: err });
-    return new StoreUnavailableError(`PostgreSQL: ${err.message}`, { cause: err });
-  }
-  if (err instanceof StatementNotSentError) return new StoreUnavailableError(`PostgreSQL: ${err.message}`, { cause: err });
-  // Anything else a pg call throws is the connection: refused, reset, timed out, pool ended.
-  const message = err instanceof Error ? err.message : String(err);
-  return new StoreUnavailableError(`PostgreSQL unreachable: ${message}`, { cause: err });
-}
+/** Transactions in one group at most: the group holds every one's locks until its COMMIT. */
+const MAX_GROUP = 32;
 
 interface PgTxContext extends TxContext {
   /** The first failed statement; the server has aborted the transaction. */
@@ -119,6 +107,11 @@ class PostgresStore implements Store {
   private readonly queries: PgQueries;
   private closing: Promise<void> | undefined;
   private commits = 0;
+  private transactions = 0;
+  /** Transactions waiting for the next turn's group. */
+  private queue: Job[] = [];
+  private flushScheduled = false;
+  private readonly host: GroupHost;
   /** Transactions whose fn is running (see inContext). */
   private runningFns = 0;
   /** Statements on the pool, outside any transaction. */
@@ -135,13 +128,12 @@ class PostgresStore implements Store {
   ) {
     const coalescer = new Coalescer(async (stmts) => {
       for (let attempt = 0; ; attempt++) {
-        const client = await pool.connect();
+        const client = await this.checkout();
         let lost: Error | undefined;
         const onConnectionLost = (err: Error) => (lost = err);
         client.on("error", onConnectionLost);
         let settled: Settled;
         try {
-          await this.plans.refresh(client);
           settled = await runGroup(client, stmts);
         } catch (err) {
           lost ??= err instanceof Error ? err : new Error(String(err));
@@ -155,6 +147,36 @@ class PostgresStore implements Store {
         if (attempt > 0) return settled;
       }
     }, rolledBack);
+    const begin: Stmt[] = [{ text: "BEGIN ISOLATION LEVEL READ COMMITTED" }, ...(forceSynchronousCommit ? [{ text: "SET LOCAL synchronous_commit TO on" }] : [])];
+    this.host = {
+      checkout: () => this.checkout(),
+      begin,
+      runFn: (job, send) => this.runFn(job, send),
+      writeFailed: (err, stmt) => {
+        const error = stmt.cas ? casMissed(err) : err;
+        if (isStalePlan(error)) {
+          this.plans.invalidate();
+          return { error: toStoreError(error), retry: true };
+        }
+        return { error: toStoreError(error), retry: isRetryable(error) };
+      },
+      failed: (job, error, retry) => {
+        if (!retry) return job.reject(error);
+        if (job.attempt >= RETRIES) return job.reject(new StoreConflictError(`transaction still conflicted after ${RETRIES} retries`, { cause: error }));
+        job.attempt++;
+        setTimeout(() => this.enqueue(job), retryPauseMs(job.attempt - 1));
+      },
+      gaveUpWaiting: (job) => {
+        job.first = true;
+        this.enqueue(job);
+      },
+      requeue: (job) => this.enqueue(job),
+      toStoreError,
+      committed: (jobs) => {
+        this.commits++;
+        this.transactions += jobs;
+      },
+    };
     this.run = async (text, values) => {
       this.checkOpen();
       try {
@@ -170,97 +192,112 @@ class PostgresStore implements Store {
     if (this.closing) throw new StoreUnavailableError("the store is closed");
   }
 
-  async transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    if (this.context.getStore()?.active) throw new Error(NESTED_TRANSACTION_MESSAGE);
-    for (let attempt = 0; ; attempt++) {
-      this.checkOpen();
-      let client: pg.PoolClient;
-      try {
-        client = await this.pool.connect();
-      } catch (err) {
-        throw toStoreError(err);
+  /**
+   * A pooled client with this process's prepared statements still valid on it. Checked out, a
+   * client has no pool listener: one of its own is attached before the first await, and the
+   * caller attaches its own before it lets go of this one.
+   */
+  private async checkout(): Promise<pg.PoolClient> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw toStoreError(err);
+    }
+    let lost: Error | undefined;
+    const onLost = (err: Error) => (lost = err);
+    client.on("error", onLost);
+    try {
+      await this.plans.refresh(client);
+      if (lost) throw lost;
+    } catch (err) {
+      client.release(err instanceof Error ? err : new Error(String(err)));
+      throw toStoreError(err);
+    } finally {
+      client.removeListener("error", onLost);
+    }
+    return client;
+  }
+
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    if (this.context.getStore()?.active) return Promise.reject(new Error(NESTED_TRANSACTION_MESSAGE));
+    return new Promise<T>((resolve, reject) => {
+      this.enqueue({ fn: fn as Job["fn"], resolve: resolve as (v: unknown) => void, reject, attempt: 0 });
+    });
+  }
+
+  /** Queues a transaction; those queued in one turn of the event loop run as one group. */
+  private enqueue(job: Job): void {
+    this.queue.push(job);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      const queued = this.queue;
+      this.queue = [];
+      if (this.closing) {
+        for (const job of queued) job.reject(new StoreUnavailableError("the store is closed"));
+        return;
       }
-      // Checked out, the client has no pool listener: one of its own before the first await.
-      let lostEarly: Error | undefined;
-      const onLostEarly = (err: Error) => (lostEarly = err);
-      client.on("error", onLostEarly);
-      try {
-        await this.plans.refresh(client);
-        if (lostEarly) throw lostEarly;
-      } catch (err) {
-        client.release(err instanceof Error ? err : new Error(String(err)));
-        throw toStoreError(err);
-      } finally {
-        client.removeListener("error", onLostEarly);
+      // A job that gave up waiting for a lock in a group starts a group of its own, as its first.
+      let group: Job[] = [];
+      for (const job of queued) {
+        if (group.length > 0 && (job.first || group.length >= MAX_GROUP)) {
+          void runJobs(this.host, group);
+          group = [];
+        }
+        group.push(job);
       }
-      const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
-      const send = async (stmts: readonly Stmt[]): Promise<Settled> => {
-        if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
-        const settled = await runGroup(client, stmts);
-        return settled.map((s, i) => {
-          if (s.status === "fulfilled") return s;
-          const err = stmts[i]!.cas ? casMissed(s.reason) : s.reason;
-          ctx.failure ??= err;
-          if (isRetryable(err)) ctx.retry = true;
-          if (isStalePlan(err)) {
-            this.plans.invalidate();
-            ctx.retry = true;
-          }
-          return { status: "rejected", reason: toStoreError(err) };
-        });
-      };
-      const begin = ["BEGIN ISOLATION LEVEL READ COMMITTED", ...(this.forceSynchronousCommit ? ["SET LOCAL synchronous_commit TO on"] : [])];
-      const batch = new TxBatch(send, begin);
-      const run: Run = async (text, values) => (await batch.query(text, values))[0] as never;
-      const hooks: TxHooks = {
-        defer: (stmt) => {
-          if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
-          batch.defer(stmt);
-        },
-        queryWith: (text, values, extra) => batch.query(text, values, extra),
-      };
-      ctx.plain = new PgQueries(run, false);
-      let broken: Error | undefined;
-      // A checked-out client has no pool listener: a connection lost while fn awaits something
-      // else would be an unhandled 'error' event and crash the process. Record it instead; the
-      // next statement fails, and the client is destroyed on release.
-      const onConnectionLost = (err: Error) => {
+      if (group.length > 0) void runJobs(this.host, group);
+    });
+  }
+
+  /** Runs one transaction's fn, its statements going out through `send` (see pg-group-commit.ts). */
+  private async runFn(job: Job, send: (stmts: readonly Stmt[]) => Promise<Settled>): Promise<FnOutcome> {
+    const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
+    const batch = new TxBatch(async (stmts) => {
+      if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
+      let settled: Settled;
+      try {
+        settled = await send(stmts);
+      } catch (err) {
+        // The group could not go on (the connection, a failed savepoint): nothing of fn commits.
         ctx.failure ??= err;
-        broken = err;
-      };
-      client.on("error", onConnectionLost);
-      try {
-        const result = await this.inContext(ctx, () => fn(pgTx(new PgQueries(run, true, hooks), ctx)));
-        if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
-        const done = await batch.commit();
-        if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
-        // Defensive: the server answers ROLLBACK to COMMIT of an aborted transaction.
-        if (done?.command === "ROLLBACK") throw new StoreUnavailableError("PostgreSQL rolled the transaction back");
-        this.commits++;
-        return result;
-      } catch (caught) {
-        ctx.active = false;
-        // A statement that failed behind a queued write reports the abort; the write's own
-        // failure (say, a duplicate key) is what the transaction failed of.
-        const err = ctx.failure !== undefined && (caught instanceof StoreConflictError || caught instanceof StoreUnavailableError) ? toStoreError(ctx.failure) : caught;
-        if (batch.started) {
-          await client.query("ROLLBACK").catch((e: unknown) => {
-            broken = e instanceof Error ? e : new Error(String(e));
-          });
-        }
-        if (ctx.retry && attempt < RETRIES) {
-          await sleep(5 + attempt * 10 + Math.random() * 20);
-          continue;
-        }
-        if (ctx.retry) throw new StoreConflictError(`transaction still conflicted after ${RETRIES} retries`, { cause: err });
-        throw err;
-      } finally {
-        ctx.active = false;
-        client.removeListener("error", onConnectionLost);
-        // A client whose connection failed or whose ROLLBACK failed is in an unknown state:
-        // destroy it rather than return it to the pool.
-        client.release(broken);
+        throw toStoreError(err);
       }
+      return settled.map((s, i) => {
+        if (s.status === "fulfilled") return s;
+        const err = stmts[i]!.cas ? casMissed(s.reason) : s.reason;
+        ctx.failure ??= err;
+        if (isRetryable(err)) ctx.retry = true;
+        if (isStalePlan(err)) {
+          this.plans.invalidate();
+          ctx.retry = true;
+        }
+        return { status: "rejected", reason: toStoreError(err) };
+      });
+    });
+    const run: Run = async (text, values) => (await batch.query(text, values))[0] as never;
+    const hooks: TxHooks = {
+      defer: (stmt) => {
+        if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
+        batch.defer(stmt);
+      },
+      queryWith: (text, values, extra) => batch.query(text, values, extra),
+    };
+    ctx.plain = new PgQueries(run, false);
+    try {
+      const fn = job.fn as (tx: StoreTx) => Promise<unknown>;
+      const result = await this.inContext(ctx, () => fn(pgTx(new PgQueries(run, true, hooks), ctx)));
+      if (ctx.failure !== undefined) throw toStoreError(ctx.failure);
+      ctx.active = false;
+      return { ok: true, result, tail: batch.takeDeferred() };
+    } catch (caught) {
+      ctx.active = false;
+      // A statement that failed behind a queued write reports the abort; the write's own
+      // failure (say, a duplicate key) is what the transaction failed of.
+      const error = ctx.failure !== undefined && (caught instanceof StoreConflictError || caught instanceof StoreUnavailableError) ? toStoreError(ctx.failure) : caught;
+      return { ok: false, error, retry: ctx.retry, lockTimedOut: isLockTimeout(ctx.failure) };
     }
   }
 
@@ -280,7 +317,7 @@ class PostgresStore implements Store {
   }
 
   writeStats() {
-    return { transactions: this.commits, commits: this.commits };
+    return { transactions: this.transactions, commits: this.commits };
   }
 
   /** Reads outside a transaction use the pool; from inside fn they run on fn's own client. */
