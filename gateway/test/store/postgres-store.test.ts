@@ -318,6 +318,46 @@ if (!reachable) {
       await store.close();
     });
 
+    it("statements a transaction issues side by side, behind a queued write of the one before it that fails, are answered as if that write had never been", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const [a, b, c] = [sandbox(), sandbox(), sandbox()];
+      await insertSandboxes(store, a, b, c);
+      const op = operation(a.id);
+      await store.transaction((tx) => tx.insertOperation(op));
+      const settled = await Promise.allSettled([
+        store.transaction(async (tx) => {
+          await tx.sandboxById(a.id);
+          await tx.insertOperation({ ...op, attemptCount: 9 }); // queued; a duplicate once sent
+        }),
+        store.transaction(async (tx) => {
+          const [sb] = await Promise.all([tx.sandboxById(b.id), tx.sandboxById(c.id)]);
+          return tx.updateSandbox(sb!.id, { annotations: { note: "kept" } });
+        }),
+      ]);
+      expect(settled[0].status).toBe("rejected");
+      expect((settled[0] as PromiseRejectedResult).reason).toBeInstanceOf(StoreConflictError);
+      expect(settled[1].status).toBe("fulfilled");
+      expect(await noteOf(store, b.id)).toBe("kept");
+      await store.close();
+    });
+
+    it("a transaction that waits for one started after it in the same turn still finishes: the jobs behind a slow one go to another group", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      const [a, b] = [sandbox(), sandbox()];
+      await insertSandboxes(store, a, b);
+      let second: Promise<unknown> = Promise.resolve();
+      const first = store.transaction(async (tx) => {
+        await tx.sandboxById(a.id);
+        const seen = await second;
+        return tx.updateSandbox(a.id, { annotations: { note: String(seen) } });
+      });
+      second = touch(store, b.id, "second").then((sb) => sb.annotations.note);
+      const outcome = await Promise.race([first.then((sb) => sb.annotations.note), sleep(10_000).then(() => "still waiting")]);
+      expect(outcome).toBe("second");
+      expect(await noteOf(store, b.id)).toBe("second");
+      await store.close();
+    });
+
     it("a transaction after the first of a group that finds a lock held elsewhere stops waiting, so the others commit, and runs again first in a group of its own once the lock is free", async () => {
       const schema = freshSchema();
       const store = await openPostgresStore(testUrl, { schema });

@@ -19,14 +19,16 @@
 //
 // Deadlocks: a job waiting for a lock holds its group's earlier locks, so two groups can wait
 // for each other where two transactions alone would not (each locks one sandbox), and the
-// server breaks such a cycle only after deadlock_timeout (1 s). So only a group's first job
-// waits for locks as a transaction alone does; the others give up after LOCK_WAIT_MS, are rolled
-// back to their savepoint and queued again to run first in a group of their own making, where
-// they wait as long as it takes. Giving up does not count as a re-run.
+// server breaks such a cycle only after deadlock_timeout (1 s). So only jobs that start before
+// the group holds any lock wait as a transaction alone does; the others give up after
+// LOCK_WAIT_MS, are rolled back to their savepoint and queued again to run first in a group of
+// their own, where they wait as long as it takes. Giving up does not count as a re-run. A job
+// whose fn takes long (SLOW_JOB_MS) sends the jobs behind it, which have not started, to other
+// groups.
 
 import pg from "pg";
 import type { Settled, Stmt } from "./pg-batch.js";
-import { runGroup } from "./pg-group.js";
+import { StatementNotSentError, runGroup } from "./pg-group.js";
 import { isLockTimeout } from "./pg-errors.js";
 
 /** A transaction waiting to run. */
@@ -63,8 +65,10 @@ export interface GroupHost {
   requeue(job: Job): void;
   /** Errors of the group itself (connection, COMMIT) as the store reports them. */
   toStoreError(err: unknown): unknown;
-  /** A COMMIT returned, making `jobs` transactions durable. */
-  committed(jobs: number): void;
+  /** `jobs` transactions are durable (`commitSent`: by a COMMIT; false: they wrote nothing). */
+  committed(jobs: number, commitSent: boolean): void;
+  /** The store is closing: jobs not yet started are not started. */
+  closing(): boolean;
 }
 
 const SAVEPOINT: Stmt = { text: "SAVEPOINT osc_job" };
@@ -73,12 +77,20 @@ const ROLLBACK_TO: Stmt = { text: "ROLLBACK TO SAVEPOINT osc_job" };
 const COMMIT: Stmt = { text: "COMMIT" };
 /** How long a group's jobs after the first wait for a lock. */
 export const LOCK_WAIT_MS = 20;
+/**
+ * A job whose fn runs longer than this (it waits for a lock, or for something else) sends the
+ * jobs behind it to other groups: they have not started, and must not wait for it (a fn that
+ * waits for a later transaction of its own group would otherwise never finish).
+ */
+export const SLOW_JOB_MS = 100;
 const BRIEF_LOCK_WAITS: Stmt = { text: `SET LOCAL lock_timeout = '${LOCK_WAIT_MS}ms'` };
 
 /** A job as its group runs it. */
 interface Run {
   readonly job: Job;
   result?: unknown;
+  /** It started after the group held locks: its lock waits were brief. */
+  brief: boolean;
 }
 
 /** A statement waiting to go out, and the job it belongs to (none: the group's own). */
@@ -91,6 +103,8 @@ interface Item {
 
 /** Whether the server refused the statement (rather than the connection failing). */
 const refused = (err: unknown) => err instanceof pg.DatabaseError;
+
+const firstRejected = (settled: Settled) => settled.findIndex((s) => s.status === "rejected");
 
 /** Runs `jobs` as one PostgreSQL transaction; settles each job once its fate is known. */
 export async function runJobs(host: GroupHost, jobs: readonly Job[]): Promise<void> {
@@ -107,14 +121,36 @@ export async function runJobs(host: GroupHost, jobs: readonly Job[]): Promise<vo
   client.on("error", onLost);
   const savepoints = jobs.length > 1;
   const control = (stmt: Stmt, owner?: Run): Item => ({ stmt, owner, control: true });
+  const own = (run: Run) => (stmt: Stmt): Item => ({ stmt, owner: run, control: false });
   /** What goes out in front of the next statement. */
   let pending: Item[] = host.begin.map((stmt) => control(stmt));
   let started = false;
   let committed = false;
+  let briefWaits = false;
+  /** Jobs whose SAVEPOINT the server has run (and not released). */
+  const opened = new Set<Run>();
   /** Jobs whose fn succeeded, waiting for the COMMIT. */
   let finished: Run[] = [];
   /** What ends the group for every job still in it. */
   let fatal: unknown;
+
+  /** One exchange; notes which jobs' savepoints the server ran. */
+  const exchange = async (items: readonly Item[]): Promise<Settled> => {
+    started = true;
+    const settled = await runGroup(client, items.map((i) => i.stmt));
+    const f = firstRejected(settled);
+    const ran = f < 0 ? items.length : settled.some((s) => s.status === "rejected" && s.reason instanceof StatementNotSentError) ? 0 : f;
+    for (const item of items.slice(0, ran)) if (item.stmt === SAVEPOINT && item.owner) opened.add(item.owner);
+    return settled;
+  };
+
+  /** A finished job failed: it is told, and none of it is committed. */
+  const failFinished = (owner: Run, reason: unknown, stmt: Stmt) => {
+    finished = finished.filter((r) => r !== owner);
+    if (isLockTimeout(reason) && owner.brief) return host.gaveUpWaiting(owner.job);
+    const { error, retry } = host.writeFailed(reason, stmt);
+    host.failed(owner.job, error, retry);
+  };
 
   /**
    * A finished job's queued write failed at `f`: that job fails, and (with savepoints) its
@@ -125,13 +161,9 @@ export async function runJobs(host: GroupHost, jobs: readonly Job[]): Promise<vo
     const item = items[f]!;
     const owner = item.owner;
     if (item.control || owner === undefined || !finished.includes(owner) || !refused(reason)) return false;
-    finished = finished.filter((r) => r !== owner);
-    if (isLockTimeout(reason) && owner.job !== jobs[0]) host.gaveUpWaiting(owner.job);
-    else {
-      const { error, retry } = host.writeFailed(reason, item.stmt);
-      host.failed(owner.job, error, retry);
-    }
+    failFinished(owner, reason, item.stmt);
     if (!savepoints) return false;
+    opened.delete(owner);
     // Behind it, the server skipped the rest: other finished jobs' writes go again, and so does
     // the running job's SAVEPOINT (its statements are sent again by the caller).
     const rest = items.slice(f + 1).filter((i) => i.owner !== owner && !(i.owner === skip && !i.control) && i.stmt !== COMMIT);
@@ -139,47 +171,92 @@ export async function runJobs(host: GroupHost, jobs: readonly Job[]): Promise<vo
     return true;
   };
 
-  /** Sends `stmts` of `run` with what is pending; answers `stmts`' results. */
-  const send = async (run: Run, stmts: readonly Stmt[]): Promise<Settled> => {
+  /**
+   * Nothing went out: a value of the statement at `f` could not be converted. Its job fails
+   * (its savepoint, if the server ran it, rolled back in place of its RELEASE) and the rest
+   * waits as it was. The running job's statements are left out (the caller reports them).
+   */
+  const unsent = (items: readonly Item[], f: number, reason: unknown, skip: Run | undefined): boolean => {
+    const owner = items[f]!.owner;
+    if (owner === undefined || items[f]!.control) return false;
+    const others = (i: Item) => !(i.owner === skip && !i.control);
+    if (owner === skip) {
+      pending = items.filter(others);
+      return true;
+    }
+    if (!finished.includes(owner)) return false;
+    failFinished(owner, reason, items[f]!.stmt);
+    const undo = opened.delete(owner) ? [control(ROLLBACK_TO), control(RELEASE)] : [];
+    pending = items.filter(others).flatMap((i) => (i.owner !== owner ? [i] : i.stmt === RELEASE ? undo : []));
+    return true;
+  };
+
+  /** Sends of the running job, one at a time (a fn may issue statements side by side). */
+  let chain: Promise<unknown> = Promise.resolve();
+  const send = (run: Run, stmts: readonly Stmt[]): Promise<Settled> => {
+    const turn = chain.then(() => sendNow(run, stmts));
+    chain = turn.catch(() => undefined);
+    return turn;
+  };
+  const sendNow = async (run: Run, stmts: readonly Stmt[]): Promise<Settled> => {
     for (;;) {
       if (fatal !== undefined) throw fatal;
-      const items = [...pending, ...stmts.map((stmt): Item => ({ stmt, owner: run, control: false }))];
+      const items = [...pending, ...stmts.map(own(run))];
       pending = [];
-      started = true;
-      const settled = await runGroup(client, items.map((i) => i.stmt));
-      const f = settled.findIndex((s) => s.status === "rejected");
-      if (f < 0 || (items[f]!.owner === run && !items[f]!.control)) return settled.slice(items.length - stmts.length);
-      const reason = (settled[f] as PromiseRejectedResult).reason;
-      if (!unwind(items, f, reason, run)) {
-        fatal ??= reason;
-        throw reason;
+      const settled = await exchange(items);
+      const f = firstRejected(settled);
+      const mine = settled.slice(items.length - stmts.length);
+      if (f < 0) return mine;
+      const notSent = settled.findIndex((s) => s.status === "rejected" && s.reason instanceof StatementNotSentError);
+      if (notSent >= 0) {
+        const reason = (settled[notSent] as PromiseRejectedResult).reason;
+        if (!unsent(items, notSent, reason, run)) throw (fatal ??= reason);
+        if (items[notSent]!.owner === run) return mine.map(() => ({ status: "rejected", reason }));
+        continue;
       }
+      if (items[f]!.owner === run && !items[f]!.control) return mine;
+      const reason = (settled[f] as PromiseRejectedResult).reason;
+      if (!unwind(items, f, reason, run)) throw (fatal ??= reason);
     }
   };
 
+  /** Jobs from here on are not this group's (see SLOW_JOB_MS). */
+  let limit = jobs.length;
   let next = 0;
   try {
-    for (; next < jobs.length && fatal === undefined && broken === undefined; next++) {
-      const run: Run = { job: jobs[next]! };
-      if (savepoints && next === 1) pending.push(control(BRIEF_LOCK_WAITS));
-      const mark = pending.length;
+    for (; next < limit && fatal === undefined && broken === undefined && !host.closing(); next++) {
+      // Once the group holds locks, a job waits for one only briefly.
+      if (savepoints && !briefWaits && (started || pending.some((i) => !i.control))) {
+        pending.push(control(BRIEF_LOCK_WAITS));
+        briefWaits = true;
+      }
+      const run: Run = { job: jobs[next]!, brief: briefWaits };
+      run.job.first = false;
       if (savepoints) pending.push(control(SAVEPOINT, run));
       let sent = false;
+      const slow = setTimeout(() => {
+        const behind = jobs.slice(next + 1, limit);
+        limit = Math.min(limit, next + 1);
+        for (const job of behind) host.requeue(job);
+      }, SLOW_JOB_MS);
       const outcome = await host.runFn(run.job, (stmts) => {
         sent = true;
         return send(run, stmts);
-      });
-      if (outcome.ok) {
-        if (!sent && outcome.tail.length === 0) pending.length = mark; // nothing of it to send
-        else pending.push(...outcome.tail.map((stmt): Item => ({ stmt, owner: run, control: false })), ...(savepoints ? [control(RELEASE, run)] : []));
+      }).finally(() => clearTimeout(slow));
+      await chain; // a send the fn did not wait for
+      if (outcome.ok && fatal === undefined) {
+        const tail = outcome.tail.map(own(run));
+        if (!sent && tail.length === 0) pending = pending.filter((i) => i.owner !== run); // nothing of it to send
+        else pending.push(...tail, ...(savepoints ? [control(RELEASE, run)] : []));
         run.result = outcome.result;
         finished.push(run);
         continue;
       }
-      // Its statements, if any reached the server, are undone; nothing queued of it goes out.
-      if (!sent) pending.length = mark;
-      else if (savepoints && fatal === undefined) pending.push(control(ROLLBACK_TO), control(RELEASE));
-      if (outcome.lockTimedOut && next > 0 && fatal === undefined) host.gaveUpWaiting(run.job);
+      // What reached the server of it is undone; nothing queued of it goes out.
+      pending = pending.filter((i) => i.owner !== run);
+      if (opened.delete(run) && fatal === undefined) pending.push(control(ROLLBACK_TO), control(RELEASE));
+      if (outcome.ok) host.failed(run.job, host.toStoreError(fatal), false);
+      else if (outcome.lockTimedOut && run.brief && fatal === undefined) host.gaveUpWaiting(run.job);
       else host.failed(run.job, outcome.error, outcome.retry);
     }
     while (fatal === undefined && broken === undefined && finished.length > 0) {
@@ -190,9 +267,8 @@ export async function runJobs(host: GroupHost, jobs: readonly Job[]): Promise<vo
       }
       const items = [...pending, control(COMMIT)];
       pending = [];
-      started = true;
-      const settled = await runGroup(client, items.map((i) => i.stmt));
-      const f = settled.findIndex((s) => s.status === "rejected");
+      const settled = await exchange(items);
+      const f = firstRejected(settled);
       if (f < 0) {
         const done = settled[settled.length - 1] as PromiseFulfilledResult<{ command: string }>;
         // Defensive: the server answers ROLLBACK to COMMIT of an aborted transaction.
@@ -200,12 +276,15 @@ export async function runJobs(host: GroupHost, jobs: readonly Job[]): Promise<vo
         else committed = true;
         break;
       }
-      const reason = (settled[f] as PromiseRejectedResult).reason;
-      if (!unwind(items, f, reason, undefined)) {
+      const notSent = settled.findIndex((s) => s.status === "rejected" && s.reason instanceof StatementNotSentError);
+      const at = notSent >= 0 ? notSent : f;
+      const reason = (settled[at] as PromiseRejectedResult).reason;
+      if (!(notSent >= 0 ? unsent(items, at, reason, undefined) : unwind(items, at, reason, undefined))) {
         // Without savepoints the one job has already been told (its write failed).
         if (savepoints || finished.length > 0) fatal = reason;
         break;
       }
+      pending = pending.filter((i) => i.stmt !== COMMIT);
     }
   } catch (err) {
     fatal ??= err;
@@ -219,12 +298,12 @@ export async function runJobs(host: GroupHost, jobs: readonly Job[]): Promise<vo
     client.release(broken);
   }
   if (committed) {
-    host.committed(finished.length);
+    host.committed(finished.length, started);
     for (const run of finished) run.job.resolve(run.result);
   } else {
     const err = host.toStoreError(fatal ?? broken ?? new Error("the transaction did not commit"));
     for (const run of finished) run.job.reject(err);
   }
   // Jobs the group never reached ran nothing: they go again.
-  for (const job of jobs.slice(next)) host.requeue(job);
+  for (const job of jobs.slice(next, limit)) host.requeue(job);
 }

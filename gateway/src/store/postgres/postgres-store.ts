@@ -177,10 +177,11 @@ class PostgresStore implements Store {
       },
       requeue: (job) => this.enqueue(job),
       toStoreError,
-      committed: (jobs) => {
-        this.commits++;
+      committed: (jobs, commitSent) => {
+        if (commitSent) this.commits++;
         this.transactions += jobs;
       },
+      closing: () => this.closing !== undefined,
     };
     this.run = async (text, values) => {
       this.checkOpen();
