@@ -234,11 +234,15 @@ export async function runJobs(host: GroupHost, jobs: readonly Job[]): Promise<vo
       run.job.first = false;
       if (savepoints) pending.push(control(SAVEPOINT, run));
       let sent = false;
-      const slow = setTimeout(() => {
-        const behind = jobs.slice(next + 1, limit);
-        limit = Math.min(limit, next + 1);
-        for (const job of behind) host.requeue(job);
-      }, SLOW_JOB_MS);
+      // No timer where no job waits behind this one (a group of one, or its last job).
+      const slow =
+        next + 1 < limit
+          ? setTimeout(() => {
+              const behind = jobs.slice(next + 1, limit);
+              limit = Math.min(limit, next + 1);
+              for (const job of behind) host.requeue(job);
+            }, SLOW_JOB_MS)
+          : undefined;
       const outcome = await host.runFn(run.job, (stmts) => {
         sent = true;
         return send(run, stmts);
