@@ -20,14 +20,17 @@ if (file) {
     count += 1;
     if (log) {
       const q = args[0];
-      const text = typeof q === "string" ? q : (q?.text ?? String(q));
-      appendFileSync(log, `${text.replace(/\s+/g, " ").slice(0, chars)}\n`);
+      // A StatementGroup (pg-group.ts) carries its statements; log each, marked as one exchange.
+      const texts = typeof q === "string" ? [q] : Array.isArray(q?.stmts) ? q.stmts.map((s) => `[group of ${q.stmts.length}] ${s.text}`) : [q?.text ?? String(q)];
+      appendFileSync(log, texts.map((t) => `${t.replace(/\s+/g, " ").slice(0, chars)}\n`).join(""));
     }
     return query.apply(this, args);
   };
   process.on("SIGUSR2", () => {
     // "count seq": the sequence number tells the reader that this answer is to its request.
     written += 1;
+    // In the log, a mark where the bench asked: the statements between two marks are its run's.
+    if (log) appendFileSync(log, `-- mark ${written} at ${count} queries\n`);
     writeFileSync(file, `${count} ${written}`);
   });
 }

@@ -195,7 +195,7 @@ export function renderMarkdown(r: Results): string {
       "",
       ...r.fleet.map(
         (f) =>
-          `- ${f.backend}: kinds ${JSON.stringify(f.byKind)}; final states ${JSON.stringify(f.byState)}; CPU during the run (% of one core): gateway ${f.cpuPercent.gateway}, supervisors ${f.cpuPercent.supervisors}, clients ${f.cpuPercent.clients}, everything else on the machine (the PostgreSQL server, other work) ${f.cpuPercent.rest}${f.cpuMsPerOp ? `; CPU ms per operation: gateway ${f.cpuMsPerOp.gateway}, supervisors ${f.cpuMsPerOp.supervisors}, clients ${f.cpuMsPerOp.clients}` : ""}; bootstrap of ${n(f.sandboxes)} sandboxes ${ms(f.bootstrapMs)} ms`,
+          `- ${f.backend}: kinds ${JSON.stringify(f.byKind)}; final states ${JSON.stringify(f.byState)}; CPU during the run (% of one core): gateway ${f.cpuPercent.gateway}, supervisors ${f.cpuPercent.supervisors}, clients ${f.cpuPercent.clients}, everything else on the machine (the PostgreSQL server, other work) ${f.cpuPercent.rest}${f.cpuMsPerOp ? `; CPU ms per operation: gateway ${f.cpuMsPerOp.gateway}, supervisors ${f.cpuMsPerOp.supervisors}, clients ${f.cpuMsPerOp.clients}` : ""}${f.pgQueriesPerOp !== undefined ? `; PostgreSQL queries per update ${f.pgQueriesPerOp}` : ""}; bootstrap of ${n(f.sandboxes)} sandboxes ${ms(f.bootstrapMs)} ms`,
       ),
       ...(r.floor.fleet
         ? [

@@ -41,6 +41,8 @@ export interface FleetScenarioResult {
   readonly gatewayPeakRssMb: number;
   /** CPU ms per operation of the gateway, the supervisor processes and the client processes (summed). */
   readonly cpuMsPerOp: { readonly gateway: number; readonly supervisors: number; readonly clients: number };
+  /** PostgreSQL: queries the gateway sent per update during the run (bench/lib/pg-count.mjs). */
+  readonly pgQueriesPerOp?: number;
   /** Whole-machine CPU busy during the run, percent. */
   readonly machineBusyPercent: number;
   /** Where the machine's CPU went during the run, in percent of one core. */
@@ -52,7 +54,8 @@ export interface FleetScenarioResult {
 export async function fleetScenario(ctx: Context, backend: Backend, o: FleetOptions): Promise<FleetScenarioResult> {
   const groups = groupsFor("f", o.sandboxes, Math.ceil(o.sandboxes / o.supervisors));
   const names = groups.flatMap(groupNames);
-  const stack = await Stack.start({ backend, groups, label: `fleet-${backend}`, ...(o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}) });
+  const countPg = backend === "postgres";
+  const stack = await Stack.start({ backend, groups, label: `fleet-${backend}`, countPgQueries: countPg, ...(o.cpuProfDir ? { cpuProfDir: o.cpuProfDir } : {}) });
   let result: FleetScenarioResult;
   const window = { fromUs: 0, toUs: 0 };
   try {
@@ -73,7 +76,10 @@ export async function fleetScenario(ctx: Context, backend: Backend, o: FleetOpti
     let before: ProcSample = stack.gatewaySample();
     let sup0 = 0;
     let m0 = sampleMachine();
+    let pg0: Promise<number> = Promise.resolve(0);
     const { results, goAt } = await stack.runTogether(tasks, () => {
+      // Asked at the start (SIGUSR2 goes out now; the answer is read later).
+      if (countPg) pg0 = stack.pgQueries();
       window.fromUs = monotonicUs();
       before = stack.gatewaySample();
       sup0 = supervisorCpu();
@@ -83,6 +89,7 @@ export async function fleetScenario(ctx: Context, backend: Backend, o: FleetOpti
     const after = stack.gatewaySample();
     const sup1 = supervisorCpu();
     const m1 = sampleMachine();
+    const pgQueries = countPg ? (await stack.pgQueries()) - (await pg0) : 0;
     const wallMs = Math.max(...results.map((r) => r.endAt)) - goAt;
     const share = (cpuMs: number) => round((cpuMs / (after.at - before.at)) * 100);
     const clientMs = results.reduce((a, r) => a + r.cpuMs, 0);
@@ -114,6 +121,7 @@ export async function fleetScenario(ctx: Context, backend: Backend, o: FleetOpti
       gatewayCpuPercent: round(cpuPercent(before, after)),
       gatewayCpuMsPerOp: round((after.cpuMs - before.cpuMs) / operations, 2),
       gatewayPeakRssMb: mb(after.peakRssBytes),
+      ...(countPg ? { pgQueriesPerOp: round(pgQueries / operations, 2) } : {}),
       cpuMsPerOp: { gateway: round((after.cpuMs - before.cpuMs) / operations, 3), supervisors: round((sup1 - sup0) / operations, 3), clients: round(clientMs / operations, 3) },
       machineBusyPercent: round(machineBusyPercent(m0, m1)),
       cpuPercent: {
