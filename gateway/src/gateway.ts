@@ -104,8 +104,11 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { logger, metrics } = options;
   const store = instrumentStore(options.store, metrics.storeOperationSeconds);
   const reconcileIntervalMs = options.reconcileIntervalMs ?? 1_000;
+  // Replicas share the database: another replica's global commit reaches this cache by its
+  // notification or, that lost (or notifications off), by the periodic check of the versions.
+  const desired = createDesiredCache(store, { shared: options.cluster !== undefined });
   const cluster = options.cluster
-    ? createCluster(store, { ...options.cluster, sweepIntervalMs: reconcileIntervalMs, logger })
+    ? createCluster(store, { ...options.cluster, sweepIntervalMs: reconcileIntervalMs, logger, onGlobalChange: () => desired.invalidateGlobal(), globalsChanged: () => desired.checkGlobals() })
     : undefined;
   const bus = createOperationBus(cluster?.relayOperation);
   const transitions = createTransitions(store, bus, (op) => {
@@ -138,8 +141,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       registry.publish(sandboxId, view);
       cluster?.publish(sandboxId);
     },
-    // Replicas share the database: each re-reads the global versions on every use.
-    desired: createDesiredCache(store, { shared: cluster !== undefined }),
+    desired,
     // What a supervisor accepts is what a commit may leave (operations/snapshot-cap.ts).
     maxSnapshotBytes: sessionOptions.maxMessageBytes,
   };

@@ -15,6 +15,7 @@ import type { OperationRecord, Store } from "../store/store.js";
 import type { ClusterMessage } from "./messages.js";
 import { createClusterNotifier } from "./notifications.js";
 import { createOperationSweep } from "./operation-sweep.js";
+import { createPeriodic, type Periodic } from "../operations/periodic.js";
 import { createSessionOwnership, type SessionOwnership } from "./ownership.js";
 
 export interface ClusterOptions {
@@ -38,7 +39,20 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-export function createCluster(store: Store, options: ClusterOptions & { readonly sweepIntervalMs: number; readonly logger: Logger }): Cluster {
+export function createCluster(
+  store: Store,
+  options: ClusterOptions & {
+    readonly sweepIntervalMs: number;
+    readonly logger: Logger;
+    /** Global desired state may have changed elsewhere (a message said so, or messages may have been missed). */
+    readonly onGlobalChange?: () => void;
+    /**
+     * Called every sweep interval: whether the global desired state changed elsewhere unheard
+     * (then every session here is delivered to). The repair path of a lost "all" message.
+     */
+    readonly globalsChanged?: () => Promise<boolean>;
+  },
+): Cluster {
   const { replicaId, logger } = options;
   const notifier = createClusterNotifier(store, replicaId, logger);
   const send = (m: ClusterMessage) => {
@@ -54,6 +68,16 @@ export function createCluster(store: Store, options: ClusterOptions & { readonly
   let bus: OperationBus | undefined;
   let registry: SessionRegistry | undefined;
   let sweep: ReturnType<typeof createOperationSweep> | undefined;
+  const globalsCheck: Periodic | undefined = options.globalsChanged
+    ? createPeriodic(
+        async () => {
+          if (!(await options.globalsChanged!())) return 0;
+          registry?.publish();
+          return 1;
+        },
+        { intervalMs: options.sweepIntervalMs, logger, done: "global configuration changed on another replica unheard; delivering to every session", failed: "global versions not checked; trying again", immediately: false },
+      )
+    : undefined;
 
   /** Operation ids to re-read, collected over one turn of the event loop. */
   let toRead = new Set<string>();
@@ -73,6 +97,8 @@ export function createCluster(store: Store, options: ClusterOptions & { readonly
         registry?.publish(m.sandboxId);
         return;
       case "all":
+        // First forget the global part, so the deliveries below read it again.
+        options.onGlobalChange?.();
         registry?.publish();
         return;
       case "operation":
@@ -107,11 +133,13 @@ export function createCluster(store: Store, options: ClusterOptions & { readonly
       if (!bus || !registry || !sweep) throw new Error("cluster.attach must be called before start");
       ownership.start();
       sweep.start();
+      globalsCheck?.start();
       if (options.notify) {
         const r = registry;
         const s = sweep;
         // After a gap, deliver to every session here (a commit elsewhere may have gone unheard) and wake waiters.
         await notifier.start(receive, () => {
+          options.onGlobalChange?.();
           r.publish();
           void s.runOnce().catch(() => undefined);
         });
@@ -121,6 +149,7 @@ export function createCluster(store: Store, options: ClusterOptions & { readonly
     async stop() {
       ownership.stop();
       sweep?.stop();
+      globalsCheck?.stop();
       await notifier.stop();
     },
   };

@@ -8,9 +8,17 @@
 //   and every change of a sandbox's settings bumps its settings revision in the same transaction.
 // - The global part (global policy version and settings) is on no sandbox row. A gateway alone on
 //   its database (SQLite, or PostgreSQL without replicas) keeps it until its own global commit
-//   invalidates it. Replicas cannot know of another replica's global commit for certain (a
-//   notification may be lost), so with `shared` the global policy version and settings revision
-//   are read on every use, and only the contents they name are kept.
+//   invalidates it. With replicas (`shared`), another replica's global commit invalidates it when
+//   its notification arrives, or when the channel had a gap (cluster.ts). A notification can
+//   still be lost (a replica killed between its COMMIT and its NOTIFY), or notifications be off:
+//   so the cluster also calls checkGlobals() every reconcile interval, which compares the kept
+//   versions with the database's and, on a difference, forgets them and has every session
+//   delivered to; and delivery reads the versions again itself once SHARED_GLOBALS_TRUST_MS has
+//   passed since they were last confirmed. Only the contents the versions name are kept. A
+//   delivery may so push the global part as it was a moment ago: that is still a committed state,
+//   every outcome names the exact revision applied, and the repair path delivers the newer one.
+//   (Until 2026-12-05 the versions were read on every delivery: about a quarter of a fleet's
+//   PostgreSQL statements.)
 // - Nothing is filled from a read inside a transaction (it may see writes that never commit):
 //   only from reads outside one, which see committed, durable state.
 
@@ -68,6 +76,12 @@ export interface DesiredCache {
   committedPolicy(record: PolicyRevisionRecord, policy: SandboxPolicy): void;
   /** A global policy or setting was committed here, or another replica said so. */
   invalidateGlobal(): void;
+  /**
+   * With replicas: reads the global versions and, if they differ from the kept ones, forgets the
+   * global part and returns true (the caller then delivers to every session). The repair path
+   * for a global commit whose notification was lost, or made with notifications off.
+   */
+  checkGlobals(): Promise<boolean>;
   /** The sandbox is gone. */
   forget(sandboxId: string): void;
 }
@@ -78,6 +92,11 @@ export interface DesiredCache {
  * never a wrong outcome. The reconcile period, by default.
  */
 const SHARED_TARGET_TRUST_MS = 1_000;
+/**
+ * With replicas, how long delivery trusts the global versions it last read when no notification
+ * said they changed: the bound on how late a lost notification is made up for.
+ */
+export const SHARED_GLOBALS_TRUST_MS = 1_000;
 
 /** Sandboxes whose snapshot is kept (least recently used ones go first). */
 const MAX_ENTRIES = 1024;
@@ -124,7 +143,8 @@ function keyOf(sb: SandboxRecord, g: Globals): string {
 }
 
 /** `shared`: other gateways write to the same database (replicas). */
-export function createDesiredCache(store: Store, options: { readonly shared: boolean }): DesiredCache {
+export function createDesiredCache(store: Store, options: { readonly shared: boolean; /** The clock (tests). */ readonly now?: () => number }): DesiredCache {
+  const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>();
   /** Policy revisions committed here and not yet built into a snapshot, by sandbox id. */
   const seeds = new Map<string, { readonly record: PolicyRevisionRecord; readonly policy: SandboxPolicy }>();
@@ -149,17 +169,19 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
 
   /** The committed globals, from outside any transaction. */
   async function currentGlobals(): Promise<Globals> {
-    if (!options.shared && globals) return globals;
+    if (globals && (!options.shared || now() - confirmedAt <= SHARED_GLOBALS_TRUST_MS)) return globals;
     const gen = generation;
+    // Taken before the read: what it returns was committed by then at the latest.
+    const readAt = now();
     const versions = options.shared ? await readGlobalVersions(store) : undefined;
     if (globals && versions && globals.policyVersion === versions.policyVersion && globals.settingsRevision === versions.settingsRevision) {
-      if (gen === generation) confirmedAt = Date.now();
+      if (gen === generation) confirmedAt = readAt;
       return globals;
     }
     const read = await readGlobals(store, versions);
     if (gen === generation) {
       globals = read;
-      confirmedAt = Date.now();
+      confirmedAt = readAt;
     }
     return read;
   }
@@ -231,7 +253,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       // Inside a transaction: use what is kept when it applies, read through `reader` otherwise,
       // and keep nothing read here.
       let g = globals;
-      if (g && options.shared && Date.now() - confirmedAt > SHARED_TARGET_TRUST_MS) {
+      if (g && options.shared && now() - confirmedAt > SHARED_TARGET_TRUST_MS) {
         const v = await readGlobalVersions(reader);
         if (v.policyVersion !== g.policyVersion || v.settingsRevision !== g.settingsRevision) g = undefined;
       }
@@ -250,6 +272,22 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
     invalidateGlobal() {
       generation++;
       globals = undefined;
+    },
+    async checkGlobals() {
+      const kept = globals;
+      if (!options.shared || kept === undefined) return false;
+      const gen = generation;
+      const readAt = now();
+      const v = await readGlobalVersions(store);
+      // An invalidation meanwhile has done what this would (and its sender delivers).
+      if (gen !== generation || globals !== kept) return false;
+      if (v.policyVersion === kept.policyVersion && v.settingsRevision === kept.settingsRevision) {
+        confirmedAt = readAt;
+        return false;
+      }
+      generation++;
+      globals = undefined;
+      return true;
     },
     forget(sandboxId) {
       entries.delete(sandboxId);

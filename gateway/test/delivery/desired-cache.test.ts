@@ -1,15 +1,15 @@
 // The desired-state cache (delivery/desired-cache.ts) against the store it stands in front of:
 // after every kind of commit, what it hands out equals a snapshot built from the store, alone on
 // the database (the global part invalidated by our own commits) and shared with other writers
-// (the global versions re-read on every use); and nothing a transaction wrote is kept from inside
-// it, so a rolled-back write never shows.
+// (the global part invalidated by their notifications, or re-read once its trust has run out);
+// and nothing a transaction wrote is kept from inside it, so a rolled-back write never shows.
 
 import { describe, expect, it } from "vitest";
 import { create, equals, toBinary } from "@bufbuild/protobuf";
 import { ConfigSnapshotRevisionSchema, SandboxConfigSnapshotSchema, SandboxPolicySchema, SettingValueSchema } from "openshell-config/raw";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { SandboxRecord, Store } from "../../src/store/store.js";
-import { createDesiredCache } from "../../src/delivery/desired-cache.js";
+import { SHARED_GLOBALS_TRUST_MS, createDesiredCache } from "../../src/delivery/desired-cache.js";
 import { buildSnapshot, currentRevision } from "../../src/model/snapshot.js";
 import { globalPolicyVersion } from "../../src/rpc/sandbox-config.js";
 import { policyRevision, sandbox } from "../store/store-fixtures.js";
@@ -62,15 +62,20 @@ const commits: [string, (store: Store, sb: SandboxRecord) => Promise<void>][] = 
 ];
 
 describe("desired-state cache", () => {
-  for (const shared of [false, true]) {
-    it(`equals the store after every kind of commit (${shared ? "shared with other writers" : "alone on its database"})`, async () => {
+  for (const [mode, shared] of [["alone on its database", false], ["shared, told by a notification", true], ["shared, the notification lost", true]] as const) {
+    it(`equals the store after every kind of commit (${mode})`, async () => {
       const { store, id } = await setup();
-      const cache = createDesiredCache(store, { shared });
+      let clock = 1_000_000;
+      const cache = createDesiredCache(store, { shared, now: () => clock });
       let sb = await expectFresh(store, cache, id);
       for (const [what, commit] of commits) {
         await commit(store, sb);
-        // Alone on its database, the gateway invalidates the global part after its own global commits.
-        if (!shared && what.startsWith("a global")) cache.invalidateGlobal();
+        // Alone on its database, the gateway invalidates the global part after its own global
+        // commits; with replicas, another's notification does; lost, the trust runs out.
+        if (what.startsWith("a global")) {
+          if (mode === "shared, the notification lost") clock += SHARED_GLOBALS_TRUST_MS + 1;
+          else cache.invalidateGlobal();
+        }
         sb = await expectFresh(store, cache, id);
         const inTx = await store.transaction(async (tx) => {
           const row = (await tx.sandboxById(id))!;
@@ -81,6 +86,51 @@ describe("desired-state cache", () => {
       await store.close();
     });
   }
+
+  it("with replicas, hands out the global part it last confirmed until its trust runs out, and then what is committed", async () => {
+    const { store, id } = await setup();
+    let clock = 1_000_000;
+    let versionReads = 0;
+    const counting: Store = Object.create(store, {
+      globalSettingsRevision: { value: () => (versionReads++, store.globalSettingsRevision()) },
+    });
+    const cache = createDesiredCache(counting, { shared: true, now: () => clock });
+    const sb = await expectFresh(store, cache, id);
+    const before = await cache.snapshot(sb);
+    // Deliveries within the trust read no global version.
+    const reads = versionReads;
+    await cache.snapshot(sb);
+    expect(versionReads).toBe(reads);
+    // Another replica commits a global policy; its notification never arrives.
+    await commits.find(([w]) => w === "a global policy")![1](store, sb);
+    clock += SHARED_GLOBALS_TRUST_MS;
+    const stale = await cache.snapshot(sb);
+    expect(equals(ConfigSnapshotRevisionSchema, stale.revision, before.revision)).toBe(true);
+    clock += 1;
+    const fresh = await expectFresh(store, cache, id);
+    expect(fresh.id).toBe(id);
+    expect(equals(ConfigSnapshotRevisionSchema, (await cache.snapshot(sb)).revision, before.revision)).toBe(false);
+    expect(versionReads).toBeGreaterThan(reads);
+    await store.close();
+  });
+
+  it("with replicas, checkGlobals says whether another writer changed the global part, and forgets it if so", async () => {
+    const { store, id } = await setup();
+    const cache = createDesiredCache(store, { shared: true, now: () => 1_000_000 });
+    const sb = await expectFresh(store, cache, id);
+    expect(await cache.checkGlobals()).toBe(false);
+    await commits.find(([w]) => w === "a global setting")![1](store, sb);
+    expect(await cache.checkGlobals()).toBe(true);
+    // Forgotten: the next delivery reads what is committed, though the clock stood still.
+    await expectFresh(store, cache, id);
+    expect(await cache.checkGlobals()).toBe(false);
+    // Alone on its database, the gateway knows its own commits: there is nothing to check.
+    const alone = createDesiredCache(store, { shared: false });
+    await expectFresh(store, alone, id);
+    await commits.find(([w]) => w === "a global policy")![1](store, sb);
+    expect(await alone.checkGlobals()).toBe(false);
+    await store.close();
+  });
 
   it("targets what a transaction wrote while it is open, and keeps nothing of it when it rolls back", async () => {
     const { store, id } = await setup();
