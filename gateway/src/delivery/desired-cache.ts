@@ -25,7 +25,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { SandboxConfigSnapshotSchema, SandboxPolicySchema, type ConfigSnapshotRevision, type SandboxConfigSnapshot, type SandboxPolicy } from "openshell-config/raw";
 import { scanMessage } from "../rpc/message-scan.js";
-import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, Store } from "../store/store.js";
+import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, Store, StoreTx } from "../store/store.js";
 import { revisionFromParts, snapshotFromParts, type Reader } from "../model/snapshot.js";
 import { revisionBytes, sandboxFingerprint, sandboxRevision } from "./revisions.js";
 import { rememberPolicyBytes } from "../model/pre-encoded.js";
@@ -68,7 +68,7 @@ export interface DesiredCache {
    */
   snapshot(sb: SandboxRecord, keep?: boolean): Promise<DesiredSnapshot>;
   /** The exact revision of `sb`'s snapshot, read through `reader` (a transaction may be open) where nothing kept applies. */
-  revision(reader: Reader & Pick<Store, "listPolicyRevisions" | "globalSettingsRevision">, sb: SandboxRecord): Promise<ConfigSnapshotRevision>;
+  revision(reader: Reader & Pick<StoreTx, "globalVersions">, sb: SandboxRecord): Promise<ConfigSnapshotRevision>;
   /**
    * A sandbox policy revision this gateway has just committed (durably), with the policy it
    * encodes: the next snapshot of that revision needs neither read nor decoding.
@@ -124,12 +124,11 @@ function revisionOfRow(sb: SandboxRecord): PolicyRevisionRecord {
   };
 }
 
-type GlobalReader = Pick<Store, "listPolicyRevisions" | "globalSettingsRevision" | "policyRevision" | "settings">;
+type GlobalReader = Pick<StoreTx, "globalVersions" | "policyRevision" | "settings">;
 
-async function readGlobalVersions(reader: Pick<Store, "listPolicyRevisions" | "globalSettingsRevision">) {
-  // Both at once: on PostgreSQL, reads issued together go out as one round trip.
-  const [page, settingsRevision] = await Promise.all([reader.listPolicyRevisions("", 1, ""), reader.globalSettingsRevision()]);
-  return { policyVersion: page.items[0]?.version ?? 0, settingsRevision };
+/** One statement, locking nothing (in a transaction too). */
+function readGlobalVersions(reader: Pick<StoreTx, "globalVersions">) {
+  return reader.globalVersions();
 }
 
 async function readGlobals(reader: GlobalReader, known?: { policyVersion: number; settingsRevision: bigint }): Promise<Globals> {

@@ -26,7 +26,6 @@ import type { Dimension, OperationRecord, PolicyRevisionRecord, SandboxRecord, S
 import { applyMergeOperations, checkStaticFields, policyHash, validatePolicy } from "../model/policy.js";
 import { initialState, SUPERSEDED_ERROR } from "./states.js";
 import { currentRevision } from "../model/snapshot.js";
-import { globalPolicyVersion } from "../rpc/sandbox-config.js";
 import { revisionBytes } from "../delivery/revisions.js";
 import { resolveInTx } from "./transitions.js";
 import { FIRST_CHECK_MS } from "./reconciler.js";
@@ -154,12 +153,13 @@ export async function commitSandboxUpdate(
     }
     const init = initialState(sb.phase);
     // Associated with its exact snapshot revision right away: the delivery then finds nothing
-    // to re-target, which saves a durable write per update. Plain reads (no global lock): a
-    // global change committed meanwhile only means the delivery re-targets it.
+    // to re-target, which saves a durable write per update. The global versions are read
+    // without a lock (globalVersions): a global change committed meanwhile only means the
+    // delivery re-targets it.
     const target =
       init.state !== State.PENDING
         ? undefined
-        : revisionBytes(desired ? await desired.revision(store, sb) : await currentRevision(store, sb, await globalPolicyVersion({ store })));
+        : revisionBytes(desired ? await desired.revision(tx, sb) : await currentRevision(tx, sb, (await tx.globalVersions()).policyVersion));
     const operation: OperationRecord = {
       id: options.operationId ?? randomUUID(),
       sandboxId: sb.id,

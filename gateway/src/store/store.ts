@@ -178,6 +178,12 @@ export interface StoreListenHandlers {
   onGap(): void;
 }
 
+/** The two versions that name the global part of every sandbox's configuration. */
+export interface GlobalVersions {
+  readonly policyVersion: number;
+  readonly settingsRevision: bigint;
+}
+
 export interface StoreSubscription {
   close(): Promise<void>;
 }
@@ -239,6 +245,11 @@ export interface StoreTx {
   /** Global settings revision (a single counter). */
   globalSettingsRevision(): Promise<bigint>;
   setGlobalSettingsRevision(revision: bigint): Promise<void>;
+  /**
+   * The global policy version (0: none) and settings revision as committed, locking nothing
+   * (unlike globalSettingsRevision, which on PostgreSQL locks the counter until COMMIT).
+   */
+  globalVersions(): Promise<GlobalVersions>;
 
   idempotency(sandboxId: string, key: string): Promise<IdempotencyRecord | undefined>;
   /** Create-only: rejects (throws StoreConflictError) when the key already exists. */
@@ -318,6 +329,8 @@ export interface Store extends RolloutStore {
   listPolicyRevisions(sandboxId: string, pageSize: number, pageToken: string): Promise<Page<PolicyRevisionRecord>>;
   settings(sandboxId: string): Promise<SettingRecord[]>;
   globalSettingsRevision(): Promise<bigint>;
+  /** The global policy version (0: none) and settings revision, in one read. */
+  globalVersions(): Promise<GlobalVersions>;
   providerByName(workspace: string, name: string): Promise<ProviderRecord | undefined>;
   /** The enforcement records of those of these sandboxes that have one, in no particular order. */
   enforcements(sandboxIds: readonly string[]): Promise<EnforcementRecord[]>;

@@ -79,7 +79,7 @@ describe("desired-state cache", () => {
         sb = await expectFresh(store, cache, id);
         const inTx = await store.transaction(async (tx) => {
           const row = (await tx.sandboxById(id))!;
-          return { kept: await cache.revision(store, row), read: await currentRevision(store, row, await globalPolicyVersion({ store })) };
+          return { kept: await cache.revision(tx, row), read: await currentRevision(tx, row, (await tx.globalVersions()).policyVersion) };
         });
         expect(equals(ConfigSnapshotRevisionSchema, inTx.kept, inTx.read), what).toBe(true);
       }
@@ -92,7 +92,7 @@ describe("desired-state cache", () => {
     let clock = 1_000_000;
     let versionReads = 0;
     const counting: Store = Object.create(store, {
-      globalSettingsRevision: { value: () => (versionReads++, store.globalSettingsRevision()) },
+      globalVersions: { value: () => (versionReads++, store.globalVersions()) },
     });
     const cache = createDesiredCache(counting, { shared: true, now: () => clock });
     const sb = await expectFresh(store, cache, id);
@@ -140,8 +140,8 @@ describe("desired-state cache", () => {
       store.transaction(async (tx) => {
         await tx.putSetting({ sandboxId: id, key: "mode", value: value("never") });
         const row = await tx.updateSandbox(id, { settingsRevision: sb.settingsRevision + 1n });
-        const kept = await cache.revision(store, row);
-        expect(equals(ConfigSnapshotRevisionSchema, kept, await currentRevision(store, row, 0))).toBe(true);
+        const kept = await cache.revision(tx, row);
+        expect(equals(ConfigSnapshotRevisionSchema, kept, await currentRevision(tx, row, 0))).toBe(true);
         throw new Error("roll back");
       }),
     ).rejects.toThrow("roll back");

@@ -98,6 +98,20 @@ if (!reachable) {
       await Promise.all([a.close(), b.close()]);
     });
 
+    it("without the checks tests run with (as deployed), a transaction's fn runs with no async context: a store read from it runs outside the transaction", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema(), checkTransactions: false });
+      const s = sandbox();
+      const seen = await store.transaction(async (tx) => {
+        await tx.insertSandbox(s);
+        // On its own pooled connection: the transaction's write is not committed yet.
+        return { outside: await store.sandboxById(s.id), inside: await tx.sandboxById(s.id) };
+      });
+      expect(seen.outside).toBeUndefined();
+      expect(seen.inside).toEqual(s);
+      expect(await store.sandboxById(s.id)).toEqual(s);
+      await store.close();
+    });
+
     it("a transaction in which a statement failed is never reported as committed, even if fn caught the failure", async () => {
       const store = await openPostgresStore(testUrl, { schema: freshSchema() });
       const s = sandbox();

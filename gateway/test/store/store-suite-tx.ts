@@ -5,6 +5,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { StoreConflictError, StoreUnavailableError, type SandboxRecord, type Store } from "../../src/store/store.js";
+import { STORE_CALL_IN_TRANSACTION_MESSAGE } from "../../src/store/codec.js";
 import { APPLIED, BEYOND_DOUBLE, barrier, bytes, idempotency, operation, policyRevision, provider, sandbox, setting } from "./store-fixtures.js";
 import type { StoreHarness } from "./store-suite.js";
 
@@ -184,14 +185,45 @@ export function defineTransactionTests(harness: () => StoreHarness): void {
       expect([await store.settings(s.id), await store.settings("")]).toEqual(seen.after);
     });
 
-    it("store reads made inside a transaction's fn run in that transaction", async () => {
+    it("a store read inside a transaction's fn is refused under test (its StoreTx is what reads in it), and the transaction still commits", async () => {
       const { store } = harness();
       const s = sandbox();
       const seen = await store.transaction(async (tx) => {
         await tx.insertSandbox(s);
-        return store.sandboxById(s.id);
+        await expect(store.sandboxById(s.id)).rejects.toThrow(STORE_CALL_IN_TRANSACTION_MESSAGE);
+        await expect(store.globalVersions()).rejects.toThrow(STORE_CALL_IN_TRANSACTION_MESSAGE);
+        return tx.sandboxById(s.id);
       });
       expect(seen).toEqual(s);
+      expect(await store.sandboxById(s.id)).toEqual(s);
+    });
+
+    it("globalVersions reads the global policy version and settings revision, inside a transaction without taking a lock", async () => {
+      const { store } = harness();
+      expect(await store.globalVersions()).toEqual({ policyVersion: 0, settingsRevision: 0n });
+      await store.transaction(async (tx) => {
+        await tx.insertPolicyRevision(policyRevision("", 1));
+        await tx.insertPolicyRevision(policyRevision("", 2));
+        await tx.setGlobalSettingsRevision(7n);
+        // Its own writes, in the transaction.
+        expect(await tx.globalVersions()).toEqual({ policyVersion: 2, settingsRevision: 7n });
+      });
+      expect(await store.globalVersions()).toEqual({ policyVersion: 2, settingsRevision: 7n });
+      // A transaction that read the versions does not hold up one that changes them (SQLite runs
+      // one transaction at a time anyway).
+      if (store.kind !== "postgres") return;
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const reader = store.transaction(async (tx) => {
+        const v = await tx.globalVersions();
+        await held;
+        return v;
+      });
+      await new Promise((r) => setTimeout(r, 20));
+      await store.transaction(async (tx) => tx.setGlobalSettingsRevision(8n));
+      release();
+      expect(await reader).toEqual({ policyVersion: 2, settingsRevision: 7n });
+      expect((await store.globalVersions()).settingsRevision).toBe(8n);
     });
 
     it("a nested store.transaction is refused, and a StoreTx used after its transaction ended is refused", async () => {

@@ -394,6 +394,15 @@ export class PgQueries {
     return r ? BigInt(r.revision) : 0n;
   }
 
+  /** Locks nothing, in a transaction too (a commit's target reads it: see StoreTx). */
+  async globalVersions(): Promise<{ policyVersion: number; settingsRevision: bigint }> {
+    const r = await this.one<{ policy_version: number | null; settings_revision: string | null }>(
+      "SELECT (SELECT max(version) FROM policy_revisions WHERE sandbox_id = '') AS policy_version, (SELECT revision FROM global_settings_revision WHERE id = 1) AS settings_revision",
+      [],
+    );
+    return { policyVersion: Number(r?.policy_version ?? 0), settingsRevision: BigInt(r?.settings_revision ?? 0) };
+  }
+
   async setGlobalSettingsRevision(revision: bigint): Promise<void> {
     await this.write("UPDATE global_settings_revision SET revision = $1 WHERE id = 1", [revision]);
   }

@@ -20,7 +20,7 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
-import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
+import { FINISHED_TRANSACTION_MESSAGE, NESTED_TRANSACTION_MESSAGE, STORE_CALL_IN_TRANSACTION_MESSAGE, guardedTx, transactionChecksByDefault, type TxContext } from "../codec.js";
 import { MigrationError, migratePostgres } from "../migrations/migrate.js";
 import type { RolloutListQuery, RolloutPatch, RolloutRow } from "../rollouts.js";
 import {
@@ -51,6 +51,8 @@ export interface PostgresStoreOptions {
   readonly poolSize?: number;
   /** Schema holding the tables (default: the server's search_path, normally `public`). */
   readonly schema?: string;
+  /** Refuse store calls from inside a transaction's fn (default: transactionChecksByDefault()). */
+  readonly checkTransactions?: boolean;
 }
 
 /**
@@ -66,8 +68,6 @@ interface PgTxContext extends TxContext {
   failure: unknown;
   /** A failure that re-running fn may cure. */
   retry: boolean;
-  /** Lock-free reads on this transaction's client, for store reads made from inside fn. */
-  plain: PgQueries | undefined;
 }
 
 export async function openPostgresStore(url: string, options: PostgresStoreOptions = {}): Promise<Store> {
@@ -103,7 +103,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await pool.end().catch(() => undefined);
     throw err instanceof MigrationError ? err : toStoreError(err);
   }
-  return new PostgresStore(pool, forceSynchronousCommit, url, schema);
+  return new PostgresStore(pool, forceSynchronousCommit, url, schema, options.checkTransactions ?? transactionChecksByDefault());
 }
 
 class PostgresStore implements Store {
@@ -130,6 +130,8 @@ class PostgresStore implements Store {
     /** For listening connections, which live outside the pool. */
     private readonly url: string,
     private readonly schema: string | undefined,
+    /** See PostgresStoreOptions.checkTransactions: without it, no AsyncLocalStorage is used. */
+    private readonly checks: boolean,
   ) {
     const coalescer = new Coalescer(async (stmts) => {
       for (let attempt = 0; ; attempt++) {
@@ -226,7 +228,7 @@ class PostgresStore implements Store {
   }
 
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    if (this.context.getStore()?.active) return Promise.reject(new Error(NESTED_TRANSACTION_MESSAGE));
+    if (this.checks && this.context.getStore()?.active) return Promise.reject(new Error(NESTED_TRANSACTION_MESSAGE));
     return new Promise<T>((resolve, reject) => {
       this.enqueue({ fn: fn as Job["fn"], resolve: resolve as (v: unknown) => void, reject, attempt: 0 });
     });
@@ -260,7 +262,7 @@ class PostgresStore implements Store {
 
   /** Runs one transaction's fn, its statements going out through `send` (see pg-group-commit.ts). */
   private async runFn(job: Job, send: (stmts: readonly Stmt[]) => Promise<Settled>): Promise<FnOutcome> {
-    const ctx: PgTxContext = { active: true, failure: undefined, retry: false, plain: undefined };
+    const ctx: PgTxContext = { active: true, failure: undefined, retry: false };
     const batch = new TxBatch(async (stmts) => {
       if (!ctx.active) throw new Error(FINISHED_TRANSACTION_MESSAGE);
       let settled: Settled;
@@ -291,7 +293,6 @@ class PostgresStore implements Store {
       },
       queryWith: (text, values, extra) => batch.query(text, values, extra),
     };
-    ctx.plain = new PgQueries(run, false);
     try {
       const fn = job.fn as (tx: StoreTx) => Promise<unknown>;
       const result = await this.inContext(ctx, () => fn(pgTx(new PgQueries(run, true, hooks), ctx)));
@@ -308,12 +309,15 @@ class PostgresStore implements Store {
   }
 
   /**
-   * Runs a transaction's fn in `ctx`. While the context is enabled, Node tracks it through every
-   * promise the process creates, whatever creates it (about 0.6 µs more per awaited call on
-   * Node 20), so it is disabled whenever no fn is running: `getStore()` is then undefined, which
-   * is what every caller outside a transaction sees anyway, and the next `run` enables it again.
+   * Runs a transaction's fn, in `ctx` when checking (see checkTransactions). While the context is
+   * enabled, Node tracks it through every promise the process creates, whatever creates it (about
+   * 0.6 µs more per awaited call on Node 20), so it is disabled whenever no fn is running:
+   * `getStore()` is then undefined, which is what every caller outside a transaction sees anyway,
+   * and the next `run` enables it again. Under load some fn is nearly always running, hence no
+   * context at all unless checking.
    */
   private async inContext<T>(ctx: PgTxContext, fn: () => Promise<T>): Promise<T> {
+    if (!this.checks) return fn();
     this.runningFns++;
     try {
       return await this.context.run(ctx, fn);
@@ -326,10 +330,9 @@ class PostgresStore implements Store {
     return { transactions: this.transactions, commits: this.commits };
   }
 
-  /** Reads outside a transaction use the pool; from inside fn they run on fn's own client. */
+  /** Reads use the pool; one from inside a transaction's fn is refused when checking. */
   private read<T>(f: (q: PgQueries) => Promise<T>): Promise<T> {
-    const ctx = this.context.getStore();
-    if (ctx?.active && ctx.plain) return f(ctx.plain);
+    if (this.checks && this.context.getStore()?.active) return Promise.reject(new Error(STORE_CALL_IN_TRANSACTION_MESSAGE));
     return f(this.queries);
   }
 
@@ -404,6 +407,9 @@ class PostgresStore implements Store {
   }
   settings(sandboxId: string) {
     return this.read((q) => q.settings(sandboxId));
+  }
+  globalVersions() {
+    return this.read((q) => q.globalVersions());
   }
   globalSettingsRevision() {
     return this.read((q) => q.globalSettingsRevision());

@@ -314,6 +314,13 @@ export class SqliteQueries {
     return (this.stmt("SELECT revision FROM global_settings_revision WHERE id = 1").pluck().get() as bigint | undefined) ?? 0n;
   }
 
+  globalVersions(): { policyVersion: number; settingsRevision: bigint } {
+    const r = this.stmt(
+      "SELECT (SELECT max(version) FROM policy_revisions WHERE sandbox_id = '') AS policy_version, (SELECT revision FROM global_settings_revision WHERE id = 1) AS settings_revision",
+    ).get() as { policy_version: bigint | number | null; settings_revision: bigint | null };
+    return { policyVersion: Number(r.policy_version ?? 0), settingsRevision: BigInt(r.settings_revision ?? 0n) };
+  }
+
   setGlobalSettingsRevision(revision: bigint): void {
     this.stmt("UPDATE global_settings_revision SET revision = ? WHERE id = 1").run(revision);
   }

@@ -29,7 +29,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { closeSync, fsync, openSync } from "node:fs";
 import type Database from "better-sqlite3";
-import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, guardedTx, type TxContext } from "../codec.js";
+import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, STORE_CALL_IN_TRANSACTION_MESSAGE, guardedTx, transactionChecksByDefault, type TxContext } from "../codec.js";
 import type { RolloutListQuery, RolloutPatch, RolloutRow } from "../rollouts.js";
 import { StoreUnavailableError, type Dimension, type SessionOwnerRecord, type Store, type StoreListenHandlers, type StoreTx, type SupervisorBindingRecord } from "../store.js";
 import { createInProcessChannels } from "../in-process-channels.js";
@@ -51,6 +51,11 @@ export interface SqliteStoreOptions {
   readonly log?: SqliteStoreLog;
   /** How long a postponed WAL truncation waits before it is tried again (default 1 s). */
   readonly scrubRetryMs?: number;
+  /**
+   * Refuse store reads from inside a transaction's fn (default: transactionChecksByDefault()),
+   * as PostgreSQL's store does; without the check they run in that transaction.
+   */
+  readonly checkTransactions?: boolean;
 }
 
 /** Opens (creating if needed) and migrates a SQLite store. Synchronous: there is no I/O to wait on. */
@@ -104,6 +109,7 @@ class SqliteStore implements Store {
   /** The WAL file's descriptor, opened at the first commit (only with `walPath`). */
   private walFd: number | undefined;
   private readonly scrub: CredentialScrub | undefined;
+  private readonly checks: boolean;
 
   /** `walPath`: fsync this file after each COMMIT, before acknowledging (synchronous=NORMAL). */
   constructor(
@@ -114,6 +120,7 @@ class SqliteStore implements Store {
     options: SqliteStoreOptions,
   ) {
     this.q = new SqliteQueries(db);
+    this.checks = options.checkTransactions ?? transactionChecksByDefault();
     this.scrub =
       scrubFile === undefined
         ? undefined
@@ -288,10 +295,16 @@ class SqliteStore implements Store {
     return { transactions: this.transactions, commits: this.commits };
   }
 
-  /** A read outside any transaction: never observes another request's open transaction. */
+  /**
+   * A read outside any transaction: never observes another request's open transaction. One
+   * from inside a transaction's fn is refused when checking, and runs in it otherwise (waiting
+   * for the transaction to end would never end).
+   */
   private async read<T>(f: (q: SqliteQueries) => T): Promise<T> {
     this.checkOpen();
-    if (this.context.getStore()?.active || this.mutex.idle) return guarded(() => f(this.q));
+    const inFn = this.context.getStore()?.active === true;
+    if (inFn && this.checks) throw new Error(STORE_CALL_IN_TRANSACTION_MESSAGE);
+    if (inFn || this.mutex.idle) return guarded(() => f(this.q));
     const release = await this.mutex.lock();
     try {
       if (this.closed) throw new StoreUnavailableError("the store is closed");
@@ -359,6 +372,9 @@ class SqliteStore implements Store {
   }
   settings(sandboxId: string) {
     return this.read((q) => q.settings(sandboxId));
+  }
+  globalVersions() {
+    return this.read((q) => q.globalVersions());
   }
   globalSettingsRevision() {
     return this.read((q) => q.globalSettingsRevision());
