@@ -131,7 +131,9 @@ export async function configurationBytes(
   sb: SandboxRecord,
   settings?: { readonly sandbox: readonly SettingRecord[]; readonly global: readonly SettingRecord[] },
 ): Promise<number> {
-  const [global, sandboxSettings, globalSettings] = await Promise.all([tx.latestPolicyRevision(""), settings?.sandbox ?? tx.settings(sb.id), settings?.global ?? tx.settings("")]);
+  // Shared: a size check inserts no global revision, so sandbox commits do not queue behind each
+  // other for it, only behind a global policy commit (and it behind them).
+  const [global, sandboxSettings, globalSettings] = await Promise.all([tx.latestPolicyRevision("", "shared"), settings?.sandbox ?? tx.settings(sb.id), settings?.global ?? tx.settings("")]);
   if (!global) return ownConfigurationBytes(tx, sb, undefined, sandboxSettings, globalSettings);
   const parts: SnapshotParts = { global, own: undefined, sandboxSettings, globalSettings };
   const side = await policySide(tx, sb, "global", global.hash, global.policy.length, () => fromBinary(SandboxPolicySchema, global.policy));

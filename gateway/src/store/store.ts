@@ -234,7 +234,13 @@ export interface StoreTx {
   deleteSandbox(id: string): Promise<void>;
 
   policyRevision(sandboxId: string, version: number): Promise<PolicyRevisionRecord | undefined>;
-  latestPolicyRevision(sandboxId: string): Promise<PolicyRevisionRecord | undefined>;
+  /**
+   * The newest revision of a scope ('' global). PostgreSQL holds the scope's lock from here until
+   * COMMIT, so "read the latest, insert latest + 1" is safe. `"shared"`: the caller only reads it
+   * (a size check): such readers do not wait for each other, only for a transaction that may
+   * insert (which waits for them in turn).
+   */
+  latestPolicyRevision(sandboxId: string, lock?: "shared"): Promise<PolicyRevisionRecord | undefined>;
   insertPolicyRevision(record: PolicyRevisionRecord): Promise<void>;
   /** Sets status (and load error / loaded time) of one revision. */
   setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined): Promise<void>;

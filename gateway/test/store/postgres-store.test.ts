@@ -112,6 +112,30 @@ if (!reachable) {
       await store.close();
     });
 
+    it("readers of the global policy's latest revision share its lock, and a transaction that may insert one waits for them", async () => {
+      const store = await openPostgresStore(testUrl, { schema: freshSchema() });
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const reading = store.transaction(async (tx) => {
+        await tx.latestPolicyRevision("", "shared");
+        await held;
+      });
+      await sleep(50);
+      // Another reader (a sandbox's settings commit measuring its bootstrap) is not held up.
+      await store.transaction(async (tx) => tx.latestPolicyRevision("", "shared"));
+      let inserterHasLock = false;
+      const inserting = store.transaction(async (tx) => {
+        await tx.latestPolicyRevision("");
+        inserterHasLock = true;
+      });
+      await sleep(200);
+      expect(inserterHasLock).toBe(false);
+      release();
+      await Promise.all([reading, inserting]);
+      expect(inserterHasLock).toBe(true);
+      await store.close();
+    });
+
     it("a transaction in which a statement failed is never reported as committed, even if fn caught the failure", async () => {
       const store = await openPostgresStore(testUrl, { schema: freshSchema() });
       const s = sandbox();

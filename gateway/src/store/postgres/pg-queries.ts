@@ -22,7 +22,7 @@
 
 import type pg from "pg";
 import type { QueryResult, Stmt } from "./pg-batch.js";
-import { BOTH_SETTINGS, LATEST_POLICY, PENDING_OPERATIONS, POLICY_LOCK, TxCache, checkedCas } from "./pg-tx-cache.js";
+import { BOTH_SETTINGS, LATEST_POLICY, PENDING_OPERATIONS, POLICY_LOCK, POLICY_LOCK_SHARED, TxCache, checkedCas } from "./pg-tx-cache.js";
 import { INSERT_SANDBOX_EVENT, sandboxEventValues } from "./pg-instances.js";
 import type { SandboxLifecycleRecord } from "../store.js";
 import {
@@ -283,18 +283,22 @@ export class PgQueries {
     return r && policyRevisionFromRow(r);
   }
 
-  async latestPolicyRevision(sandboxId: string): Promise<PolicyRevisionRecord | undefined> {
+  async latestPolicyRevision(sandboxId: string, lock?: "shared"): Promise<PolicyRevisionRecord | undefined> {
+    const take = lock === "shared" ? POLICY_LOCK_SHARED : POLICY_LOCK;
     if (this.cache) {
-      if (this.cache.latest.has(sandboxId)) return this.cache.latest.get(sandboxId);
+      // Kept, unless it was read under the shared lock and the exclusive one is asked for now.
+      if (this.cache.latest.has(sandboxId) && (lock === "shared" || !this.cache.sharedOnly.has(sandboxId))) return this.cache.latest.get(sandboxId);
       // Serializes "read latest, insert latest + 1" per scope until commit; the read is a
       // statement of its own, so its snapshot is taken once the lock is held.
-      const [, r] = await this.hooks!.queryWith(POLICY_LOCK("$1"), [sandboxId], [{ text: LATEST_POLICY("$1"), values: [sandboxId] }]);
+      const [, r] = await this.hooks!.queryWith(take("$1"), [sandboxId], [{ text: LATEST_POLICY("$1"), values: [sandboxId] }]);
       const row = r!.rows[0] as PolicyRevisionRow | undefined;
       const rev = row && policyRevisionFromRow(row);
       this.cache.latest.set(sandboxId, rev);
+      if (lock === "shared") this.cache.sharedOnly.add(sandboxId);
+      else this.cache.sharedOnly.delete(sandboxId);
       return rev;
     }
-    if (this.inTransaction) await this.run(POLICY_LOCK("$1"), [sandboxId]);
+    if (this.inTransaction) await this.run(take("$1"), [sandboxId]);
     const r = await this.one<PolicyRevisionRow>(LATEST_POLICY("$1"), [sandboxId]);
     return r && policyRevisionFromRow(r);
   }

@@ -13,6 +13,8 @@ export class TxCache {
   readonly sandboxes = new Map<string, SandboxRecord>();
   /** Latest policy revision per scope, read under the scope's advisory lock. */
   readonly latest = new Map<string, PolicyRevisionRecord | undefined>();
+  /** Scopes of `latest` whose lock this transaction holds only shared. */
+  readonly sharedOnly = new Set<string>();
   /** PENDING operations per sandbox (locked), oldest first. */
   readonly pending = new Map<string, OperationRecord[]>();
   /** (sandbox id, key) idempotency keys read as absent while holding the sandbox's lock. */
@@ -25,6 +27,8 @@ export class TxCache {
 
 // `scope` is a parameter or an expression of parameters naming the sandbox id ('' is global).
 export const POLICY_LOCK = (scope: string) => `SELECT pg_advisory_xact_lock(hashtextextended('openshell-gateway.policy:' || ${scope}, 0))`;
+/** The same lock, shared: readers of a scope's latest revision that will not insert one. */
+export const POLICY_LOCK_SHARED = (scope: string) => `SELECT pg_advisory_xact_lock_shared(hashtextextended('openshell-gateway.policy:' || ${scope}, 0))`;
 export const LATEST_POLICY = (scope: string) => `SELECT * FROM policy_revisions WHERE sandbox_id = ${scope} ORDER BY version DESC LIMIT 1`;
 export const PENDING_OPERATIONS = (sandbox: string) => `SELECT * FROM operations WHERE sandbox_id = ${sandbox} AND state = ${OPERATION_STATE_PENDING} ORDER BY created_at, id`;
 /** A sandbox's settings and the global ones ('' sorts first), each ordered by key. */
