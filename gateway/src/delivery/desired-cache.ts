@@ -14,7 +14,9 @@
 //   so the cluster also calls checkGlobals() every reconcile interval, which compares the kept
 //   versions with the database's and, on a difference, forgets them and has every session
 //   delivered to; and delivery reads the versions again itself once SHARED_GLOBALS_TRUST_MS has
-//   passed since they were last confirmed. Only the contents the versions name are kept. A
+//   passed since they were last confirmed (finding them moved, it has the next check report
+//   that too; a read that finishes after a newer one is dropped, as both versions only grow).
+//   Only the contents the versions name are kept. A
 //   delivery may so push the global part as it was a moment ago: that is still a committed state,
 //   every outcome names the exact revision applied, and the repair path delivers the newer one.
 //   (Until 2026-12-05 the versions were read on every delivery: about a quarter of a fleet's
@@ -88,8 +90,8 @@ export interface DesiredCache {
 
 /**
  * With replicas, how long globals confirmed by a read stay good enough for a commit's target
- * revision: a stale target costs only a re-targeting write at delivery (which always re-reads),
- * never a wrong outcome. The reconcile period, by default.
+ * revision: a stale target costs only a re-targeting write at delivery, never a wrong outcome.
+ * The reconcile period, by default.
  */
 const SHARED_TARGET_TRUST_MS = 1_000;
 /**
@@ -137,6 +139,11 @@ async function readGlobals(reader: GlobalReader, known?: { policyVersion: number
   return { policyVersion, settingsRevision, policy, settings: await reader.settings("") };
 }
 
+/** Whether `a` names an older global part than `b` (both counters only grow). */
+function older(a: Pick<Globals, "policyVersion" | "settingsRevision">, b: Pick<Globals, "policyVersion" | "settingsRevision">): boolean {
+  return a.policyVersion < b.policyVersion || a.settingsRevision < b.settingsRevision;
+}
+
 function keyOf(sb: SandboxRecord, g: Globals): string {
   return `${sb.policyVersion}|${sb.policyHash}|${sb.settingsRevision}|${sb.providerEnvRevision}|${sb.workspace}|${g.policyVersion}|${g.settingsRevision}`;
 }
@@ -165,6 +172,12 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
   let confirmedAt = 0;
   /** Bumped by every invalidation: a read that started before one must not be kept. */
   let generation = 0;
+  /**
+   * A re-read found the global versions moved without an invalidation (another replica's global
+   * commit whose notification was lost): sessions delivered before still hold the old global
+   * part, so the next checkGlobals() says so and every session is delivered to.
+   */
+  let unheard = false;
 
   /** The committed globals, from outside any transaction. */
   async function currentGlobals(): Promise<Globals> {
@@ -174,14 +187,16 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
     const readAt = now();
     const versions = options.shared ? await readGlobalVersions(store) : undefined;
     if (globals && versions && globals.policyVersion === versions.policyVersion && globals.settingsRevision === versions.settingsRevision) {
-      if (gen === generation) confirmedAt = readAt;
+      if (gen === generation) confirmedAt = Math.max(confirmedAt, readAt);
       return globals;
     }
     const read = await readGlobals(store, versions);
-    if (gen === generation) {
-      globals = read;
-      confirmedAt = readAt;
-    }
+    if (gen !== generation) return read;
+    // Both versions only grow: a read that finished after a newer one is not kept (nor pushed).
+    if (globals && older(read, globals)) return globals;
+    if (globals && options.shared) unheard = true;
+    globals = read;
+    confirmedAt = Math.max(confirmedAt, readAt);
     return read;
   }
 
@@ -273,15 +288,20 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       globals = undefined;
     },
     async checkGlobals() {
+      if (!options.shared) return false;
+      if (unheard) {
+        unheard = false;
+        return true;
+      }
       const kept = globals;
-      if (!options.shared || kept === undefined) return false;
+      if (kept === undefined) return false;
       const gen = generation;
       const readAt = now();
       const v = await readGlobalVersions(store);
       // An invalidation meanwhile has done what this would (and its sender delivers).
       if (gen !== generation || globals !== kept) return false;
       if (v.policyVersion === kept.policyVersion && v.settingsRevision === kept.settingsRevision) {
-        confirmedAt = readAt;
+        confirmedAt = Math.max(confirmedAt, readAt);
         return false;
       }
       generation++;

@@ -132,6 +132,54 @@ describe("desired-state cache", () => {
     await store.close();
   });
 
+  it("with replicas, a delivery that takes in a global change nobody announced makes the next check report it, so every session hears of it", async () => {
+    const { store, id } = await setup();
+    let clock = 1_000_000;
+    const cache = createDesiredCache(store, { shared: true, now: () => clock });
+    const sb = await expectFresh(store, cache, id);
+    await commits.find(([w]) => w === "a global policy")![1](store, sb);
+    clock += SHARED_GLOBALS_TRUST_MS + 1;
+    // This delivery re-reads the versions and so holds the new global part ...
+    await expectFresh(store, cache, id);
+    // ... which sessions delivered before it do not: the check must not find "nothing moved".
+    expect(await cache.checkGlobals()).toBe(true);
+    expect(await cache.checkGlobals()).toBe(false);
+    await store.close();
+  });
+
+  it("with replicas, a read of the global versions that finishes after a newer one is neither kept nor handed out", async () => {
+    const { store, id } = await setup();
+    const sb = (await store.sandboxById(id))!;
+    await commits.find(([w]) => w === "a global policy")![1](store, sb);
+    await store.transaction(async (tx) => {
+      await tx.insertPolicyRevision(policyRevision("", 2, { policy: policyBytes("global-two.example.com") }));
+    });
+    // The first read started before version 2 was committed and answers last.
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    const racing: Store = Object.create(store, {
+      globalVersions: {
+        value: async () => {
+          calls++;
+          if (calls === 1) {
+            await slow;
+            return { policyVersion: 1, settingsRevision: 0n };
+          }
+          return store.globalVersions();
+        },
+      },
+    });
+    const cache = createDesiredCache(racing, { shared: true, now: () => 1_000_000 });
+    const first = cache.snapshot(sb);
+    const second = await cache.snapshot(sb);
+    release();
+    const late = await first;
+    expect(equals(ConfigSnapshotRevisionSchema, late.revision, second.revision)).toBe(true);
+    expect(equals(ConfigSnapshotRevisionSchema, (await cache.snapshot(sb)).revision, second.revision)).toBe(true);
+    await store.close();
+  });
+
   it("targets what a transaction wrote while it is open, and keeps nothing of it when it rolls back", async () => {
     const { store, id } = await setup();
     const cache = createDesiredCache(store, { shared: false });
