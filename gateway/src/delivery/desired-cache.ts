@@ -19,7 +19,7 @@
 //   Only the contents the versions name are kept. A
 //   delivery may so push the global part as it was a moment ago: that is still a committed state,
 //   every outcome names the exact revision applied, and the repair path delivers the newer one.
-//   (Until 2026-12-05 the versions were read on every delivery: about a quarter of a fleet's
+//   (Until 2026-12-04 the versions were read on every delivery: about a quarter of a fleet's
 //   PostgreSQL statements.)
 // - Nothing is filled from a read inside a transaction (it may see writes that never commit):
 //   only from reads outside one, which see committed, durable state.
