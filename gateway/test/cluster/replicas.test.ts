@@ -5,9 +5,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FIRST_CHECK_MS } from "../../src/operations/reconciler.js";
 import { OpenShell } from "openshell-config/raw";
-import { appliedRevisions, createCluster, ownerOf, policyWith, postgresReachable, startThree, until, type Cluster } from "./cluster-harness.js";
+import type { ConfigClient } from "openshell-config";
+import { appliedRevisions, createCluster, ownerOf, policyWith, postgresReachable, startThree, until, type Cluster, type Proc } from "./cluster-harness.js";
 
 const RECONCILE_MS = 250;
+
+/** Commits a global policy through `via`, then waits until the supervisor applied a new configuration. */
+async function expectGlobalPolicyApplied(via: ConfigClient, supervisor: Proc, host: string): Promise<void> {
+  const processed = () => supervisor.json().filter((l) => l.msg === "sandbox config processed" && l.outcome === "APPLIED");
+  const before = processed();
+  const last = before[before.length - 1]!.configRevision;
+  await via.raw(OpenShell).updateConfig({ global: true, policy: policyWith(host) });
+  const after = await until(() => processed().length > before.length && processed(), "the global policy to be applied", 10_000);
+  expect(after[after.length - 1]!.configRevision).not.toBe(last);
+}
 
 const reachable = await postgresReachable();
 if (!reachable && process.env.OSC_REQUIRE_POSTGRES === "1") throw new Error("PostgreSQL unreachable for the cluster tests");
@@ -56,14 +67,9 @@ describe.skipIf(!reachable)("three replicas on one database, notifications on", 
     // B delivers this update, reading (and so trusting for a while) the global versions.
     const r = await viaC.updateSettings({ sandbox: "sb-fast", key: "log_level", value: "info", wait: { timeoutMs: 10_000 } });
     expect(r.completion.state).toBe("applied");
-    const processed = () => supervisor.json().filter((l) => l.msg === "sandbox config processed" && l.outcome === "APPLIED");
-    const before = processed();
-    const last = before[before.length - 1]!.configRevision;
     // A global change has no operation: only A's notification makes B deliver it (there is no
     // repair path to fall back on), and B must not answer it with the global part it trusts.
-    await viaA.raw(OpenShell).updateConfig({ global: true, policy: policyWith("global.example.com") });
-    const after = await until(() => processed().length > before.length && processed(), "the global policy to be applied", 10_000);
-    expect(after[after.length - 1]!.configRevision).not.toBe(last);
+    await expectGlobalPolicyApplied(viaA, supervisor, "global.example.com");
   });
 });
 
@@ -96,14 +102,9 @@ describe.skipIf(!reachable)("three replicas on one database, notifications off",
 
   it("a global policy committed through A reaches the sandbox owned by B, which no message tells, by B's periodic check", async () => {
     const { viaA, supervisor } = three;
-    const processed = () => supervisor.json().filter((l) => l.msg === "sandbox config processed" && l.outcome === "APPLIED");
-    const before = processed();
-    const last = before[before.length - 1]!.configRevision;
     // A global change has no operation for the reconciler to find: only the check of the global
     // versions, every reconcile interval, can notice it.
-    await viaA.raw(OpenShell).updateConfig({ global: true, policy: policyWith("global-slow.example.com") });
-    const after = await until(() => processed().length > before.length && processed(), "the global policy to be applied", 10_000);
-    expect(after[after.length - 1]!.configRevision).not.toBe(last);
+    await expectGlobalPolicyApplied(viaA, supervisor, "global-slow.example.com");
   });
 });
 
