@@ -155,10 +155,11 @@ export class Mutex {
 }
 
 /**
- * Marks the async context of one running transaction. Store reads made from inside `fn` run in
- * that transaction (rather than queueing behind it, which would deadlock SQLite's single
- * connection or a one-client pool), and nested `transaction` calls are refused. `active` turns
- * false at commit/rollback so callbacks that outlive the transaction are treated as outside it.
+ * One running transaction. With checks on (transactionChecksByDefault) it marks the async
+ * context of its fn, so store reads and nested `transaction` calls from inside fn are refused;
+ * without them SQLite still runs such a read in the transaction (queueing behind it would
+ * deadlock its single connection). `active` turns false at commit/rollback so callbacks that
+ * outlive the transaction are treated as outside it.
  */
 export interface TxContext {
   active: boolean;

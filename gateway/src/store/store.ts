@@ -300,7 +300,9 @@ export interface Store extends RolloutStore {
   /**
    * Runs `fn` in one transaction: all of its writes commit together or not at all. The
    * transaction is retried (fn called again) on serialization conflicts, up to a bound. Never
-   * hold one across network I/O other than the database's own.
+   * hold one across network I/O other than the database's own. fn reads and writes through `tx`
+   * only: a call on the store itself from inside fn is refused under test (codec.ts,
+   * transactionChecksByDefault) and on PostgreSQL would otherwise run outside the transaction.
    */
   transaction<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
 
