@@ -128,13 +128,9 @@ function revisionOfRow(sb: SandboxRecord): PolicyRevisionRecord {
 
 type GlobalReader = Pick<StoreTx, "globalVersions" | "policyRevision" | "settings">;
 
-/** One statement, locking nothing (in a transaction too). */
-function readGlobalVersions(reader: Pick<StoreTx, "globalVersions">) {
-  return reader.globalVersions();
-}
 
 async function readGlobals(reader: GlobalReader, known?: { policyVersion: number; settingsRevision: bigint }): Promise<Globals> {
-  const { policyVersion, settingsRevision } = known ?? (await readGlobalVersions(reader));
+  const { policyVersion, settingsRevision } = known ?? (await reader.globalVersions());
   const policy = policyVersion > 0 ? await reader.policyRevision("", policyVersion) : undefined;
   return { policyVersion, settingsRevision, policy, settings: await reader.settings("") };
 }
@@ -185,7 +181,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
     const gen = generation;
     // Taken before the read: what it returns was committed by then at the latest.
     const readAt = now();
-    const versions = options.shared ? await readGlobalVersions(store) : undefined;
+    const versions = options.shared ? await store.globalVersions() : undefined;
     if (globals && versions && globals.policyVersion === versions.policyVersion && globals.settingsRevision === versions.settingsRevision) {
       if (gen === generation) confirmedAt = Math.max(confirmedAt, readAt);
       return globals;
@@ -268,7 +264,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       // and keep nothing read here.
       let g = globals;
       if (g && options.shared && now() - confirmedAt > SHARED_TARGET_TRUST_MS) {
-        const v = await readGlobalVersions(reader);
+        const v = await reader.globalVersions();
         if (v.policyVersion !== g.policyVersion || v.settingsRevision !== g.settingsRevision) g = undefined;
       }
       g ??= await readGlobals(reader);
@@ -297,7 +293,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       if (kept === undefined) return false;
       const gen = generation;
       const readAt = now();
-      const v = await readGlobalVersions(store);
+      const v = await store.globalVersions();
       // An invalidation meanwhile has done what this would (and its sender delivers).
       if (gen !== generation || globals !== kept) return false;
       if (v.policyVersion === kept.policyVersion && v.settingsRevision === kept.settingsRevision) {

@@ -23,8 +23,8 @@ import { supervisorSandbox, supervisorScope } from "./supervisor-identity.js";
 
 /** The newest global policy version (0 = none). */
 export async function globalPolicyVersion(deps: Pick<GatewayDeps, "store">): Promise<number> {
-  const page = await deps.store.listPolicyRevisions("", 1, "");
-  return page.items[0]?.version ?? 0;
+  // The version alone: globalVersions reads no revision row (nor its policy bytes).
+  return (await deps.store.globalVersions()).policyVersion;
 }
 
 export async function getSandboxConfig(deps: GatewayDeps, req: GetSandboxConfigRequest, ctx: HandlerContext): Promise<GetSandboxConfigResponse> {
