@@ -17,8 +17,15 @@ export interface Run {
   readonly stderr: string;
 }
 
-/** Runs the built binary in `cwd` with exactly `env` (undefined values unset); `interruptAfterMs` sends SIGINT then. */
-export function runBinary(args: readonly string[], cwd: string, env: Record<string, string | undefined>, options: { interruptAfterMs?: number } = {}): Promise<Run> {
+/** When runBinary sends SIGINT: after a fixed time, or as soon as a condition (polled every 20 ms) holds. */
+export interface InterruptOptions {
+  readonly interruptAfterMs?: number;
+  /** For a test that needs the process caught mid-work, whatever the machine's speed. */
+  readonly interruptWhen?: () => boolean;
+}
+
+/** Runs the built binary in `cwd` with exactly `env` (undefined values unset), interrupting it as `options` say. */
+export function runBinary(args: readonly string[], cwd: string, env: Record<string, string | undefined>, options: InterruptOptions = {}): Promise<Run> {
   const clean = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
   return new Promise((res, rej) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd, env: clean, stdio: ["ignore", "pipe", "pipe"] });
@@ -27,9 +34,19 @@ export function runBinary(args: readonly string[], cwd: string, env: Record<stri
     child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
     child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
     const timer = options.interruptAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGINT"), options.interruptAfterMs);
+    const when = options.interruptWhen;
+    const poll =
+      when === undefined
+        ? undefined
+        : setInterval(() => {
+            if (!when()) return;
+            clearInterval(poll);
+            child.kill("SIGINT");
+          }, 20);
     child.once("error", rej);
     child.once("close", (code) => {
       clearTimeout(timer);
+      clearInterval(poll);
       res({ code, stdout, stderr });
     });
   });

@@ -3,7 +3,7 @@
 // exit statuses, the summary, the saved state and that an interrupted rollout resumed in a new
 // process gives no sandbox a second revision.
 
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +11,7 @@ import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
-import { build, policyYaml, runBinary, waitFleetReady, type Run } from "./harness.js";
+import { build, policyYaml, runBinary, waitFleetReady, type InterruptOptions, type Run } from "./harness.js";
 
 const fast = fleetNames("cr-", 30);
 const slow = fleetNames("cs-", 12);
@@ -22,9 +22,26 @@ let stack: LocalStack;
 let dir: string;
 let stateHome: string;
 
-function cli(args: readonly string[], options: { interruptAfterMs?: number } = {}): Promise<Run> {
+function cli(args: readonly string[], options: InterruptOptions = {}): Promise<Run> {
   const env = { PATH: process.env.PATH, HOME: join(dir, "home"), XDG_STATE_HOME: stateHome, OPENSHELL_GATEWAY_URL: stack.url, OPENSHELL_TOKEN: stack.adminToken };
   return runBinary(args, dir, env, options);
+}
+
+/** The saved rollout states' file names. */
+function savedRollouts(): string[] {
+  try {
+    return readdirSync(join(stateHome, "openshell-config", "rollouts")).filter((n) => n.endsWith(".json"));
+  } catch {
+    return [];
+  }
+}
+
+/** How many sandboxes a rollout saved since `earlier` says were sent; 0 before it is saved. */
+function sentSince(earlier: readonly string[]): number {
+  const fresh = savedRollouts().filter((n) => !earlier.includes(n));
+  // The store replaces a state file by rename, so a read sees a whole state or none.
+  const sent = fresh.map((n) => Object.keys((JSON.parse(readFileSync(join(stateHome, "openshell-config", "rollouts", n), "utf8")) as { refs?: object }).refs ?? {}).length);
+  return Math.max(0, ...sent);
 }
 
 function admin() {
@@ -152,8 +169,10 @@ describe("openshell-config policy rollout", () => {
   it("resumes an interrupted rollout in a new process with --resume, without a second revision for any sandbox", async () => {
     const before = await versions("speed=slow");
     const policyFile = file("pypi.yaml", { pypi: { host: "pypi.org" } });
-    // Late enough that some sandboxes were sent (after the process starts and reads what each one has), early enough that some were not.
-    const first = await cli(["policy", "rollout", "--selector", "speed=slow", "--file", policyFile, "--concurrency", "2"], { interruptAfterMs: 3_500 });
+    // Interrupted once its saved state holds a sent sandbox: with two in flight and 600 ms per apply,
+    // the others are not sent yet, however fast the machine (a fixed delay was not: some runs sent all 12).
+    const earlier = savedRollouts();
+    const first = await cli(["policy", "rollout", "--selector", "speed=slow", "--file", policyFile, "--concurrency", "2"], { interruptWhen: () => sentSince(earlier) > 0 });
     expect(first.code, first.stderr).toBe(130);
     const id = /rollout ([0-9a-f-]{36}): interrupted/.exec(first.stdout)?.[1];
     expect(id, first.stdout).toBeDefined();
