@@ -1,7 +1,9 @@
 // Upstream §3.5: before a snapshot goes out, each pending operation of the sandbox is compared on
 // its own dimension (policy version or settings revision). Older than the snapshot: superseded.
 // Newer: stays pending for a later snapshot. Equal: it now targets this exact revision, whose
-// acknowledgement completes it. Returns whether any operation waits for this revision.
+// acknowledgement completes it. Returns whether any operation waits for this revision, and
+// whether the snapshot's global part was found behind what is committed (replicas only): then no
+// operation is re-targeted to it, and the caller builds the snapshot again.
 
 import { fromBinary } from "@bufbuild/protobuf";
 import {
@@ -13,9 +15,10 @@ import {
 } from "openshell-config/raw";
 import type { GatewayDeps } from "../rpc/deps.js";
 import type { OperationRecord } from "../store/store.js";
+import type { DesiredSnapshot, GlobalVersions } from "./desired-cache.js";
 import { resolveLatestInTx } from "../operations/transitions.js";
 import { SUPERSEDED_ERROR } from "../operations/states.js";
-import { revisionBytes, sameRevision } from "./revisions.js";
+import { sameRevision } from "./revisions.js";
 
 /** What association would do to one pending operation. */
 function plan(op: OperationRecord, snap: SandboxConfigSnapshot, revision: ConfigSnapshotRevision, target: Uint8Array): "later" | "supersede" | "target" | "targeted" {
@@ -34,26 +37,33 @@ export function targetsRevision(stored: Uint8Array, revision: ConfigSnapshotRevi
   return sameRevision(fromBinary(ConfigSnapshotRevisionSchema, stored), revision);
 }
 
+/** What association found: whether an operation waits for the snapshot, whether the snapshot is behind. */
+export interface Association {
+  readonly waiting: boolean;
+  readonly behind: boolean;
+}
+
 export async function associate(
   deps: GatewayDeps,
   sandboxId: string,
-  snap: SandboxConfigSnapshot,
-  revision: ConfigSnapshotRevision,
-  target: Uint8Array = revisionBytes(revision),
+  desired: Pick<DesiredSnapshot, "snap" | "revision" | "revisionBytes" | "builtOn">,
   /** The sandbox's pending operations as a commit of this process just left them, if known. */
   known?: readonly OperationRecord[],
-): Promise<boolean> {
+): Promise<Association> {
+  const { snap, revision, revisionBytes: target, builtOn } = desired;
   // Usually every pending operation already targets this revision (or there is none): a plain
   // read (or what the commit left) settles that without a write. Whatever needs a write is read
   // again in its transaction.
   const seen = known ?? (await deps.store.pendingOperations(sandboxId));
   const plans = seen.map((op) => plan(op, snap, revision, target));
-  if (plans.every((p) => p === "later" || p === "targeted")) return plans.includes("targeted");
+  if (plans.every((p) => p === "later" || p === "targeted")) return { waiting: plans.includes("targeted"), behind: false };
   // One transaction for every operation of the sandbox: re-targeting them one by one would cost
   // a durable write each.
-  const { waiting, changed } = await deps.store.transaction(async (tx) => {
+  const { waiting, behind, changed } = await deps.store.transaction(async (tx) => {
     const changed: OperationRecord[] = [];
     let waiting = false;
+    let behind = false;
+    let latest: GlobalVersions | undefined;
     for (const op of await tx.pendingOperations(sandboxId)) {
       const what = plan(op, snap, revision, target);
       if (what === "later") continue;
@@ -62,14 +72,24 @@ export async function associate(
         if (superseded) changed.push(superseded);
         continue;
       }
+      if (what === "target" && builtOn !== undefined) {
+        // With replicas the snapshot's global part may be a moment old. An operation committed
+        // since may target a newer one: re-targeting it backwards would have it acknowledged
+        // against the older global part. One read of the versions, in this rare write path only.
+        latest ??= await tx.globalVersions();
+        if (latest.policyVersion > builtOn.policyVersion || latest.settingsRevision > builtOn.settingsRevision) {
+          behind = true;
+          continue;
+        }
+      }
       waiting = true;
       if (what === "targeted") continue;
       const updated = await tx.updateOperation(op.id, op.rowVersion, { target });
       // A lost CAS means the operation moved on (resolved or re-associated) meanwhile: nothing to do.
       if (updated) changed.push(updated);
     }
-    return { waiting, changed };
+    return { waiting, behind, changed };
   });
   deps.transitions.announce(changed);
-  return waiting;
+  return { waiting, behind };
 }

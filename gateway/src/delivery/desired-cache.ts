@@ -19,6 +19,9 @@
 //   Only the contents the versions name are kept. A
 //   delivery may so push the global part as it was a moment ago: that is still a committed state,
 //   every outcome names the exact revision applied, and the repair path delivers the newer one.
+//   Association never re-targets an operation to such a snapshot: it checks the snapshot's
+//   `builtOn` versions in its transaction, and on finding them behind has the cache read them
+//   again (`behind()`) and the session deliver anew (associate.ts).
 //   (Until 2026-12-04 the versions were read on every delivery: about a quarter of a fleet's
 //   PostgreSQL statements.)
 // - Nothing is filled from a read inside a transaction (it may see writes that never commit):
@@ -49,6 +52,17 @@ export interface DesiredSnapshot {
   readonly fingerprint: string;
   /** At least the encoded size of `snap` (undefined: not measured). */
   readonly sizeBound: number | undefined;
+  /**
+   * With replicas, the global versions the snapshot was built on, which may be up to
+   * SHARED_GLOBALS_TRUST_MS behind: association checks them before re-targeting an operation.
+   */
+  readonly builtOn?: GlobalVersions;
+}
+
+/** The two global counters; both only grow. */
+export interface GlobalVersions {
+  readonly policyVersion: number;
+  readonly settingsRevision: bigint;
 }
 
 /**
@@ -78,6 +92,12 @@ export interface DesiredCache {
   committedPolicy(record: PolicyRevisionRecord, policy: SandboxPolicy): void;
   /** A global policy or setting was committed here, or another replica said so. */
   invalidateGlobal(): void;
+  /**
+   * With replicas: a transaction found the committed global versions newer than a snapshot's
+   * `builtOn`. The next snapshot reads them again, and the next checkGlobals() then reports the
+   * change, so every session delivered with the older part hears of it.
+   */
+  behind(): void;
   /**
    * With replicas: reads the global versions and, if they differ from the kept ones, forgets the
    * global part and returns true (the caller then delivers to every session). The repair path
@@ -251,6 +271,7 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
         // A bound, not the size: encoding the snapshot here only to measure it would cost as
         // much as the encoding that sends it.
         sizeBound: scanMessage(SandboxConfigSnapshotSchema, snap).sizeBound,
+        ...(options.shared ? { builtOn: { policyVersion: g.policyVersion, settingsRevision: g.settingsRevision } } : {}),
       };
       // Kept only if nothing was invalidated while it was read.
       if (keep && gen === generation) {
@@ -282,6 +303,10 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
     invalidateGlobal() {
       generation++;
       globals = undefined;
+    },
+    behind() {
+      // Not invalidateGlobal(): the re-read must find the versions moved, which marks them unheard.
+      confirmedAt = Number.NEGATIVE_INFINITY;
     },
     async checkGlobals() {
       if (!options.shared) return false;

@@ -246,7 +246,13 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     const { snap, revision } = desired;
     deferred = slots.sandbox.inflight !== undefined || slots.provider.inflight !== undefined;
     if (!slots.sandbox.inflight) {
-      const needsAck = await associate(deps, sb.id, snap, revision, desired.revisionBytes, known?.pending);
+      const { waiting: needsAck, behind } = await associate(deps, sb.id, desired, known?.pending);
+      if (behind) {
+        // Another replica's global commit, not yet heard of here: deliver again on what is committed.
+        deps.desired?.behind();
+        notify();
+        return;
+      }
       const fp = desired.fingerprint;
       if ((fp !== slots.sandbox.lastAcked && fp !== slots.sandbox.lastRefused) || needsAck) {
         const f = flight(slots.sandbox, revision, fp, snap, true);
@@ -342,9 +348,14 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     async accept() {
       if (outbound.closed) throw new ConnectError("the session closed before its bootstrap was built", Code.Canceled);
       // A bootstrap keeps no snapshot in the cache: with thousands of sessions opening, each would hold one.
-      const { desired, provider } = await snapshots(sandbox, false);
+      let { desired, provider } = await snapshots(sandbox, false);
+      if ((await associate(deps, sandbox.id, desired)).behind) {
+        // Another replica's global commit, not yet heard of here: once more, on what is committed.
+        deps.desired?.behind();
+        ({ desired, provider } = await snapshots(sandbox, false));
+        await associate(deps, sandbox.id, desired);
+      }
       const { snap, revision } = desired;
-      await associate(deps, sandbox.id, snap, revision, desired.revisionBytes);
       // Closed meanwhile: the timers below would keep this session and its bootstrap alive for good.
       if (outbound.closed) throw new ConnectError("the session closed before its bootstrap was sent", Code.Canceled);
       bootstrap = {

@@ -1,0 +1,98 @@
+// Association (delivery/associate.ts) with replicas: a snapshot whose global part is a moment
+// old (the desired cache trusts the global versions it last confirmed for up to a second) must
+// not re-target an operation that a newer global part was committed under, or that operation
+// would be acknowledged against the older one. Association reports the snapshot behind instead,
+// the cache reads the versions again, and the next check tells every session.
+
+import { describe, expect, it } from "vitest";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { SandboxPolicySchema } from "openshell-config/raw";
+import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { OperationRecord } from "../../src/store/store.js";
+import { createDesiredCache } from "../../src/delivery/desired-cache.js";
+import { associate } from "../../src/delivery/associate.js";
+import { revisionBytes } from "../../src/delivery/revisions.js";
+import { currentRevision } from "../../src/model/snapshot.js";
+import type { GatewayDeps } from "../../src/rpc/deps.js";
+import { operation, policyRevision, sandbox } from "../store/store-fixtures.js";
+
+const policyBytes = (host: string) =>
+  toBinary(SandboxPolicySchema, create(SandboxPolicySchema, { networkPolicies: { r: { name: "r", endpoints: [{ host, ports: [443] }] } } }));
+
+async function setup() {
+  const store = openSqliteStore(":memory:");
+  const sb = sandbox({ policyVersion: 1, policyHash: "sha256:v1", settingsRevision: 0n, providers: [] });
+  await store.transaction(async (tx) => {
+    await tx.insertSandbox(sb);
+    await tx.insertPolicyRevision(policyRevision(sb.id, 1, { policy: policyBytes("one.example.com") }));
+    await tx.insertPolicyRevision(policyRevision("", 1, { policy: policyBytes("global-one.example.com") }));
+  });
+  const announced: OperationRecord[] = [];
+  const counter = { reads: 0 };
+  // The store as association sees it: its transactions count their reads of the global versions.
+  const counting = Object.create(store, {
+    transaction: { value: (fn: Parameters<typeof store.transaction>[0]) => store.transaction((tx) => fn(Object.create(tx, { globalVersions: { value: () => (counter.reads++, tx.globalVersions()) } }))) },
+  }) as typeof store;
+  const deps = { store: counting, transitions: { announce: (ops: readonly OperationRecord[]) => announced.push(...ops) } } as unknown as GatewayDeps;
+  // A target the sandbox's operations were committed under before its policy version 1.
+  const older = revisionBytes(await currentRevision(store, { ...sb, policyVersion: 0 }, 1));
+  return { store, sb, deps, announced, counter, older };
+}
+
+describe("association with replicas", () => {
+  it("does not re-target an operation to a snapshot whose global part is older than what is committed: it reports the snapshot behind, and the next snapshot is current", async () => {
+    const { store, sb, deps, announced, counter } = await setup();
+    const cache = createDesiredCache(store, { shared: true, now: () => 1_000_000 });
+    const stale = await cache.snapshot(sb);
+    expect(stale.builtOn).toEqual({ policyVersion: 1, settingsRevision: 0n });
+    // Another replica commits global policy 2, then an update of this sandbox's policy dimension
+    // whose target names global policy 2. Nothing tells this replica, whose trust has not run out.
+    await store.transaction((tx) => tx.insertPolicyRevision(policyRevision("", 2, { policy: policyBytes("global-two.example.com") })));
+    const target = revisionBytes(await currentRevision(store, sb, 2));
+    const op = operation(sb.id, { desiredRevision: 1n, target });
+    await store.transaction((tx) => tx.insertOperation(op));
+    expect((await cache.snapshot(sb)).builtOn?.policyVersion).toBe(1);
+
+    expect(await associate(deps, sb.id, stale)).toEqual({ waiting: false, behind: true });
+    expect((await store.operation(op.id))!.target).toEqual(target);
+    expect(announced).toEqual([]);
+    expect(counter.reads).toBe(1);
+
+    cache.behind();
+    const fresh = await cache.snapshot(sb);
+    expect(fresh.builtOn?.policyVersion).toBe(2);
+    expect(fresh.revisionBytes).toEqual(target);
+    expect(await associate(deps, sb.id, fresh)).toEqual({ waiting: true, behind: false });
+    // Sessions delivered before still hold global policy 1: the next check says so.
+    expect(await cache.checkGlobals()).toBe(true);
+    await store.close();
+  });
+
+  it("re-targets an operation to a snapshot that is current, reading the global versions once for all of the sandbox's operations", async () => {
+    const { store, sb, deps, announced, counter, older } = await setup();
+    const cache = createDesiredCache(store, { shared: true, now: () => 1_000_000 });
+    const desired = await cache.snapshot(sb);
+    // Two operations committed against an older target.
+    const ops = [operation(sb.id, { desiredRevision: 1n, target: older }), operation(sb.id, { dimension: "settings", component: 2, desiredRevision: 0n, target: older })];
+    await store.transaction(async (tx) => {
+      for (const op of ops) await tx.insertOperation(op);
+    });
+    expect(await associate(deps, sb.id, desired)).toEqual({ waiting: true, behind: false });
+    for (const op of ops) expect((await store.operation(op.id))!.target).toEqual(desired.revisionBytes);
+    expect(announced.map((o) => o.id).sort()).toEqual(ops.map((o) => o.id).sort());
+    expect(counter.reads).toBe(1);
+    await store.close();
+  });
+
+  it("alone on its database, a gateway's snapshots carry no global versions to check, and association reads none", async () => {
+    const { store, sb, deps, counter, older } = await setup();
+    const desired = await createDesiredCache(store, { shared: false }).snapshot(sb);
+    expect(desired.builtOn).toBeUndefined();
+    const op = operation(sb.id, { desiredRevision: 1n, target: older });
+    await store.transaction((tx) => tx.insertOperation(op));
+    expect(await associate(deps, sb.id, desired)).toEqual({ waiting: true, behind: false });
+    expect((await store.operation(op.id))!.target).toEqual(desired.revisionBytes);
+    expect(counter.reads).toBe(0);
+    await store.close();
+  });
+});
