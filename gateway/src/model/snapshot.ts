@@ -3,7 +3,7 @@
 // the effective settings (global ones win and are marked so), and the revision tuple that an
 // acknowledgement must match exactly.
 
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import {
   ConfigSnapshotRevisionSchema,
@@ -118,9 +118,10 @@ export function snapshotFromParts(sb: SandboxRecord, parts: SnapshotParts, globa
 
 /**
  * The snapshot from parts already read, with `policy` as the policy in force (the global one's,
- * when `parts.global` is set), already decoded.
+ * when `parts.global` is set), already decoded. `revision` stands in for the configuration
+ * revision where only the snapshot's size matters (the largest one encodes longest).
  */
-export function snapshotWithPolicy(sb: SandboxRecord, parts: SnapshotParts, globalPolicyVersion: number, policy: SandboxPolicy): SandboxConfigSnapshot {
+export function snapshotWithPolicy(sb: SandboxRecord, parts: SnapshotParts, globalPolicyVersion: number, policy: SandboxPolicy, revision?: bigint): SandboxConfigSnapshot {
   const d = desiredOf(parts);
   const settings: Record<string, EffectiveSetting> = {};
   for (const [key, s] of d.settings) {
@@ -133,7 +134,7 @@ export function snapshotWithPolicy(sb: SandboxRecord, parts: SnapshotParts, glob
     version: sb.policyVersion,
     policyHash,
     settings,
-    configRevision: configRevision(policyHash, d.settings),
+    configRevision: revision ?? configRevision(policyHash, d.settings),
     policySource: d.global ? PolicySource.GLOBAL : PolicySource.SANDBOX,
     globalPolicyVersion: d.global ? globalPolicyVersion : 0,
     providerEnvRevision: sb.providerEnvRevision,
@@ -148,14 +149,36 @@ export function snapshotWithPolicy(sb: SandboxRecord, parts: SnapshotParts, glob
  * revision. Hashes the settings' stored encodings, so it needs no decoding.
  */
 export function configRevision(policyHash: string, settings: ReadonlyMap<string, { readonly scope: SettingScope; readonly value: Uint8Array }>): bigint {
+  // Without settings the revision depends on the policy hash alone, and each change needs it
+  // twice (its commit's target, then the snapshot delivered): the second is looked up.
+  if (settings.size === 0) {
+    let kept = policyOnlyRevisions.get(policyHash);
+    if (kept === undefined) {
+      kept = digestRevision(createHash("sha256").update(policyHash));
+      if (policyOnlyRevisions.size >= MAX_POLICY_ONLY_REVISIONS) policyOnlyRevisions.delete(policyOnlyRevisions.keys().next().value!);
+      policyOnlyRevisions.set(policyHash, kept);
+    }
+    return kept;
+  }
   const h = createHash("sha256").update(policyHash);
   for (const key of [...settings.keys()].sort()) {
     const s = settings.get(key)!;
     h.update(`\0${key}\0${s.scope}\0`);
     h.update(s.value);
   }
-  return h.digest().readBigUInt64BE(0) & 0x7fff_ffff_ffff_ffffn;
+  return digestRevision(h);
 }
+
+/** The largest configuration revision: a stand-in that encodes as long as any. */
+export const MAX_CONFIG_REVISION = 0x7fff_ffff_ffff_ffffn;
+
+function digestRevision(h: Hash): bigint {
+  return h.digest().readBigUInt64BE(0) & MAX_CONFIG_REVISION;
+}
+
+/** configRevision of a policy hash without settings, for the most recent hashes. */
+const policyOnlyRevisions = new Map<string, bigint>();
+const MAX_POLICY_ONLY_REVISIONS = 256;
 
 /**
  * The middleware services the supervisor must reach: each policy middleware whose `config`

@@ -19,7 +19,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ProviderEnvironmentSnapshotSchema, SandboxConfigSnapshotSchema, SandboxPolicySchema, type SandboxPolicy } from "openshell-config/raw";
 import { buildProviderSnapshot } from "../delivery/provider-snapshot.js";
 import { encodeMessage } from "../model/binary-encoder.js";
-import { middlewareServices, snapshotWithPolicy, type SnapshotParts } from "../model/snapshot.js";
+import { MAX_CONFIG_REVISION, middlewareServices, snapshotWithPolicy, type SnapshotParts } from "../model/snapshot.js";
 import type { PolicyRevisionRecord, SandboxRecord, SettingRecord, StoreTx } from "../store/store.js";
 
 /** Upstream supervisors' limit on one message (3 MiB, under gRPC's usual 4 MiB). */
@@ -67,23 +67,40 @@ async function policySide(tx: StoreTx, sb: SandboxRecord, source: string, hash: 
   const kept = policySides.get(key);
   if (kept !== undefined) return kept;
   const policy = decode();
-  const provider = await buildProviderSnapshot(tx, sb, { policy, policyHash: hash });
-  const services = create(SandboxConfigSnapshotSchema, { supervisorMiddlewareServices: middlewareServices(policy) });
-  const size =
-    varintSize(POLICY_FIELD << 3) +
-    varintSize(bytes) +
-    bytes +
-    encodeMessage(SandboxConfigSnapshotSchema, services).length +
-    encodeMessage(ProviderEnvironmentSnapshotSchema, provider).length;
+  const serviceList = middlewareServices(policy);
+  const services = serviceList.length === 0 ? 0 : encodeMessage(SandboxConfigSnapshotSchema, create(SandboxConfigSnapshotSchema, { supervisorMiddlewareServices: serviceList })).length;
+  const size = varintSize(POLICY_FIELD << 3) + varintSize(bytes) + bytes + services + (await providerBytes(tx, sb, policy, hash));
   policySides.delete(key);
   policySides.set(key, size);
   if (policySides.size > MAX_POLICY_SIDES) policySides.delete(policySides.keys().next().value!);
   return size;
 }
 
-/** The rest of the snapshot: settings, revisions, hash, workspace. */
+/**
+ * Encoded sizes of provider environments without providers, by provider revision and the policy
+ * hash's length: all such a snapshot holds besides (most sandboxes have no provider, and each
+ * policy change would otherwise build and encode one to measure it).
+ */
+const bareProviderSizes = new Map<string, number>();
+const MAX_BARE_PROVIDER_SIZES = 64;
+
+/** The encoded size of `sb`'s provider environment under `policy` (whose hash is `hash`). */
+async function providerBytes(tx: StoreTx, sb: SandboxRecord, policy: SandboxPolicy, hash: string): Promise<number> {
+  const bare = sb.providers.length === 0;
+  const key = bare ? `${sb.providerEnvRevision}|${Buffer.byteLength(hash)}` : "";
+  const kept = bare ? bareProviderSizes.get(key) : undefined;
+  if (kept !== undefined) return kept;
+  const size = encodeMessage(ProviderEnvironmentSnapshotSchema, await buildProviderSnapshot(tx, sb, { policy, policyHash: hash })).length;
+  if (bare) {
+    if (bareProviderSizes.size >= MAX_BARE_PROVIDER_SIZES) bareProviderSizes.delete(bareProviderSizes.keys().next().value!);
+    bareProviderSizes.set(key, size);
+  }
+  return size;
+}
+
+/** The rest of the snapshot: settings, revisions, hash, workspace (its configuration revision at its longest: not hashed). */
 function settingsSide(sb: SandboxRecord, parts: SnapshotParts, globalPolicyVersion: number): number {
-  const snap = snapshotWithPolicy(sb, parts, globalPolicyVersion, EMPTY_POLICY);
+  const snap = snapshotWithPolicy(sb, parts, globalPolicyVersion, EMPTY_POLICY, MAX_CONFIG_REVISION);
   snap.policy = undefined;
   return encodeMessage(SandboxConfigSnapshotSchema, snap).length;
 }

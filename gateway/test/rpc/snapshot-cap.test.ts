@@ -97,6 +97,24 @@ describe("the snapshot cap at commit", () => {
     expect(measured - real).toBeLessThanOrEqual(BOOTSTRAP_OVERHEAD);
   });
 
+  it("without providers or middleware services, what a commit measures is still the bootstrap, for one policy after another (their sizes partly kept)", async () => {
+    gw = await startTestGateway();
+    await createSandbox(gw, "dev");
+    const sdk = gw.sdk();
+    for (const rules of [1, 30, 2]) {
+      await sdk.updatePolicy({ sandbox: "dev", policy: bigPolicy(rules) });
+      const s = supervisor(gw);
+      await s.ready;
+      const real = toBinary(GatewayMessageSchema, bootstrapOf(s)).length;
+      s.close();
+      const sb = (await gw.store.sandboxByName("default", "dev"))!;
+      expect(sb.providers).toEqual([]);
+      const measured = await gw.store.transaction((tx) => configurationBytes(tx, sb));
+      expect(measured, `${rules} rules`).toBeGreaterThanOrEqual(real);
+      expect(measured - real, `${rules} rules`).toBeLessThanOrEqual(BOOTSTRAP_OVERHEAD);
+    }
+  });
+
   describe("with an 8 KB limit", () => {
     const start = async () => {
       gw = await startTestGateway("sqlite", { session: { maxMessageBytes: 8_000 } });
