@@ -30,6 +30,7 @@ import { scanMessage } from "../rpc/message-scan.js";
 import { createAsyncQueue, type AsyncQueue } from "./queue.js";
 import { isAcknowledging, isStillPending, recordSandboxResult, validateResult } from "./results.js";
 import { associate } from "./associate.js";
+import { createDeliveryRetry } from "./delivery-retry.js";
 import type { DesiredSnapshot } from "./desired-cache.js";
 import {
   providerFingerprint,
@@ -161,6 +162,7 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
 
   function ended(error: unknown): void {
     for (const t of timers) clearTimeout(t);
+    retry.stop();
     clearTimeout(bootstrapTimer);
     for (const s of [slots.sandbox, slots.provider]) if (s.inflight?.timer) clearTimeout(s.inflight.timer);
     api.closed = true;
@@ -280,6 +282,10 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     }
   }
 
+  // A delivery that failed (the database unreachable, say) is tried again on its own: a global
+  // change has no operation for the reconciler to redeliver.
+  const retry = createDeliveryRetry(() => notify(), log);
+
   // Deliveries run one at a time; a notify during a run schedules exactly one more.
   function notify(committed?: CommittedView): void {
     if (outbound.closed) return;
@@ -299,8 +305,9 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
       fresh = false;
       try {
         await deliver(known);
+        retry.succeeded();
       } catch (err) {
-        log.error({ err: (err as Error).message }, "configuration delivery failed; the reconciler will retry");
+        if (!outbound.closed) retry.failed(err);
       }
     });
   }

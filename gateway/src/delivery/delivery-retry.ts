@@ -1,0 +1,48 @@
+// When a session's delivery fails (the database unreachable, say), it is tried again by the
+// session itself: a sandbox's pending operations would also be redelivered by the reconciler, but
+// a global change has no operation, and without this a session would keep the old global part
+// until something else changed. With backoff and jitter, so that every session of a gateway does
+// not hit a failing database at the same moment, and at most one timer per session.
+
+import type { BoundLogger } from "../observability/logger.js";
+
+/** The first wait before a failed delivery is tried again; it doubles up to the maximum. */
+export const DELIVERY_RETRY_FIRST_MS = 500;
+export const DELIVERY_RETRY_MAX_MS = 30_000;
+
+export interface DeliveryRetry {
+  /** A delivery failed with `err`: deliver again after the next backoff (unless already due). */
+  failed(err: unknown): void;
+  /** A delivery succeeded: the next failure starts from the first wait again. */
+  succeeded(): void;
+  /** The session ended. */
+  stop(): void;
+}
+
+export function createDeliveryRetry(deliverAgain: () => void, log: Pick<BoundLogger, "error">, random: () => number = Math.random): DeliveryRetry {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let delayMs = 0;
+  let stopped = false;
+  return {
+    failed(err) {
+      if (stopped) return;
+      delayMs = delayMs === 0 ? DELIVERY_RETRY_FIRST_MS : Math.min(delayMs * 2, DELIVERY_RETRY_MAX_MS);
+      log.error({ err: err instanceof Error ? err.message : String(err), retryInMs: delayMs }, "configuration delivery failed; trying again");
+      if (timer !== undefined) return;
+      // Between half the backoff and all of it.
+      timer = setTimeout(() => {
+        timer = undefined;
+        if (!stopped) deliverAgain();
+      }, delayMs * (0.5 + random() / 2));
+      timer.unref?.();
+    },
+    succeeded() {
+      delayMs = 0;
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
