@@ -42,6 +42,8 @@ export type Backend = "sqlite" | "postgres";
 
 export interface TestGateway {
   readonly url: string;
+  /** The database the gateway stores in (sqlite:… or postgres://…). */
+  readonly dbUrl: string;
   readonly gateway: Gateway;
   readonly store: Store;
   /** Everything the gateway logged, as text (to check that no secret appears). */
@@ -120,6 +122,7 @@ export async function startTestGateway(backend: Backend = "sqlite", gatewayOptio
   };
   return {
     url,
+    dbUrl,
     get gateway() {
       return gateway;
     },

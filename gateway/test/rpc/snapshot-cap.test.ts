@@ -14,6 +14,8 @@ import { startTestGateway, type TestGateway } from "./harness.js";
 import { createSandbox, dumpState, policy, rpcError } from "./fixtures.js";
 import { connectSupervisorDouble, type SupervisorDouble } from "../delivery/supervisor-double.js";
 import { BOOTSTRAP_OVERHEAD, configurationBytes } from "../../src/operations/snapshot-cap.js";
+import { POLICY_LOCK } from "../../src/store/postgres/pg-tx-cache.js";
+import pg from "pg";
 
 let gw: TestGateway | undefined;
 const supervisors: SupervisorDouble[] = [];
@@ -112,6 +114,31 @@ describe("the snapshot cap at commit", () => {
       const measured = await gw.store.transaction((tx) => configurationBytes(tx, sb));
       expect(measured, `${rules} rules`).toBeGreaterThanOrEqual(real);
       expect(measured - real, `${rules} rules`).toBeLessThanOrEqual(BOOTSTRAP_OVERHEAD);
+    }
+  });
+
+  it("on PostgreSQL, a sandbox setting committed while a global setting commits is measured with the global setting: both would not fit, and it is refused", async () => {
+    gw = await startTestGateway("postgres", { session: { maxMessageBytes: 8_000 } });
+    await createSandbox(gw, "dev");
+    // Another replica's global commit, under way: it holds the global scope's lock and has
+    // written a 5 KB global setting, not yet committed.
+    const other = new pg.Client({ connectionString: gw.dbUrl });
+    await other.connect();
+    try {
+      await other.query("BEGIN");
+      await other.query(POLICY_LOCK("''"));
+      const big = toBinary(SettingValueSchema, create(SettingValueSchema, { value: { case: "stringValue", value: "g".repeat(5_000) } }));
+      await other.query("INSERT INTO settings (sandbox_id, key, value) VALUES ('', 'global_blob', $1)", [big]);
+      let settled = false;
+      const mine = rpcError(gw.raw("admin").updateConfig(setting("blob", "v".repeat(4_000)))).finally(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBe(false);
+      await other.query("COMMIT");
+      const err = await mine;
+      expect(err.code).toBe(Code.ResourceExhausted);
+      expect(err.rawMessage).toMatch(TOO_LARGE);
+    } finally {
+      await other.end();
     }
   });
 

@@ -141,7 +141,10 @@ export class PgQueries {
     const text = `SELECT * FROM sandboxes WHERE ${where} FOR UPDATE`;
     const by = (t: string): Stmt => ({ text: t, values });
     const extra = [by(POLICY_LOCK(idExpr)), by(LATEST_POLICY(idExpr)), by(PENDING_OPERATIONS(idExpr))];
-    if (withSettings) extra.push(by(BOTH_SETTINGS(idExpr)));
+    // The global settings are read once a global commit under way has ended (it holds the global
+    // scope's lock exclusive), as the size check measures them: read before, they could be what
+    // that commit replaces. Shared, so sandbox commits do not wait for each other.
+    if (withSettings) extra.push({ text: POLICY_LOCK_SHARED("''"), values: [] }, by(BOTH_SETTINGS(idExpr)));
     if (idempotencyKey !== undefined) {
       extra.push({ text: `SELECT * FROM idempotency WHERE sandbox_id = ${idExpr} AND key = $${values.length + 1}`, values: [...values, idempotencyKey] });
     }
@@ -154,7 +157,7 @@ export class PgQueries {
     cache.latest.set(sb.id, rev && policyRevisionFromRow(rev));
     cache.pending.set(sb.id, (pending!.rows as OperationRow[]).map(operationFromRow));
     if (withSettings) {
-      const [both] = rest.splice(0, 1);
+      const [, both] = rest.splice(0, 2);
       const settings = (both!.rows as SettingRow[]).map(settingFromRow);
       cache.settings.set(sb.id, settings.filter((x) => x.sandboxId === sb.id));
       cache.settings.set("", settings.filter((x) => x.sandboxId === ""));
