@@ -5,28 +5,17 @@
 // the cache reads the versions again, and the next check tells every session.
 
 import { describe, expect, it } from "vitest";
-import { create, toBinary } from "@bufbuild/protobuf";
-import { SandboxPolicySchema } from "openshell-config/raw";
-import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { OperationRecord } from "../../src/store/store.js";
 import { createDesiredCache } from "../../src/delivery/desired-cache.js";
 import { associate } from "../../src/delivery/associate.js";
 import { revisionBytes } from "../../src/delivery/revisions.js";
 import { currentRevision } from "../../src/model/snapshot.js";
 import type { GatewayDeps } from "../../src/rpc/deps.js";
-import { operation, policyRevision, sandbox } from "../store/store-fixtures.js";
-
-const policyBytes = (host: string) =>
-  toBinary(SandboxPolicySchema, create(SandboxPolicySchema, { networkPolicies: { r: { name: "r", endpoints: [{ host, ports: [443] }] } } }));
+import { operation, policyRevision } from "../store/store-fixtures.js";
+import { policyBytes, storeWithSandbox } from "./desired-fixtures.js";
 
 async function setup() {
-  const store = openSqliteStore(":memory:");
-  const sb = sandbox({ policyVersion: 1, policyHash: "sha256:v1", settingsRevision: 0n, providers: [] });
-  await store.transaction(async (tx) => {
-    await tx.insertSandbox(sb);
-    await tx.insertPolicyRevision(policyRevision(sb.id, 1, { policy: policyBytes("one.example.com") }));
-    await tx.insertPolicyRevision(policyRevision("", 1, { policy: policyBytes("global-one.example.com") }));
-  });
+  const { store, sb } = await storeWithSandbox((tx) => tx.insertPolicyRevision(policyRevision("", 1, { policy: policyBytes("global-one.example.com") })));
   const announced: OperationRecord[] = [];
   const counter = { reads: 0 };
   // The store as association sees it: its transactions count their reads of the global versions.

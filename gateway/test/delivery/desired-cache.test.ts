@@ -6,25 +6,19 @@
 
 import { describe, expect, it } from "vitest";
 import { create, equals, toBinary } from "@bufbuild/protobuf";
-import { ConfigSnapshotRevisionSchema, SandboxConfigSnapshotSchema, SandboxPolicySchema, SettingValueSchema } from "openshell-config/raw";
+import { ConfigSnapshotRevisionSchema, SandboxConfigSnapshotSchema, SettingValueSchema } from "openshell-config/raw";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { SandboxRecord, Store } from "../../src/store/store.js";
 import { SHARED_GLOBALS_TRUST_MS, createDesiredCache } from "../../src/delivery/desired-cache.js";
 import { buildSnapshot, currentRevision } from "../../src/model/snapshot.js";
 import { globalPolicyVersion } from "../../src/rpc/sandbox-config.js";
 import { policyRevision, sandbox } from "../store/store-fixtures.js";
+import { policyBytes, storeWithSandbox } from "./desired-fixtures.js";
 
-const policyBytes = (host: string) =>
-  toBinary(SandboxPolicySchema, create(SandboxPolicySchema, { networkPolicies: { r: { name: "r", endpoints: [{ host, ports: [443] }] } } }));
 const value = (s: string) => toBinary(SettingValueSchema, create(SettingValueSchema, { value: { case: "stringValue", value: s } }));
 
 async function setup() {
-  const store = openSqliteStore(":memory:");
-  const sb = sandbox({ policyVersion: 1, policyHash: "sha256:v1", settingsRevision: 0n, providers: [] });
-  await store.transaction(async (tx) => {
-    await tx.insertSandbox(sb);
-    await tx.insertPolicyRevision(policyRevision(sb.id, 1, { policy: policyBytes("one.example.com") }));
-  });
+  const { store, sb } = await storeWithSandbox();
   return { store, id: sb.id };
 }
 
