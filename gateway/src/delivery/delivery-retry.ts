@@ -26,9 +26,11 @@ export function createDeliveryRetry(deliverAgain: () => void, log: Pick<BoundLog
   return {
     failed(err) {
       if (stopped) return;
+      // A failure while a retry is already due neither arms another timer nor lengthens the wait:
+      // a burst of failures must not jump straight to the longest backoff.
+      if (timer !== undefined) return;
       delayMs = delayMs === 0 ? DELIVERY_RETRY_FIRST_MS : Math.min(delayMs * 2, DELIVERY_RETRY_MAX_MS);
       log.error({ err: err instanceof Error ? err.message : String(err), retryInMs: delayMs }, "configuration delivery failed; trying again");
-      if (timer !== undefined) return;
       // Between half the backoff and all of it.
       timer = setTimeout(() => {
         timer = undefined;
