@@ -40,7 +40,8 @@ export function targetsRevision(stored: Uint8Array, revision: ConfigSnapshotRevi
 /** What association found: whether an operation waits for the snapshot, whether the snapshot is behind. */
 export interface Association {
   readonly waiting: boolean;
-  readonly behind: boolean;
+  /** The committed global versions, when the snapshot was found behind them (replicas only). */
+  readonly behind: GlobalVersions | undefined;
 }
 
 export async function associate(
@@ -56,13 +57,13 @@ export async function associate(
   // again in its transaction.
   const seen = known ?? (await deps.store.pendingOperations(sandboxId));
   const plans = seen.map((op) => plan(op, snap, revision, target));
-  if (plans.every((p) => p === "later" || p === "targeted")) return { waiting: plans.includes("targeted"), behind: false };
+  if (plans.every((p) => p === "later" || p === "targeted")) return { waiting: plans.includes("targeted"), behind: undefined };
   // One transaction for every operation of the sandbox: re-targeting them one by one would cost
   // a durable write each.
   const { waiting, behind, changed } = await deps.store.transaction(async (tx) => {
     const changed: OperationRecord[] = [];
     let waiting = false;
-    let behind = false;
+    let behind: GlobalVersions | undefined;
     let latest: GlobalVersions | undefined;
     for (const op of await tx.pendingOperations(sandboxId)) {
       const what = plan(op, snap, revision, target);
@@ -78,7 +79,7 @@ export async function associate(
         // against the older global part. One read of the versions, in this rare write path only.
         latest ??= await tx.globalVersions();
         if (latest.policyVersion > builtOn.policyVersion || latest.settingsRevision > builtOn.settingsRevision) {
-          behind = true;
+          behind = latest;
           continue;
         }
       }

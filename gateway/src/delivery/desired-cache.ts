@@ -93,11 +93,12 @@ export interface DesiredCache {
   /** A global policy or setting was committed here, or another replica said so. */
   invalidateGlobal(): void;
   /**
-   * With replicas: a transaction found the committed global versions newer than a snapshot's
-   * `builtOn`. The next snapshot reads them again, and the next checkGlobals() then reports the
-   * change, so every session delivered with the older part hears of it.
+   * With replicas: a transaction found the committed global versions (`latest`) newer than a
+   * snapshot's `builtOn`. Unless what is kept has caught up, the global part is forgotten (a read
+   * already in flight cannot bring it back) and the next checkGlobals() reports the change, so
+   * every session delivered with the older part hears of it.
    */
-  behind(): void;
+  behind(latest: GlobalVersions): void;
   /**
    * With replicas: reads the global versions and, if they differ from the kept ones, forgets the
    * global part and returns true (the caller then delivers to every session). The repair path
@@ -304,9 +305,14 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       generation++;
       globals = undefined;
     },
-    behind() {
-      // Not invalidateGlobal(): the re-read must find the versions moved, which marks them unheard.
-      confirmedAt = Number.NEGATIVE_INFINITY;
+    behind(latest) {
+      if (globals && !older(globals, latest)) return;
+      // As invalidateGlobal(): a read that started before this must not keep (or confirm) the
+      // older part, or the session that found it behind would find it behind again, and again.
+      // Unlike it, no notification told the other sessions: the next checkGlobals() does.
+      generation++;
+      globals = undefined;
+      unheard = true;
     },
     async checkGlobals() {
       if (!options.shared) return false;

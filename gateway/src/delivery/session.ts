@@ -133,6 +133,8 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
    * at once, that pass was a third of each one's reads).
    */
   let missed = false;
+  /** Deliveries in a row whose snapshot association found behind the committed global part. */
+  let behindInARow = 0;
   /** Cleared once the bootstrap is answered, so that thousands of sessions do not each keep one armed. */
   let bootstrapTimer: ReturnType<typeof setTimeout> | undefined;
   let bootstrap: { sandbox: InFlight; provider: InFlight } | undefined;
@@ -250,11 +252,15 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
     if (!slots.sandbox.inflight) {
       const { waiting: needsAck, behind } = await associate(deps, sb.id, desired, known?.pending);
       if (behind) {
-        // Another replica's global commit, not yet heard of here: deliver again on what is committed.
-        deps.desired?.behind();
+        // Another replica's global commit, not yet heard of here: deliver again on what is
+        // committed, at once the first time; found behind again (yet another global commit),
+        // after the retry's backoff, so that this never turns into a loop of reads.
+        deps.desired?.behind(behind);
+        if (behindInARow++ > 0) throw new Error("the snapshot's global part is behind what is committed, again");
         notify();
         return;
       }
+      behindInARow = 0;
       const fp = desired.fingerprint;
       if ((fp !== slots.sandbox.lastAcked && fp !== slots.sandbox.lastRefused) || needsAck) {
         const f = flight(slots.sandbox, revision, fp, snap, true);
@@ -356,11 +362,17 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
       if (outbound.closed) throw new ConnectError("the session closed before its bootstrap was built", Code.Canceled);
       // A bootstrap keeps no snapshot in the cache: with thousands of sessions opening, each would hold one.
       let { desired, provider } = await snapshots(sandbox, false);
-      if ((await associate(deps, sandbox.id, desired)).behind) {
+      const first = await associate(deps, sandbox.id, desired);
+      if (first.behind) {
         // Another replica's global commit, not yet heard of here: once more, on what is committed.
-        deps.desired?.behind();
+        deps.desired?.behind(first.behind);
         ({ desired, provider } = await snapshots(sandbox, false));
-        await associate(deps, sandbox.id, desired);
+        const second = await associate(deps, sandbox.id, desired);
+        if (second.behind) {
+          // Yet another global commit meanwhile: this bootstrap goes out, and a delivery follows it.
+          deps.desired?.behind(second.behind);
+          notify();
+        }
       }
       const { snap, revision } = desired;
       // Closed meanwhile: the timers below would keep this session and its bootstrap alive for good.

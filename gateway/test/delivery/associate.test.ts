@@ -42,16 +42,16 @@ describe("association with replicas", () => {
     await store.transaction((tx) => tx.insertOperation(op));
     expect((await cache.snapshot(sb)).builtOn?.policyVersion).toBe(1);
 
-    expect(await associate(deps, sb.id, stale)).toEqual({ waiting: false, behind: true });
+    expect(await associate(deps, sb.id, stale)).toEqual({ waiting: false, behind: { policyVersion: 2, settingsRevision: 0n } });
     expect((await store.operation(op.id))!.target).toEqual(target);
     expect(announced).toEqual([]);
     expect(counter.reads).toBe(1);
 
-    cache.behind();
+    cache.behind({ policyVersion: 2, settingsRevision: 0n });
     const fresh = await cache.snapshot(sb);
     expect(fresh.builtOn?.policyVersion).toBe(2);
     expect(fresh.revisionBytes).toEqual(target);
-    expect(await associate(deps, sb.id, fresh)).toEqual({ waiting: true, behind: false });
+    expect(await associate(deps, sb.id, fresh)).toEqual({ waiting: true, behind: undefined });
     // Sessions delivered before still hold global policy 1: the next check says so.
     expect(await cache.checkGlobals()).toBe(true);
     await store.close();
@@ -66,7 +66,7 @@ describe("association with replicas", () => {
     await store.transaction(async (tx) => {
       for (const op of ops) await tx.insertOperation(op);
     });
-    expect(await associate(deps, sb.id, desired)).toEqual({ waiting: true, behind: false });
+    expect(await associate(deps, sb.id, desired)).toEqual({ waiting: true, behind: undefined });
     for (const op of ops) expect((await store.operation(op.id))!.target).toEqual(desired.revisionBytes);
     expect(announced.map((o) => o.id).sort()).toEqual(ops.map((o) => o.id).sort());
     expect(counter.reads).toBe(1);
@@ -79,9 +79,57 @@ describe("association with replicas", () => {
     expect(desired.builtOn).toBeUndefined();
     const op = operation(sb.id, { desiredRevision: 1n, target: older });
     await store.transaction((tx) => tx.insertOperation(op));
-    expect(await associate(deps, sb.id, desired)).toEqual({ waiting: true, behind: false });
+    expect(await associate(deps, sb.id, desired)).toEqual({ waiting: true, behind: undefined });
     expect((await store.operation(op.id))!.target).toEqual(desired.revisionBytes);
     expect(counter.reads).toBe(0);
+    await store.close();
+  });
+
+  it("a read of the global versions that was in flight when the snapshot was found behind cannot bring the older global part back", async () => {
+    const { store, sb } = await setup();
+    let clock = 1_000_000;
+    // The store as the cache sees it: the next read of the global versions is held until released.
+    let hold: { release: () => void } | undefined;
+    const held = Object.create(store, {
+      globalVersions: {
+        value: async () => {
+          const v = await store.globalVersions();
+          if (hold) await new Promise<void>((resolve) => (hold!.release = resolve));
+          return v;
+        },
+      },
+    }) as typeof store;
+    const cache = createDesiredCache(held, { shared: true, now: () => clock });
+    expect((await cache.snapshot(sb)).builtOn?.policyVersion).toBe(1);
+    // The trust has run out: the next snapshot reads the versions, and that read is slow.
+    clock += 5_000;
+    hold = { release: () => {} };
+    const slow = cache.snapshot(sb);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    // Meanwhile another replica commits global policy 2, and an association finds it.
+    await store.transaction((tx) => tx.insertPolicyRevision(policyRevision("", 2, { policy: policyBytes("global-two.example.com") })));
+    cache.behind({ policyVersion: 2, settingsRevision: 0n });
+    const release = hold.release;
+    hold = undefined;
+    release();
+    // The slow read saw version 1; it must not count as a confirmation of the kept part.
+    expect((await slow).builtOn?.policyVersion).toBe(1);
+    expect((await cache.snapshot(sb)).builtOn?.policyVersion).toBe(2);
+    expect(await cache.checkGlobals()).toBe(true);
+    await store.close();
+  });
+
+  it("finding a snapshot behind versions that what is kept has already reached changes nothing", async () => {
+    const { store, sb } = await setup();
+    let reads = 0;
+    const counting = Object.create(store, { globalVersions: { value: () => (reads++, store.globalVersions()) } }) as typeof store;
+    const cache = createDesiredCache(counting, { shared: true, now: () => 1_000_000 });
+    await cache.snapshot(sb);
+    const before = reads;
+    cache.behind({ policyVersion: 1, settingsRevision: 0n });
+    expect((await cache.snapshot(sb)).builtOn?.policyVersion).toBe(1);
+    expect(reads).toBe(before);
+    expect(await cache.checkGlobals()).toBe(false);
     await store.close();
   });
 });
