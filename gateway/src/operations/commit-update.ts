@@ -84,7 +84,7 @@ export async function commitSandboxUpdate(
   const { desired, policyJson } = options;
   return store.transaction(async (tx) => {
     const key = req.idempotencyKey;
-    let sb = await tx.sandboxByName(workspace, req.sandbox, key !== "" ? key : undefined);
+    let sb = await tx.sandboxByName(workspace, req.sandbox, key !== "" ? key : undefined, true);
     if (!sb) throw new ConnectError(`sandbox "${req.sandbox}" not found`, Code.NotFound);
     if (key !== "") {
       const prior = await tx.idempotency(sb.id, key);

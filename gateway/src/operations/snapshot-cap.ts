@@ -208,6 +208,9 @@ export async function assertWithinSnapshotCap(after: number, maxBytes: number, b
 
 /** CreateSandbox: refuses a new sandbox (`sb`, not yet stored) whose first bootstrap would be over `maxBytes`. */
 export async function assertCreatable(tx: StoreTx, sb: SandboxRecord, policy: SandboxPolicy, policyBytes: number, maxBytes = DEFAULT_MAX_SNAPSHOT_BYTES): Promise<void> {
+  // Under the global scope's shared lock (PostgreSQL; held to commit): a global setting that
+  // another replica is committing is measured here once it is committed, not missed.
+  await tx.latestPolicyRevision("", "shared");
   const size = await ownConfigurationBytes(tx, sb, { policy, bytes: policyBytes, hash: sb.policyHash }, []);
   await assertWithinSnapshotCap(size, maxBytes, async () => 0);
 }

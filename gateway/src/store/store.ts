@@ -225,8 +225,11 @@ export interface StoreTx {
   /**
    * `idempotencyKey`: the key `idempotency` will be asked for next, which an engine may read
    * together with the sandbox (PostgreSQL: in the same round trip, after the lock is held).
+   * `measured`: the caller measures the snapshot the transaction leads to (a configuration
+   * commit's size check), so an engine may read both scopes' settings with the sandbox, once no
+   * global commit is under way (PostgreSQL: under the global scope's shared lock).
    */
-  sandboxByName(workspace: string, name: string, idempotencyKey?: string): Promise<SandboxRecord | undefined>;
+  sandboxByName(workspace: string, name: string, idempotencyKey?: string, measured?: boolean): Promise<SandboxRecord | undefined>;
   sandboxById(id: string): Promise<SandboxRecord | undefined>;
   insertSandbox(record: SandboxRecord): Promise<void>;
   /** Applies `patch` and bumps `resourceVersion`; returns the new record. */

@@ -42,6 +42,20 @@ const ws = workspaceScope();
 const setting = (key: string, value: string) => ({ sandbox: "dev", workspaceScope: ws, settingKey: key, settingValue: { value: { case: "stringValue" as const, value } } });
 const TOO_LARGE = /^the sandbox configuration would be [\d.]+ [KM]iB \((\d+) bytes\) as a supervisor receives it, over the ([\d.]+ [KM]iB) \((\d+) bytes\) a supervisor accepts; nothing was committed$/;
 
+/**
+ * Another replica's global commit, under way on a connection of its own: it holds the global
+ * scope's lock and has written a 5 KB global setting, not yet committed. The caller ends it.
+ */
+async function globalCommitUnderWay(g: TestGateway): Promise<pg.Client> {
+  const other = new pg.Client({ connectionString: g.dbUrl });
+  await other.connect();
+  await other.query("BEGIN");
+  await other.query(POLICY_LOCK("''"));
+  const big = toBinary(SettingValueSchema, create(SettingValueSchema, { value: { case: "stringValue", value: "g".repeat(5_000) } }));
+  await other.query("INSERT INTO settings (sandbox_id, key, value) VALUES ('', 'global_blob', $1)", [big]);
+  return other;
+}
+
 function bootstrapOf(s: SupervisorDouble): GatewayMessage {
   return s.received.find((m) => m.payload.case === "sessionAccepted")!;
 }
@@ -120,15 +134,8 @@ describe("the snapshot cap at commit", () => {
   it("on PostgreSQL, a sandbox setting committed while a global setting commits is measured with the global setting: both would not fit, and it is refused", async () => {
     gw = await startTestGateway("postgres", { session: { maxMessageBytes: 8_000 } });
     await createSandbox(gw, "dev");
-    // Another replica's global commit, under way: it holds the global scope's lock and has
-    // written a 5 KB global setting, not yet committed.
-    const other = new pg.Client({ connectionString: gw.dbUrl });
-    await other.connect();
+    const other = await globalCommitUnderWay(gw);
     try {
-      await other.query("BEGIN");
-      await other.query(POLICY_LOCK("''"));
-      const big = toBinary(SettingValueSchema, create(SettingValueSchema, { value: { case: "stringValue", value: "g".repeat(5_000) } }));
-      await other.query("INSERT INTO settings (sandbox_id, key, value) VALUES ('', 'global_blob', $1)", [big]);
       let settled = false;
       const mine = rpcError(gw.raw("admin").updateConfig(setting("blob", "v".repeat(4_000)))).finally(() => (settled = true));
       await new Promise((r) => setTimeout(r, 300));
@@ -137,6 +144,37 @@ describe("the snapshot cap at commit", () => {
       const err = await mine;
       expect(err.code).toBe(Code.ResourceExhausted);
       expect(err.rawMessage).toMatch(TOO_LARGE);
+    } finally {
+      await other.end();
+    }
+  });
+
+  it("on PostgreSQL, a sandbox created while a global setting commits is measured with the global setting: both would not fit, and it is refused", async () => {
+    gw = await startTestGateway("postgres", { session: { maxMessageBytes: 8_000 } });
+    const other = await globalCommitUnderWay(gw);
+    try {
+      let settled = false;
+      const mine = rpcError(gw.raw("admin").createSandbox({ name: "late", spec: { policy: bigPolicy(35) }, workspaceScope: ws })).finally(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBe(false);
+      await other.query("COMMIT");
+      const err = await mine;
+      expect(err.code).toBe(Code.ResourceExhausted);
+      expect(err.rawMessage).toMatch(TOO_LARGE);
+      expect(await gw.store.sandboxByName("default", "late")).toBeUndefined();
+    } finally {
+      await other.end();
+    }
+  });
+
+  it("on PostgreSQL, stopping and starting a sandbox do not wait for a global commit under way", async () => {
+    gw = await startTestGateway("postgres");
+    await createSandbox(gw, "dev");
+    const other = await globalCommitUnderWay(gw);
+    try {
+      expect((await gw.raw("admin").stopSandbox({ name: "dev", workspaceScope: ws })).sandbox?.status?.phase).toBe(SandboxPhase.STOPPED);
+      expect((await gw.raw("admin").startSandbox({ name: "dev", workspaceScope: ws })).sandbox?.status?.phase).toBe(SandboxPhase.PROVISIONING);
+      await other.query("ROLLBACK");
     } finally {
       await other.end();
     }

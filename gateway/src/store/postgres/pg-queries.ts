@@ -195,11 +195,12 @@ export class PgQueries {
 
   // --- sandboxes ---
 
-  async sandboxByName(workspace: string, name: string, idempotencyKey?: string): Promise<SandboxRecord | undefined> {
+  async sandboxByName(workspace: string, name: string, idempotencyKey?: string, measured = false): Promise<SandboxRecord | undefined> {
     if (this.cache) {
-      // A commit by name (UpdateConfig) measures the snapshot it leads to, from both scopes' settings.
+      // A commit by name (UpdateConfig) measures the snapshot it leads to, from both scopes'
+      // settings; stopping, starting or deleting a sandbox does not, nor waits for a global commit.
       const id = "(SELECT id FROM sandboxes WHERE workspace = $1 AND name = $2)";
-      return this.lockSandbox("workspace = $1 AND name = $2", [workspace, name], id, idempotencyKey, true);
+      return this.lockSandbox("workspace = $1 AND name = $2", [workspace, name], id, idempotencyKey, measured);
     }
     const r = await this.one<SandboxRow>(`SELECT * FROM sandboxes WHERE workspace = $1 AND name = $2${this.forUpdate}`, [workspace, name]);
     return r && sandboxFromRow(r);
