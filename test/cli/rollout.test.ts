@@ -36,11 +36,19 @@ function savedRollouts(): string[] {
   }
 }
 
-/** How many sandboxes a rollout saved since `earlier` says were sent; 0 before it is saved. */
+/** How many sandboxes a rollout saved since `earlier` says were sent with their operation; 0 before it is saved. */
 function sentSince(earlier: readonly string[]): number {
   const fresh = savedRollouts().filter((n) => !earlier.includes(n));
-  // The store replaces a state file by rename, so a read sees a whole state or none.
-  const sent = fresh.map((n) => Object.keys((JSON.parse(readFileSync(join(stateHome, "openshell-config", "rollouts", n), "utf8")) as { refs?: object }).refs ?? {}).length);
+  const sent = fresh.map((n) => {
+    // The store replaces a state file by rename, so a read sees a whole state or none; a file
+    // gone between the listing and the read (or not JSON) counts as nothing sent yet.
+    try {
+      const state = JSON.parse(readFileSync(join(stateHome, "openshell-config", "rollouts", n), "utf8")) as { refs?: Record<string, { operationId?: string }> };
+      return Object.values(state.refs ?? {}).filter((ref) => typeof ref?.operationId === "string").length;
+    } catch {
+      return 0;
+    }
+  });
   return Math.max(0, ...sent);
 }
 
