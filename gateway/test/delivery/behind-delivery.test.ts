@@ -4,7 +4,7 @@
 // The snapshots are made to look behind by moving their `builtOn` below every committed version,
 // which is what another replica's unheard global commit looks like to association.
 
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { ConfigApplyOutcome } from "openshell-config/raw";
 import { startTestGateway, type TestGateway } from "../rpc/harness.js";
 import { createSandbox } from "../rpc/fixtures.js";
@@ -18,17 +18,14 @@ import { DELIVERY_RETRY_FIRST_MS } from "../../src/delivery/delivery-retry.js";
 
 const reachable = await postgresReachable();
 
-let gw: TestGateway | undefined;
-let sup: SupervisorDouble | undefined;
-afterEach(async () => {
-  sup?.close();
-  await gw?.close();
-  gw = sup = undefined;
-});
-
 /** A replica (notifications off, no reconciler pass during the test) with one connected sandbox; its next `behindTimes` snapshots look behind. */
 async function replicaWithBehindSnapshots(behindTimes: number) {
-  gw = await startTestGateway("postgres", { cluster: { replicaId: "a", leaseMs: 30_000, notify: false }, reconcileIntervalMs: 600_000 });
+  const gw = await startTestGateway("postgres", { cluster: { replicaId: "a", leaseMs: 30_000, notify: false }, reconcileIntervalMs: 600_000 });
+  let sup: SupervisorDouble | undefined;
+  onTestFinished(async () => {
+    sup?.close();
+    await gw.close();
+  });
   await createSandbox(gw, "dev");
   sup = connectSupervisorDouble(gw);
   await sup.ready;

@@ -56,6 +56,26 @@ async function globalCommitUnderWay(g: TestGateway): Promise<pg.Client> {
   return other;
 }
 
+/**
+ * Starts `call` while another replica's 5 KB global setting is being committed: it must wait for
+ * that commit, then be refused as too large, since the two together would not fit.
+ */
+async function expectRefusedOnceGlobalCommits(g: TestGateway, call: () => Promise<unknown>): Promise<void> {
+  const other = await globalCommitUnderWay(g);
+  try {
+    let settled = false;
+    const mine = rpcError(call()).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(settled).toBe(false);
+    await other.query("COMMIT");
+    const err = await mine;
+    expect(err.code).toBe(Code.ResourceExhausted);
+    expect(err.rawMessage).toMatch(TOO_LARGE);
+  } finally {
+    await other.end();
+  }
+}
+
 function bootstrapOf(s: SupervisorDouble): GatewayMessage {
   return s.received.find((m) => m.payload.case === "sessionAccepted")!;
 }
@@ -132,39 +152,15 @@ describe("the snapshot cap at commit", () => {
   });
 
   it("on PostgreSQL, a sandbox setting committed while a global setting commits is measured with the global setting: both would not fit, and it is refused", async () => {
-    gw = await startTestGateway("postgres", { session: { maxMessageBytes: 8_000 } });
-    await createSandbox(gw, "dev");
-    const other = await globalCommitUnderWay(gw);
-    try {
-      let settled = false;
-      const mine = rpcError(gw.raw("admin").updateConfig(setting("blob", "v".repeat(4_000)))).finally(() => (settled = true));
-      await new Promise((r) => setTimeout(r, 300));
-      expect(settled).toBe(false);
-      await other.query("COMMIT");
-      const err = await mine;
-      expect(err.code).toBe(Code.ResourceExhausted);
-      expect(err.rawMessage).toMatch(TOO_LARGE);
-    } finally {
-      await other.end();
-    }
+    const g = (gw = await startTestGateway("postgres", { session: { maxMessageBytes: 8_000 } }));
+    await createSandbox(g, "dev");
+    await expectRefusedOnceGlobalCommits(g, () => g.raw("admin").updateConfig(setting("blob", "v".repeat(4_000))));
   });
 
   it("on PostgreSQL, a sandbox created while a global setting commits is measured with the global setting: both would not fit, and it is refused", async () => {
-    gw = await startTestGateway("postgres", { session: { maxMessageBytes: 8_000 } });
-    const other = await globalCommitUnderWay(gw);
-    try {
-      let settled = false;
-      const mine = rpcError(gw.raw("admin").createSandbox({ name: "late", spec: { policy: bigPolicy(35) }, workspaceScope: ws })).finally(() => (settled = true));
-      await new Promise((r) => setTimeout(r, 300));
-      expect(settled).toBe(false);
-      await other.query("COMMIT");
-      const err = await mine;
-      expect(err.code).toBe(Code.ResourceExhausted);
-      expect(err.rawMessage).toMatch(TOO_LARGE);
-      expect(await gw.store.sandboxByName("default", "late")).toBeUndefined();
-    } finally {
-      await other.end();
-    }
+    const g = (gw = await startTestGateway("postgres", { session: { maxMessageBytes: 8_000 } }));
+    await expectRefusedOnceGlobalCommits(g, () => g.raw("admin").createSandbox({ name: "late", spec: { policy: bigPolicy(35) }, workspaceScope: ws }));
+    expect(await g.store.sandboxByName("default", "late")).toBeUndefined();
   });
 
   it("on PostgreSQL, stopping and starting a sandbox do not wait for a global commit under way", async () => {
