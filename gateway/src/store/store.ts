@@ -248,7 +248,7 @@ export interface StoreTx {
   /** Sets status (and load error / loaded time) of one revision. */
   setPolicyStatus(sandboxId: string, version: number, status: number, loadError: string, loadedAt: Date | undefined): Promise<void>;
 
-  settings(sandboxId: string): Promise<SettingRecord[]>;
+  settings(sandboxId: string): Promise<readonly SettingRecord[]>;
   putSetting(record: SettingRecord): Promise<void>;
   deleteSetting(sandboxId: string, key: string): Promise<void>;
   /** Global settings revision (a single counter). */
@@ -338,7 +338,7 @@ export interface Store extends RolloutStore {
   policyRevision(sandboxId: string, version: number): Promise<PolicyRevisionRecord | undefined>;
   /** Newest first. */
   listPolicyRevisions(sandboxId: string, pageSize: number, pageToken: string): Promise<Page<PolicyRevisionRecord>>;
-  settings(sandboxId: string): Promise<SettingRecord[]>;
+  settings(sandboxId: string): Promise<readonly SettingRecord[]>;
   globalSettingsRevision(): Promise<bigint>;
   /** The global policy version (0: none) and settings revision, in one read. */
   globalVersions(): Promise<GlobalVersions>;

@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from "vitest";
 import type { SandboxRecord, Store } from "../../src/store/store.js";
-import { at, policyRevision, sandbox } from "./store-fixtures.js";
+import { at, operation, policyRevision, sandbox, setting } from "./store-fixtures.js";
 import type { StoreHarness } from "./store-suite.js";
 
 async function insert(store: Store, ...records: SandboxRecord[]) {
@@ -110,6 +110,129 @@ export function defineSharedDatabaseTests(harness: () => StoreHarness): void {
       expect(await store.sandboxByName(a.workspace, a.name)).toEqual(first);
       const next = await store.transaction((tx) => tx.updateSandbox(a.id, { settingsRevision: 5n }));
       expect(next).toEqual({ ...first, settingsRevision: 5n, resourceVersion: first.resourceVersion + 1n });
+    });
+
+    it("settings another store wrote or deleted are read as they now stand, in either scope, though read (and empty) before", async (ctx) => {
+      const h = harness();
+      if (!h.reopen) ctx.skip();
+      const a = sandbox();
+      await insert(h.store, a);
+      await h.store.transaction((tx) => tx.putSetting(setting(a.id, "kept", 1)));
+      expect(await h.store.settings(a.id)).toEqual([setting(a.id, "kept", 1)]);
+      expect(await h.store.settings("")).toEqual([]);
+      const other = await h.reopen!();
+      await other.transaction(async (tx) => {
+        await tx.putSetting(setting(a.id, "added", 2));
+        await tx.deleteSetting(a.id, "kept");
+        await tx.putSetting(setting("", "region", 3));
+      });
+      await other.close();
+      expect(await h.store.settings(a.id)).toEqual([setting(a.id, "added", 2)]);
+      expect(await h.store.transaction((tx) => tx.settings(""))).toEqual([setting("", "region", 3)]);
+    });
+
+    it("a store's own setting writes are read back at once, in and after the transaction, and a rolled-back one is not there", async () => {
+      const { store } = harness();
+      const a = sandbox();
+      await insert(store, a);
+      expect(await store.settings(a.id)).toEqual([]);
+      await store.transaction(async (tx) => {
+        await tx.putSetting(setting(a.id, "b", 1));
+        expect(await tx.settings(a.id)).toEqual([setting(a.id, "b", 1)]);
+        await tx.putSetting(setting(a.id, "a", 2));
+        await tx.putSetting(setting(a.id, "b", 3));
+        expect(await tx.settings(a.id)).toEqual([setting(a.id, "a", 2), setting(a.id, "b", 3)]);
+      });
+      expect(await store.settings(a.id)).toEqual([setting(a.id, "a", 2), setting(a.id, "b", 3)]);
+      const boom = new Error("boom");
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.deleteSetting(a.id, "a");
+          await tx.putSetting(setting(a.id, "c", 4));
+          expect(await tx.settings(a.id)).toEqual([setting(a.id, "b", 3), setting(a.id, "c", 4)]);
+          throw boom;
+        }),
+      ).rejects.toBe(boom);
+      expect(await store.settings(a.id)).toEqual([setting(a.id, "a", 2), setting(a.id, "b", 3)]);
+      await store.transaction((tx) => tx.deleteSandbox(a.id));
+      expect(await store.settings(a.id)).toEqual([]);
+    });
+
+    it("pending operations another store inserted or resolved are read as they now stand, though read before", async (ctx) => {
+      const h = harness();
+      if (!h.reopen) ctx.skip();
+      const first = operation("sb-shared", { createdAt: at(10) });
+      const second = operation("sb-shared", { createdAt: at(20) });
+      await h.store.transaction(async (tx) => {
+        await tx.insertOperation(first);
+        await tx.insertOperation(second);
+      });
+      expect((await h.store.pendingOperations("sb-shared")).map((o) => o.id)).toEqual([first.id, second.id]);
+      const other = await h.reopen!();
+      const third = operation("sb-shared", { createdAt: at(5) });
+      await other.transaction(async (tx) => {
+        await tx.insertOperation(third);
+        await tx.updateOperation(first.id, first.rowVersion, { state: 3, completedAt: at(30) });
+      });
+      await other.close();
+      expect((await h.store.pendingOperations("sb-shared")).map((o) => o.id)).toEqual([third.id, second.id]);
+      expect((await h.store.transaction((tx) => tx.pendingOperations("sb-shared"))).map((o) => o.id)).toEqual([third.id, second.id]);
+    });
+
+    it("a store's own operation writes show in its pending operations at once, in creation order, and those of a rolled-back transaction do not", async () => {
+      const { store } = harness();
+      const sb = "sb-own";
+      const a = operation(sb, { createdAt: at(10), dimension: "settings" });
+      await store.transaction((tx) => tx.insertOperation(a));
+      expect(await store.pendingOperations(sb)).toEqual([a]);
+      const b = operation(sb, { createdAt: at(5) });
+      const c = operation(sb, { createdAt: at(20), state: 3, completedAt: at(20) });
+      const updated = await store.transaction(async (tx) => {
+        expect(await tx.pendingOperations(sb)).toEqual([a]);
+        await tx.insertOperation(b);
+        await tx.insertOperation(c);
+        expect((await tx.pendingOperations(sb)).map((o) => o.id)).toEqual([b.id, a.id]);
+        const next = await tx.updateOperation(a.id, a.rowVersion, { attemptCount: 3 });
+        expect(await tx.pendingOperations(sb, "settings")).toEqual([next]);
+        return next!;
+      });
+      expect(await store.pendingOperations(sb)).toEqual([b, updated]);
+      expect(await store.pendingOperations(sb)).toEqual(await store.transaction((tx) => tx.pendingOperations(sb)));
+      const boom = new Error("boom");
+      await expect(
+        store.transaction(async (tx) => {
+          await tx.updateOperation(b.id, b.rowVersion, { state: 3, completedAt: at(30) });
+          await tx.insertOperation(operation(sb, { createdAt: at(1) }));
+          expect(await tx.pendingOperations(sb)).toHaveLength(2);
+          throw boom;
+        }),
+      ).rejects.toBe(boom);
+      expect(await store.pendingOperations(sb)).toEqual([b, updated]);
+      // A result resolves the last one: none is left.
+      await store.transaction(async (tx) => {
+        await tx.updateOperation(b.id, b.rowVersion, { state: 3, completedAt: at(40) });
+        await tx.updateOperation(updated.id, updated.rowVersion, { state: 4, completedAt: at(40) });
+      });
+      expect(await store.pendingOperations(sb)).toEqual([]);
+    });
+
+    it("a sandbox with more pending operations than an engine keeps in memory (16 on SQLite) still lists every one, in order, as they come and go", async () => {
+      const { store } = harness();
+      const sb = "sb-many";
+      const ops = Array.from({ length: 18 }, (_, i) => operation(sb, { createdAt: at(100 - i) }));
+      await store.transaction(async (tx) => {
+        for (const o of ops.slice(0, 16)) await tx.insertOperation(o);
+      });
+      const ids = (list: readonly { id: string }[]) => list.map((o) => o.id);
+      expect(ids(await store.pendingOperations(sb))).toEqual(ids(ops.slice(0, 16).reverse()));
+      await store.transaction(async (tx) => {
+        for (const o of ops.slice(16)) await tx.insertOperation(o);
+      });
+      expect(ids(await store.pendingOperations(sb))).toEqual(ids([...ops].reverse()));
+      await store.transaction(async (tx) => {
+        for (const o of ops.slice(0, 5)) await tx.updateOperation(o.id, o.rowVersion, { state: 3, completedAt: at(200) });
+      });
+      expect(ids(await store.pendingOperations(sb))).toEqual(ids(ops.slice(5).reverse()));
     });
   });
 }

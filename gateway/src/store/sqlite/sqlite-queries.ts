@@ -294,11 +294,15 @@ export class SqliteQueries {
 
   // --- settings ---
 
-  settings(sandboxId: string): SettingRecord[] {
-    return this.all<SettingRow>("SELECT * FROM settings WHERE sandbox_id = ? ORDER BY key", sandboxId).map(settingFromRow);
+  settings(sandboxId: string): readonly SettingRecord[] {
+    this.rows.check();
+    const cached = this.rows.settings(sandboxId);
+    if (cached) return cached;
+    return this.rows.putSettings(sandboxId, this.all<SettingRow>("SELECT * FROM settings WHERE sandbox_id = ? ORDER BY key", sandboxId).map(settingFromRow));
   }
 
   putSetting(s: SettingRecord): void {
+    this.rows.settingsChanged(s.sandboxId);
     this.stmt("INSERT INTO settings (sandbox_id, key, value) VALUES (?, ?, ?) ON CONFLICT (sandbox_id, key) DO UPDATE SET value = excluded.value").run(
       s.sandboxId,
       s.key,
@@ -307,6 +311,7 @@ export class SqliteQueries {
   }
 
   deleteSetting(sandboxId: string, key: string): void {
+    this.rows.settingsChanged(sandboxId);
     this.stmt("DELETE FROM settings WHERE sandbox_id = ? AND key = ?").run(sandboxId, key);
   }
 
@@ -345,6 +350,7 @@ export class SqliteQueries {
 
   insertOperation(o: OperationRecord): void {
     this.insertOnce(`INSERT INTO operations VALUES (${placeholders(16)})`, operationParams(o), `operation ${o.id}`);
+    this.rows.insertedOperation(o);
   }
 
   updateOperation(id: string, expectedRowVersion: number, patch: OperationPatch): OperationRecord | undefined {
@@ -361,6 +367,7 @@ export class SqliteQueries {
       }
       const next = patchedOperation(held, patch, new Date(now));
       this.heldOperations.set(id, next);
+      this.rows.updatedOperation(next);
       return next;
     }
     const r = this.one<OperationRow>(
@@ -370,21 +377,23 @@ export class SqliteQueries {
       id,
       expectedRowVersion,
     );
-    return r && this.holdOperation(operationFromRow(r));
+    if (!r) return undefined;
+    const updated = operationFromRow(r);
+    this.rows.updatedOperation(updated);
+    return this.holdOperation(updated);
   }
 
   pendingOperations(sandboxId: string, dimension?: Dimension): OperationRecord[] {
-    // The state is a literal, not a parameter: only then can SQLite use the partial index of
-    // pending operations (it matches index conditions at prepare time).
-    const rows =
-      dimension === undefined
-        ? this.all<OperationRow>(`SELECT * FROM operations WHERE sandbox_id = ? AND state = ${OPERATION_STATE_PENDING} ORDER BY created_at, id`, sandboxId)
-        : this.all<OperationRow>(
-            `SELECT * FROM operations WHERE sandbox_id = ? AND state = ${OPERATION_STATE_PENDING} AND dimension = ? ORDER BY created_at, id`,
-            sandboxId,
-            dimension,
-          );
-    return this.holding ? rows.map((r) => this.holdOperation(operationFromRow(r))) : rows.map(operationFromRow);
+    this.rows.check();
+    let ops = this.rows.pending(sandboxId);
+    if (ops === undefined) {
+      // The state is a literal, not a parameter: only then can SQLite use the partial index of
+      // pending operations (it matches index conditions at prepare time).
+      ops = this.all<OperationRow>(`SELECT * FROM operations WHERE sandbox_id = ? AND state = ${OPERATION_STATE_PENDING} ORDER BY created_at, id`, sandboxId).map(operationFromRow);
+      this.rows.putPending(sandboxId, ops);
+    }
+    if (dimension !== undefined) ops = ops.filter((o) => o.dimension === dimension);
+    return this.holding ? ops.map((o) => this.holdOperation(o)) : ops;
   }
 
   operationsOfSandbox(sandboxId: string, limit: number): OperationRecord[] {

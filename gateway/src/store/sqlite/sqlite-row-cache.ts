@@ -1,18 +1,35 @@
 // Rows of the SQLite store kept in memory between transactions: sandboxes (every update reads its
-// sandbox by name, every result by id) and policy revisions (every update reads its sandbox's
-// latest, every result the revision it answers for). They stay true because every write of those
+// sandbox by name, every result by id), policy revisions (every update reads its sandbox's
+// latest, every result the revision it answers for), each scope's settings (every commit's
+// size check reads its sandbox's and the global ones, mostly none) and each sandbox's pending
+// operations (every commit and every result reads them; every insert and update of an operation
+// on this connection keeps them current). They stay true because every write of those
 // tables on this connection goes through SqliteQueries, which keeps them up to date here, and a
 // commit by any other connection (a second gateway on the file, an operator's tool) changes
 // `PRAGMA data_version`, which is checked before a row is used and empties the cache. A
 // transaction that rolls back empties it too (discard). Bounded; the oldest entries go first.
 
 import type BetterSqlite3 from "better-sqlite3";
-import type { PolicyRevisionRecord, SandboxRecord } from "../store.js";
+import type { OperationRecord, PolicyRevisionRecord, SandboxRecord, SettingRecord } from "../store.js";
+import { OPERATION_STATE_PENDING, copyBytes } from "../codec.js";
 
 /** Sandbox rows kept (about 1 kB each). */
 const MAX_SANDBOXES = 1024;
 /** Policy revision rows kept (a policy of a few hundred bytes each). */
 const MAX_REVISIONS = 1024;
+/** Scopes whose settings are kept; a scope's are kept only up to this many bytes of values. */
+const MAX_SETTINGS_SCOPES = 1024;
+const MAX_SETTINGS_BYTES = 16 * 1024;
+/** Sandboxes whose pending operations are kept; a sandbox's are kept only while it has at most this many. */
+const MAX_PENDING_SANDBOXES = 1024;
+const MAX_PENDING_KEPT = 16;
+
+/** The order of `SELECT … ORDER BY created_at, id` (ids compare as SQLite compares text: by code unit, as here). */
+function before(a: OperationRecord, b: OperationRecord): boolean {
+  const ta = a.createdAt.getTime();
+  const tb = b.createdAt.getTime();
+  return ta < tb || (ta === tb && a.id < b.id);
+}
 
 const nameKey = (workspace: string, name: string) => `${workspace}\u0000${name}`;
 const revisionKey = (sandboxId: string, version: number) => `${sandboxId}\u0000${version}`;
@@ -25,6 +42,10 @@ export class SqliteRowCache {
   private readonly revisions = new Map<string, PolicyRevisionRecord>();
   /** Each sandbox's latest revision version, where known. */
   private readonly latestVersions = new Map<string, number>();
+  /** Each scope's settings (by sandbox id, "" the global scope), frozen: callers share them. */
+  private readonly settingsOf = new Map<string, readonly SettingRecord[]>();
+  /** Each sandbox's PENDING operations, in creation order. */
+  private readonly pendingOf = new Map<string, OperationRecord[]>();
   private readonly dataVersionStmt: BetterSqlite3.Statement;
   private dataVersion: unknown;
   /** Inside a transaction (BEGIN IMMEDIATE holds the write lock): no other connection can commit, one check does. */
@@ -40,6 +61,8 @@ export class SqliteRowCache {
     this.sandboxIds.clear();
     this.revisions.clear();
     this.latestVersions.clear();
+    this.settingsOf.clear();
+    this.pendingOf.clear();
   }
 
   /** A transaction's fn starts (its BEGIN IMMEDIATE has run): checked once for all of its reads. */
@@ -90,6 +113,7 @@ export class SqliteRowCache {
   }
 
   private forgetSandbox(id: string): void {
+    this.settingsOf.delete(id);
     const sb = this.sandboxes.get(id);
     if (sb === undefined) return;
     this.sandboxes.delete(id);
@@ -129,5 +153,74 @@ export class SqliteRowCache {
     const key = revisionKey(sandboxId, version);
     const cached = this.revisions.get(key);
     if (cached) this.revisions.set(key, { ...cached, status, loadError, loadedAt: loadedAtMs === undefined ? undefined : new Date(loadedAtMs) });
+  }
+
+  settings(scope: string): readonly SettingRecord[] | undefined {
+    return this.settingsOf.get(scope);
+  }
+
+  /** Keeps the settings of `scope` as just read (ordered by key), unless their values are large. */
+  putSettings(scope: string, settings: SettingRecord[]): readonly SettingRecord[] {
+    let bytes = 0;
+    for (const s of settings) bytes += s.value.length;
+    if (bytes > MAX_SETTINGS_BYTES) return settings;
+    if (!this.settingsOf.has(scope) && this.settingsOf.size >= MAX_SETTINGS_SCOPES) {
+      this.settingsOf.delete(this.settingsOf.keys().next().value as string);
+    }
+    const kept = Object.freeze(settings);
+    this.settingsOf.set(scope, kept);
+    return kept;
+  }
+
+  /** A setting of `scope` was written: read its settings again next time. */
+  settingsChanged(scope: string): void {
+    this.settingsOf.delete(scope);
+  }
+
+  /** A copy of the sandbox's pending operations, if kept. */
+  pending(sandboxId: string): OperationRecord[] | undefined {
+    return this.pendingOf.get(sandboxId)?.slice();
+  }
+
+  /** Keeps the sandbox's pending operations as just read (in creation order), unless there are many. */
+  putPending(sandboxId: string, ops: readonly OperationRecord[]): void {
+    if (ops.length > MAX_PENDING_KEPT) return;
+    if (!this.pendingOf.has(sandboxId) && this.pendingOf.size >= MAX_PENDING_SANDBOXES) {
+      this.pendingOf.delete(this.pendingOf.keys().next().value as string);
+    }
+    this.pendingOf.set(sandboxId, ops.slice());
+  }
+
+  /** An operation was inserted: kept as it reads back, if its sandbox's are kept and it is pending. */
+  insertedOperation(o: OperationRecord): void {
+    const list = this.pendingOf.get(o.sandboxId);
+    if (list === undefined || o.state !== OPERATION_STATE_PENDING) return;
+    this.place(list, {
+      ...o,
+      target: o.target === undefined ? undefined : copyBytes(o.target),
+      createdAt: new Date(o.createdAt.getTime()),
+      updatedAt: new Date(o.updatedAt.getTime()),
+      completedAt: o.completedAt === undefined ? undefined : new Date(o.completedAt.getTime()),
+      nextAttemptAt: new Date(o.nextAttemptAt.getTime()),
+    });
+  }
+
+  /** An operation was updated to `o` (as it now stands): kept while pending, dropped once not. */
+  updatedOperation(o: OperationRecord): void {
+    const list = this.pendingOf.get(o.sandboxId);
+    if (list === undefined) return;
+    const i = list.findIndex((x) => x.id === o.id);
+    if (i >= 0) list.splice(i, 1);
+    if (o.state === OPERATION_STATE_PENDING) this.place(list, o);
+  }
+
+  private place(list: OperationRecord[], o: OperationRecord): void {
+    if (list.length >= MAX_PENDING_KEPT) {
+      this.pendingOf.delete(o.sandboxId);
+      return;
+    }
+    let i = list.length;
+    while (i > 0 && before(o, list[i - 1]!)) i--;
+    list.splice(i, 0, o);
   }
 }
