@@ -310,9 +310,11 @@ export function createDesiredCache(store: Store, options: { readonly shared: boo
       // As invalidateGlobal(): a read that started before this must not keep (or confirm) the
       // older part, or the session that found it behind would find it behind again, and again.
       // Unlike it, no notification told the other sessions: the next checkGlobals() does.
+      // Already forgotten (an invalidation, whose sender delivers to every session): nothing unheard.
+      const had = globals !== undefined;
       generation++;
       globals = undefined;
-      unheard = true;
+      if (had) unheard = true;
     },
     async checkGlobals() {
       if (!options.shared) return false;

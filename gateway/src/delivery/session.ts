@@ -43,6 +43,14 @@ import {
 import { encodeMessage } from "../model/binary-encoder.js";
 import { snapshotStandIn, standIn } from "../model/pre-encoded.js";
 
+
+/** A delivery found its snapshot behind the committed global part a second time in a row: retried after a backoff. */
+class BehindAgain extends Error {
+  constructor() {
+    super("the snapshot's global part is behind what is committed, again");
+  }
+}
+
 export interface SessionOptions {
   readonly ackTimeoutMs: number;
   readonly heartbeatMs: number;
@@ -135,6 +143,8 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
   let missed = false;
   /** Deliveries in a row whose snapshot association found behind the committed global part. */
   let behindInARow = 0;
+  /** Whether the delivery under way found its snapshot behind. */
+  let foundBehind = false;
   /** Cleared once the bootstrap is answered, so that thousands of sessions do not each keep one armed. */
   let bootstrapTimer: ReturnType<typeof setTimeout> | undefined;
   let bootstrap: { sandbox: InFlight; provider: InFlight } | undefined;
@@ -256,11 +266,11 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
         // committed, at once the first time; found behind again (yet another global commit),
         // after the retry's backoff, so that this never turns into a loop of reads.
         deps.desired?.behind(behind);
-        if (behindInARow++ > 0) throw new Error("the snapshot's global part is behind what is committed, again");
+        foundBehind = true;
+        if (behindInARow++ > 0) throw new BehindAgain();
         notify();
         return;
       }
-      behindInARow = 0;
       const fp = desired.fingerprint;
       if ((fp !== slots.sandbox.lastAcked && fp !== slots.sandbox.lastRefused) || needsAck) {
         const f = flight(slots.sandbox, revision, fp, snap, true);
@@ -309,10 +319,14 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
       const known = fresh ? undefined : view;
       view = undefined;
       fresh = false;
+      foundBehind = false;
       try {
         await deliver(known);
+        // Any delivery that did not find its snapshot behind ends a run of them.
+        if (!foundBehind) behindInARow = 0;
         retry.succeeded();
       } catch (err) {
+        if (!(err instanceof BehindAgain)) behindInARow = 0;
         if (!outbound.closed) retry.failed(err);
       }
     });

@@ -168,8 +168,11 @@ describe("the snapshot cap at commit", () => {
     await createSandbox(gw, "dev");
     const other = await globalCommitUnderWay(gw);
     try {
-      expect((await gw.raw("admin").stopSandbox({ name: "dev", workspaceScope: ws })).sandbox?.status?.phase).toBe(SandboxPhase.STOPPED);
-      expect((await gw.raw("admin").startSandbox({ name: "dev", workspaceScope: ws })).sandbox?.status?.phase).toBe(SandboxPhase.PROVISIONING);
+      // Waiting for the global commit would hang: fail after 5 s instead, and let the finally end it.
+      const within = <T,>(p: Promise<T>, what: string) =>
+        Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} waited for the global commit`)), 5_000).unref())]);
+      expect((await within(gw.raw("admin").stopSandbox({ name: "dev", workspaceScope: ws }), "StopSandbox")).sandbox?.status?.phase).toBe(SandboxPhase.STOPPED);
+      expect((await within(gw.raw("admin").startSandbox({ name: "dev", workspaceScope: ws }), "StartSandbox")).sandbox?.status?.phase).toBe(SandboxPhase.PROVISIONING);
       await other.query("ROLLBACK");
     } finally {
       await other.end();
