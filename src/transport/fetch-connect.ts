@@ -3,6 +3,7 @@
 
 import { createConnectTransport } from "@connectrpc/connect-web";
 import type { Interceptor, Transport } from "@connectrpc/connect";
+import { withReliableAbort } from "./abortable-fetch.js";
 import { tagBaseUrl } from "./base-url.js";
 
 /** Options shared by the fetch-based transports. */
@@ -17,8 +18,9 @@ export function fetchCommon(options: FetchTransportOptions) {
   return {
     baseUrl: options.baseUrl,
     interceptors: options.interceptors ?? [],
-    // Late-bound: msw and polyfills replace globalThis.fetch after this module loads.
-    fetch: options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init)),
+    // Late-bound: msw and polyfills replace globalThis.fetch after this module loads. The wrapper
+    // makes an abort or a deadline end the call even where fetch loses it (abortable-fetch.ts).
+    fetch: withReliableAbort(options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init))),
   };
 }
 
