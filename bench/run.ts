@@ -6,7 +6,7 @@
 // doing nothing else) runs it right after, and the report leads with ours ÷ floor.
 //
 //   node --import tsx bench/run.ts [--full] [--only latency,probe,group-commit,fleet,scale,recovery,tls,size]
-//                                  [--cpu-prof] [--fleet-sandboxes N] [--fleet-ops N] [--probe-ops N]
+//                                  [--cpu-prof] [--fleet-sandboxes N] [--fleet-ops N] [--probe-ops N] [--probe-rounds N]
 //                                  [--inflight 1,8,32,128] [--scale N,N] [--recovery N]
 //                                  [--backend sqlite,postgres] [--no-floor] [--out NAME]
 //
@@ -23,7 +23,7 @@ import { FloorStack } from "./floor/stack.js";
 import { runBuiltPrograms } from "./lib/build.js";
 import { measureFsync } from "./lib/fsync.js";
 import { issue32Targets } from "./lib/issue32.js";
-import { issue15Targets, PROBE_PROVIDER_FLOOR_STEP, ratioRows, times } from "./lib/ratios.js";
+import { issue15Targets, ratioRows, times } from "./lib/ratios.js";
 import { renderMarkdown } from "./lib/report.js";
 import type { Results } from "./lib/results.js";
 import { machineBusyPercent, ROOT, sampleMachine, settleMachine } from "./lib/proc.js";
@@ -32,7 +32,7 @@ import type { Context } from "./scenarios/common.js";
 import { fleetScenario } from "./scenarios/fleet.js";
 import { DEFAULT_INFLIGHT, groupCommitScenario, newGroupCommitResult } from "./scenarios/group-commit.js";
 import { latencyScenario } from "./scenarios/latency.js";
-import { PROBE_SHAPE, PROBE_WARMUP_OPS, probeScenario } from "./scenarios/probe.js";
+import { probeRoundsScenario } from "./scenarios/probe-rounds.js";
 import { recoveryScenario } from "./scenarios/recovery.js";
 import { scaleScenario } from "./scenarios/scale.js";
 import { sizeScenario } from "./scenarios/size.js";
@@ -48,6 +48,7 @@ const { values } = parseArgs({
     "fleet-sandboxes": { type: "string" },
     "fleet-ops": { type: "string" },
     "probe-ops": { type: "string" },
+    "probe-rounds": { type: "string" },
     inflight: { type: "string" },
     "no-floor": { type: "boolean" },
     scale: { type: "string" },
@@ -78,7 +79,8 @@ const plan = {
     clients: full ? 4 : 2,
     loopsPerClient: full ? 32 : 25,
   },
-  probe: { ops: int(values["probe-ops"], full ? 5000 : 2000) },
+  // Each side's updates in rounds of 1,000, alternated with the other sides'.
+  probe: { ops: int(values["probe-ops"], full ? 5000 : 2000), rounds: int(values["probe-rounds"], full ? 5 : 2) },
   // Quick: about a minute on 2 cores (200 updates at 1 and 8 in flight, 640 at 32, 1,000 at 128;
   // PostgreSQL at 128 in flight is the slowest side); full: 1,000 to 10,000.
   groupCommit: {
@@ -204,23 +206,14 @@ async function main(): Promise<void> {
     }
   }
   if (only.has("probe")) {
-    for (const backend of backends) {
-      await step(`probe/${backend}`, async () => {
-        results.probe.push(await probeScenario(ctx, backend, plan.probe.ops));
-      });
-      if (withFloor && !results.floor.probe) {
-        await step("probe/floor", async () => {
-          results.floor.probe = await floorUpdates(ctx, "probe/floor", { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmupOps: PROBE_WARMUP_OPS });
-        });
-      }
-      // The protocol delivers two messages per policy change (sandbox config + provider
-      // environment, whose fingerprint includes the policy hash): the same floor with both.
-      if (withFloor && backend === "sqlite" && !results.floor.probeProviderToo) {
-        await step(PROBE_PROVIDER_FLOOR_STEP, async () => {
-          results.floor.probeProviderToo = await floorUpdates(ctx, PROBE_PROVIDER_FLOOR_STEP, { sandboxes: PROBE_SHAPE.sandboxes, supervisors: 1, clients: 1, loopsPerClient: PROBE_SHAPE.inFlight, ops: plan.probe.ops, warmupOps: PROBE_WARMUP_OPS, providerToo: true });
-        });
-      }
-    }
+    // Ours per backend and the floors alternated in rounds (bench/scenarios/probe-rounds.ts).
+    await step("probe (ours and the floor alternated)", async () => {
+      const r = await probeRoundsScenario(ctx, { backends, withFloor, ops: plan.probe.ops, rounds: plan.probe.rounds });
+      results.probe.push(...r.probe);
+      if (r.floor) results.floor.probe = r.floor;
+      if (r.floorProviderToo) results.floor.probeProviderToo = r.floorProviderToo;
+      results.probeRounds = r.rounds;
+    });
   }
   if (only.has("group-commit")) {
     results.groupCommit = newGroupCommitResult(plan.groupCommit.inFlight);

@@ -116,7 +116,7 @@ export async function floorUpdatesOn(
   stack: FloorStack,
   what: string,
   names: readonly string[],
-  o: { clients: number; loopsPerClient: number; ops: number; warmupOps: number },
+  o: { clients: number; loopsPerClient: number; ops: number; warmupOps: number; onLatencies?: (ms: readonly number[]) => void },
 ): Promise<FloorUpdatesResult> {
   const tasks = Array.from({ length: o.clients }, (_, c) => ({
     kind: "updates" as const,
@@ -135,6 +135,7 @@ export async function floorUpdatesOn(
   const s1 = span();
   checkUpdates(what, results, o.ops);
   const wallMs = Math.max(...results.map((r) => r.endAt)) - goAt;
+  o.onLatencies?.(results.flatMap((r) => r.latencyMs));
   return {
     sandboxes: names.length,
     supervisorProcesses: stack.supervisors.length,

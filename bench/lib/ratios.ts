@@ -33,9 +33,6 @@ function busyOf(r: Results, ours: string, floor: string): string | undefined {
   return a && b ? `${Math.round(a.machineBusyPercent)}% / ${Math.round(b.machineBusyPercent)}%` : undefined;
 }
 
-/** The step of the probe floor that also delivers the provider message (bench/floor --provider-too). */
-export const PROBE_PROVIDER_FLOOR_STEP = "probe/floor+provider";
-
 /**
  * Why the second probe floor: the protocol (shared/contract/UPSTREAM.md) puts the policy hash in
  * the provider environment's fingerprint, so every policy change delivers a sandbox-config AND a
@@ -62,11 +59,10 @@ export function ratioRows(r: Results): RatioRow[] {
   const rows: RatioRow[] = [];
   const push = (row: RatioRow) => rows.push(row);
   for (const p of r.probe) {
-    const step = `probe/${p.backend}`;
     const shape = `probe shape (${p.concurrency} in flight, ${p.sandboxes} sandboxes), ${p.backend}`;
     if (f.probe) {
-      const busy = busyOf(r, step, "probe/floor");
-      push({ measure: `Waited updates/s, ${shape}`, ratio: div(p.completedPerSec, f.probe.completedPerSec), ours: `${n(p.completedPerSec)}/s`, floor: `${n(f.probe.completedPerSec)}/s`, ...(busy ? { busy } : {}) });
+      const busy = `${Math.round(p.machineBusyPercent)}% / ${Math.round(f.probe.machineBusyPercent)}%`;
+      push({ measure: `Waited updates/s, ${shape}`, ratio: div(p.completedPerSec, f.probe.completedPerSec), ours: `${n(p.completedPerSec)}/s`, floor: `${n(f.probe.completedPerSec)}/s`, busy });
       push({ measure: `Gateway CPU per update, ${shape}`, ratio: div(p.cpuMsPerOp.gateway, f.probe.cpuMsPerOp.gateway), ours: `${fmt(p.cpuMsPerOp.gateway)} ms`, floor: `${fmt(f.probe.cpuMsPerOp.gateway)} ms` });
       push({ measure: `Supervisor CPU per update, ${shape}`, ratio: div(p.cpuMsPerOp.supervisors, f.probe.cpuMsPerOp.supervisors), ours: `${fmt(p.cpuMsPerOp.supervisors)} ms`, floor: `${fmt(f.probe.cpuMsPerOp.supervisors)} ms` });
       push({ measure: `Client (SDK) CPU per update, ${shape}`, ratio: div(p.cpuMsPerOp.clients, f.probe.cpuMsPerOp.clients), ours: `${fmt(p.cpuMsPerOp.clients)} ms`, floor: `${fmt(f.probe.cpuMsPerOp.clients)} ms` });
@@ -75,8 +71,8 @@ export function ratioRows(r: Results): RatioRow[] {
     const fp = f.probeProviderToo;
     if (fp && p.backend === "sqlite") {
       const vs = "against the floor with the provider message";
-      const busy2 = busyOf(r, step, PROBE_PROVIDER_FLOOR_STEP);
-      push({ measure: `Waited updates/s, ${shape} — ${vs}`, ratio: div(p.completedPerSec, fp.completedPerSec), ours: `${n(p.completedPerSec)}/s`, floor: `${n(fp.completedPerSec)}/s`, ...(busy2 ? { busy: busy2 } : {}) });
+      const busy2 = `${Math.round(p.machineBusyPercent)}% / ${Math.round(fp.machineBusyPercent)}%`;
+      push({ measure: `Waited updates/s, ${shape} — ${vs}`, ratio: div(p.completedPerSec, fp.completedPerSec), ours: `${n(p.completedPerSec)}/s`, floor: `${n(fp.completedPerSec)}/s`, busy: busy2 });
       push({ measure: `Gateway CPU per update, ${shape} — ${vs}`, ratio: div(p.cpuMsPerOp.gateway, fp.cpuMsPerOp.gateway), ours: `${fmt(p.cpuMsPerOp.gateway)} ms`, floor: `${fmt(fp.cpuMsPerOp.gateway)} ms` });
       push({ measure: `Supervisor CPU per update, ${shape} — ${vs}`, ratio: div(p.cpuMsPerOp.supervisors, fp.cpuMsPerOp.supervisors), ours: `${fmt(p.cpuMsPerOp.supervisors)} ms`, floor: `${fmt(fp.cpuMsPerOp.supervisors)} ms` });
       const t = totalCpu(shape, p.cpuMsPerOp, fp.cpuMsPerOp);

@@ -4,6 +4,7 @@
 import { renderGroupCommit } from "../scenarios/group-commit.js";
 import { renderTls } from "../scenarios/tls.js";
 import { PROBE_WARMUP_OPS } from "../scenarios/probe.js";
+import { renderProbeRounds } from "../scenarios/probe-rounds.js";
 import { SETTLE } from "./proc.js";
 import { issue32Targets } from "./issue32.js";
 import { issue15Targets, PROVIDER_FLOOR_NOTE, ratioRows, times } from "./ratios.js";
@@ -176,11 +177,12 @@ export function renderMarkdown(r: Results): string {
         ],
       ),
       "",
-      `${PROBE_WARMUP_OPS.toLocaleString("en-US")} untimed updates first, in the measured client process (the floor's probe alike); every counter is read after them. ` +
+      `${PROBE_WARMUP_OPS.toLocaleString("en-US")} untimed updates first, in the measured client process (the floor's probe alike${r.probeRounds ? "; in every round" : ""}); every counter is read after them. ` +
         "CPU = utime + stime from /proc over the timed part (the client's own process.cpuUsage). Store calls count the calls on the store (a transaction counts once; the calls inside it are not timed separately): " +
         r.probe.map((p) => `${p.backend} ${Object.entries(p.store.byCall).map(([k, v]) => `${k} ${v}`).join(", ")}`).join("; ") +
         ". PostgreSQL queries are counted in the gateway's pg client (bench/lib/pg-count.mjs).",
       "",
+      ...renderProbeRounds(r.probeRounds),
     );
   }
   parts.push(...renderGroupCommit(r.groupCommit));

@@ -6,6 +6,7 @@ import type { FloorLatencyResult, FloorRecoveryResult, FloorScaleResult, FloorUp
 import type { FleetScenarioResult } from "../scenarios/fleet.js";
 import type { GroupCommitResult } from "../scenarios/group-commit.js";
 import type { ProbeResult } from "../scenarios/probe.js";
+import type { ProbeRoundsResult } from "../scenarios/probe-rounds.js";
 import type { LatencyResult, PollingResult } from "../scenarios/latency.js";
 import type { RecoveryResult } from "../scenarios/recovery.js";
 import type { ScaleResult } from "../scenarios/scale.js";
@@ -36,6 +37,8 @@ export interface Results {
   polling?: PollingResult;
   /** The probe shape (32 waited updates in flight on 64 sandboxes, one supervisor and one client process), per backend. */
   probe: ProbeResult[];
+  /** How the probe's sides (ours per backend, the floors) were alternated, and each round's figures. */
+  probeRounds?: ProbeRoundsResult;
   /** Waited updates at several counts in flight, ours per backend beside the floor (bench/scenarios/group-commit.ts). */
   groupCommit?: GroupCommitResult;
   fleet: FleetScenarioResult[];

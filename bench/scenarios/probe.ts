@@ -51,7 +51,15 @@ export async function measureWaited(
   stack: Stack,
   supervisors: readonly Child[],
   label: string,
-  o: { readonly names: readonly string[]; readonly loops: number; readonly ops: number; readonly warmupOps: number; readonly countPg?: boolean },
+  o: {
+    readonly names: readonly string[];
+    readonly loops: number;
+    readonly ops: number;
+    readonly warmupOps: number;
+    readonly countPg?: boolean;
+    /** Given every update's latency, ms (to summarize several runs as one: probe-rounds.ts). */
+    readonly onLatencies?: (ms: readonly number[]) => void;
+  },
 ): Promise<WaitedMeasure> {
   const task = { kind: "waited" as const, sandboxes: o.names, loops: o.loops, timeoutMs: 60_000 };
   const span = () => sampleSpan(stack.gateway.pid!, supervisors.map((c) => c.pid));
@@ -71,6 +79,7 @@ export async function measureWaited(
   const metrics1 = await stack.metrics();
   await drained(stack, 30_000, label);
   const wallMs = r.endAt - goAt;
+  o.onLatencies?.(r.latencyMs);
   return {
     operations: o.ops,
     wallMs: Math.round(wallMs),
