@@ -11,26 +11,32 @@ export const DELIVERY_RETRY_FIRST_MS = 500;
 export const DELIVERY_RETRY_MAX_MS = 30_000;
 
 export interface DeliveryRetry {
-  /** A delivery failed with `err`: deliver again after the next backoff (unless already due). */
-  failed(err: unknown): void;
+  /**
+   * A delivery failed with `err`: deliver again after the next backoff (unless already due).
+   * `expected`: a condition of normal operation (another replica's commits racing this one's
+   * reads), logged at info rather than as an error.
+   */
+  failed(err: unknown, expected?: boolean): void;
   /** A delivery succeeded: the next failure starts from the first wait again. */
   succeeded(): void;
   /** The session ended. */
   stop(): void;
 }
 
-export function createDeliveryRetry(deliverAgain: () => void, log: Pick<BoundLogger, "error">, random: () => number = Math.random): DeliveryRetry {
+export function createDeliveryRetry(deliverAgain: () => void, log: Pick<BoundLogger, "error" | "info">, random: () => number = Math.random): DeliveryRetry {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let delayMs = 0;
   let stopped = false;
   return {
-    failed(err) {
+    failed(err, expected = false) {
       if (stopped) return;
       // A failure while a retry is already due neither arms another timer nor lengthens the wait:
       // a burst of failures must not jump straight to the longest backoff.
       if (timer !== undefined) return;
       delayMs = delayMs === 0 ? DELIVERY_RETRY_FIRST_MS : Math.min(delayMs * 2, DELIVERY_RETRY_MAX_MS);
-      log.error({ err: err instanceof Error ? err.message : String(err), retryInMs: delayMs }, "configuration delivery failed; trying again");
+      const line = { err: err instanceof Error ? err.message : String(err), retryInMs: delayMs };
+      if (expected) log.info(line, "configuration delivery failed; trying again");
+      else log.error(line, "configuration delivery failed; trying again");
       // Between half the backoff and all of it.
       timer = setTimeout(() => {
         timer = undefined;

@@ -326,8 +326,9 @@ export function createSession(deps: GatewayDeps, sandbox: SandboxRecord, options
         if (!foundBehind) behindInARow = 0;
         retry.succeeded();
       } catch (err) {
-        if (!(err instanceof BehindAgain)) behindInARow = 0;
-        if (!outbound.closed) retry.failed(err);
+        const behindAgain = err instanceof BehindAgain;
+        if (!behindAgain) behindInARow = 0;
+        if (!outbound.closed) retry.failed(err, behindAgain);
       }
     });
   }

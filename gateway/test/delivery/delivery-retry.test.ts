@@ -23,7 +23,7 @@ describe("delivery retry", () => {
     const errors: unknown[] = [];
     let deliveries = 0;
     let roll = 0;
-    const retry = createDeliveryRetry(() => deliveries++, { error: (o: object) => errors.push(o) }, () => roll);
+    const retry = createDeliveryRetry(() => deliveries++, { error: (o: object) => errors.push(o), info: () => {} }, () => roll);
     const waits: number[] = [];
     for (let i = 0; i < 9; i++) {
       roll = i % 2; // alternately the shortest and the longest wait
@@ -47,7 +47,7 @@ describe("delivery retry", () => {
   it("keeps one timer however many deliveries fail meanwhile, and none after the session ends", () => {
     vi.useFakeTimers();
     let deliveries = 0;
-    const retry = createDeliveryRetry(() => deliveries++, { error: () => {} }, () => 1);
+    const retry = createDeliveryRetry(() => deliveries++, { error: () => {}, info: () => {} }, () => 1);
     for (let i = 0; i < 100; i++) retry.failed(new Error("x"));
     expect(vi.getTimerCount()).toBe(1);
     vi.advanceTimersByTime(DELIVERY_RETRY_MAX_MS);
