@@ -38,13 +38,18 @@ interface Side {
   stop(): Promise<void>;
 }
 
-/** Numbers: the mean over `parts`; objects: the same, field by field. */
+/**
+ * Numbers: the mean over `parts`; objects: the same, field by field over every part's fields (a
+ * count one part lacks, such as a store call it never made, counts as 0 there).
+ */
 function meanOf<T>(parts: readonly T[]): T {
-  const first = parts[0] as unknown;
-  if (typeof first === "number") return round((parts as readonly number[]).reduce((a, b) => a + b, 0) / parts.length, 3) as T;
+  const present = parts.filter((p) => p !== undefined);
+  const first = present[0] as unknown;
+  if (typeof first === "number") return round((present as readonly number[]).reduce((a, b) => a + b, 0) / parts.length, 3) as T;
   if (first === null || typeof first !== "object") return first as T;
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(first)) out[k] = meanOf(parts.map((p) => (p as Record<string, unknown>)[k]));
+  const keys = new Set(present.flatMap((p) => Object.keys(p as object)));
+  for (const k of keys) out[k] = meanOf(parts.map((p) => (p as Record<string, unknown> | undefined)?.[k]));
   return out as T;
 }
 
@@ -115,14 +120,19 @@ export async function probeRoundsScenario(
   o: { readonly backends: readonly Backend[]; readonly withFloor: boolean; readonly ops: number; readonly rounds: number },
 ): Promise<{ probe: ProbeResult[]; floor?: FloorUpdatesResult; floorProviderToo?: FloorUpdatesResult; rounds: ProbeRoundsResult }> {
   const sides: Side[] = [];
+  let result: Awaited<ReturnType<typeof alternate>>;
   try {
-    return await alternate(ctx, o, sides);
-  } finally {
-    const stopped = await Promise.allSettled(sides.map((s) => s.stop()));
-    const failed = stopped.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    // A floor whose counters are wrong at the end makes every ratio to it meaningless.
-    if (failed) throw failed.reason;
+    result = await alternate(ctx, o, sides);
+  } catch (err) {
+    // The run's own failure is the one to report, not a stop's after it.
+    await Promise.allSettled(sides.map((s) => s.stop()));
+    throw err;
   }
+  const stopped = await Promise.allSettled(sides.map((s) => s.stop()));
+  const failed = stopped.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  // A floor whose counters are wrong at the end makes every ratio to it meaningless.
+  if (failed) throw failed.reason;
+  return result;
 }
 
 async function alternate(

@@ -10,7 +10,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { createConfigClient } from "../../src/index.js";
 import { OpenShell, WatchConfigUpdateOperationsResponseSchema, workspaceScope } from "../../src/raw.js";
 import { createWebTransport } from "../../src/transport/web.js";
@@ -80,6 +80,17 @@ async function until(condition: () => boolean): Promise<void> {
   while (!condition() && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
+/** A watch of sandbox "dev" on `raw`: the operation ids it has seen, and its end (its error, if any). */
+function watchDev(raw: Client<typeof OpenShell>, options: { signal?: AbortSignal; timeoutMs?: number }): { seen: string[]; watch: Promise<void> } {
+  const seen: string[] = [];
+  const watch = (async () => {
+    for await (const res of raw.watchConfigUpdateOperations({ sandbox: "dev", workspaceScope: workspaceScope() }, options)) {
+      seen.push(res.operation?.operationId ?? "");
+    }
+  })();
+  return { seen, watch };
+}
+
 const PROTOCOLS = [
   { name: "Connect", transport: (baseUrl: string) => createWebTransport({ baseUrl }), contentType: "application/connect+proto" },
   { name: "gRPC-Web", transport: (baseUrl: string) => createWebTransport({ baseUrl, protocol: "grpc-web" }), contentType: "application/grpc-web+proto" },
@@ -93,12 +104,7 @@ describe.each(PROTOCOLS)("the fetch transport in Node ($name)", ({ transport, co
     });
     const raw = createConfigClient({ transport: transport(gateway.baseUrl) }).raw(OpenShell);
     const watching = new AbortController();
-    const seen: string[] = [];
-    const watch = (async () => {
-      for await (const res of raw.watchConfigUpdateOperations({ sandbox: "dev", workspaceScope: workspaceScope() }, { signal: watching.signal })) {
-        seen.push(res.operation?.operationId ?? "");
-      }
-    })();
+    const { seen, watch } = watchDev(raw, { signal: watching.signal });
     await until(() => seen.length === 1);
     expect(seen).toEqual(["op-1"]);
     await collect();
@@ -114,9 +120,7 @@ describe.each(PROTOCOLS)("the fetch transport in Node ($name)", ({ transport, co
     const gateway = await stalling(() => {});
     const raw = createConfigClient({ transport: transport(gateway.baseUrl) }).raw(OpenShell);
     const watching = new AbortController();
-    const watch = (async () => {
-      for await (const _ of raw.watchConfigUpdateOperations({ sandbox: "dev", workspaceScope: workspaceScope() }, { signal: watching.signal })) void _;
-    })();
+    const { watch } = watchDev(raw, { signal: watching.signal });
     await until(() => gateway.requests.length === 1);
     await collect();
     watching.abort();
@@ -131,12 +135,7 @@ describe.each(PROTOCOLS)("the fetch transport in Node ($name)", ({ transport, co
       res.write(envelope("op-1"));
     });
     const raw = createConfigClient({ transport: transport(gateway.baseUrl) }).raw(OpenShell);
-    const seen: string[] = [];
-    const watch = (async () => {
-      for await (const res of raw.watchConfigUpdateOperations({ sandbox: "dev", workspaceScope: workspaceScope() }, { timeoutMs: 500 })) {
-        seen.push(res.operation?.operationId ?? "");
-      }
-    })();
+    const { seen, watch } = watchDev(raw, { timeoutMs: 500 });
     await until(() => seen.length === 1);
     await collect();
     const outcome = await settleWithin(watch, 3_000);
@@ -155,12 +154,7 @@ describe("createConfigClient({ baseUrl }) in Node", () => {
     });
     const raw = createConfigClient({ baseUrl: gateway.baseUrl }).raw(OpenShell);
     const watching = new AbortController();
-    const seen: string[] = [];
-    const watch = (async () => {
-      for await (const res of raw.watchConfigUpdateOperations({ sandbox: "dev", workspaceScope: workspaceScope() }, { signal: watching.signal })) {
-        seen.push(res.operation?.operationId ?? "");
-      }
-    })();
+    const { seen, watch } = watchDev(raw, { signal: watching.signal });
     await until(() => seen.length === 1);
     await collect();
     watching.abort();
