@@ -68,6 +68,10 @@ const withFloor = values["no-floor"] !== true;
 const inFlight = (values.inflight ?? DEFAULT_INFLIGHT.join(",")).split(",").map((v) => Number(v.trim()));
 for (const v of inFlight) if (!Number.isInteger(v) || v < 1) throw new Error(`--inflight: a comma-separated list of positive integers (got ${values.inflight})`);
 
+const probeOps = int(values["probe-ops"], full ? 5000 : 2000);
+const probeRounds = int(values["probe-rounds"], full ? 5 : 2);
+if (!Number.isInteger(probeRounds) || probeRounds < 1 || probeRounds > probeOps) throw new Error(`--probe-rounds: an integer from 1 to the probe's updates, ${probeOps} (got ${values["probe-rounds"]})`);
+
 const plan = {
   latency: full ? { n: 1000, warmup: 50 } : { n: 200, warmup: 20 },
   // Quick: the supervisor polls every 1 s (the report scales to the 10 s default); full: the real 10 s.
@@ -80,7 +84,7 @@ const plan = {
     loopsPerClient: full ? 32 : 25,
   },
   // Each side's updates in rounds of 1,000, alternated with the other sides'.
-  probe: { ops: int(values["probe-ops"], full ? 5000 : 2000), rounds: int(values["probe-rounds"], full ? 5 : 2) },
+  probe: { ops: probeOps, rounds: probeRounds },
   // Quick: about a minute on 2 cores (200 updates at 1 and 8 in flight, 640 at 32, 1,000 at 128;
   // PostgreSQL at 128 in flight is the slowest side); full: 1,000 to 10,000.
   groupCommit: {

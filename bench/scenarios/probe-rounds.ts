@@ -57,8 +57,11 @@ function meanOf<T>(parts: readonly T[]): T {
 function combine<T extends WaitedMeasure | FloorUpdatesResult>(parts: readonly T[], latencies: readonly number[]): T {
   const operations = parts.reduce((a, p) => a + p.operations, 0);
   const wallMs = parts.reduce((a, p) => a + p.wallMs, 0);
+  const mean = meanOf(parts);
   return {
-    ...meanOf(parts),
+    ...mean,
+    // As storeCounters has them: largest first.
+    ...("store" in mean ? { store: { ...mean.store, byCall: Object.fromEntries(Object.entries(mean.store.byCall).sort((a, b) => b[1] - a[1])) } } : {}),
     operations,
     wallMs,
     completedPerSec: round((operations / wallMs) * 1000, 0),
@@ -76,8 +79,10 @@ async function ourSide(ctx: Context, backend: Backend): Promise<Side> {
     await createAll(stack, [group]);
     supervisors = (await bootstrapAll(stack, [group], 60_000)).supervisors;
   } catch (err) {
-    await stack.stop();
-    throw stack.keepLogs(err);
+    // Logs kept before the stop, which would remove them; the bootstrap's error, not the stop's.
+    const kept = stack.keepLogs(err);
+    await stack.stop().catch(() => undefined);
+    throw kept;
   }
   ctx.say(`probe/${backend}: ready (${names.length} sandboxes)`);
   return {
@@ -97,8 +102,9 @@ async function floorSide(ctx: Context, providerToo: boolean): Promise<Side> {
   try {
     await stack.bootstrap([group], 300_000);
   } catch (err) {
+    const kept = stack.keepLogs(err);
     await stack.stop().catch(() => undefined);
-    throw stack.keepLogs(err);
+    throw kept;
   }
   ctx.say(`probe/${side}: ready (${PROBE_SHAPE.sandboxes} sandboxes)`);
   return {

@@ -18,8 +18,12 @@ export function withReliableAbort(fetch: Fetch): Fetch {
     const signal = init?.signal ?? undefined;
     if (!signal) return fetch(input, init);
     const res = await fetch(input, init);
-    if (res.body === null || NULL_BODY.has(res.status)) return res;
-    return new Response(abortableBody(res.body, signal), { status: res.status, statusText: res.statusText, headers: res.headers });
+    // A body that is not a web stream (a fetch of the caller's own, node-fetch say) is left as it
+    // is. The reason phrase is not carried over: Connect does not read it, and one that is not
+    // Latin-1 would make the Response constructor throw.
+    const body = res.body as ReadableStream<Uint8Array> | null | undefined;
+    if (!body || typeof body.getReader !== "function" || NULL_BODY.has(res.status)) return res;
+    return new Response(abortableBody(body, signal), { status: res.status, headers: res.headers });
   };
 }
 

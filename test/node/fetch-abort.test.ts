@@ -13,6 +13,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { createConfigClient } from "../../src/index.js";
 import { OpenShell, WatchConfigUpdateOperationsResponseSchema, workspaceScope } from "../../src/raw.js";
+import { withReliableAbort } from "../../src/transport/abortable-fetch.js";
 import { createWebTransport } from "../../src/transport/web.js";
 
 setFlagsFromString("--expose-gc");
@@ -159,5 +160,24 @@ describe("createConfigClient({ baseUrl }) in Node", () => {
     await collect();
     watching.abort();
     expect(((await settleWithin(watch, 2_000)) as ConnectError).code).toBe(Code.Canceled);
+  });
+});
+
+describe("withReliableAbort", () => {
+  const chunks = () => new ReadableStream<Uint8Array>({ start: (c) => (c.enqueue(new Uint8Array([1, 2, 3])), c.close()) });
+
+  it("keeps a response whose reason phrase is not Latin-1 readable, as Node's fetch decodes it", async () => {
+    const upstream = { status: 200, statusText: "Gut ✓", headers: new Headers({ "content-type": "application/proto" }), body: chunks() } as unknown as Response;
+    const fetch = withReliableAbort(async () => upstream);
+    const res = await fetch("http://127.0.0.1:1/x", { signal: new AbortController().signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/proto");
+    expect([...new Uint8Array(await res.arrayBuffer())]).toEqual([1, 2, 3]);
+  });
+
+  it("leaves alone a response of a caller's fetch whose body is not a web stream", async () => {
+    const upstream = { status: 200, headers: new Headers(), body: { pipe: () => undefined }, arrayBuffer: async () => new ArrayBuffer(0) } as unknown as Response;
+    const fetch = withReliableAbort(async () => upstream);
+    expect(await fetch("http://127.0.0.1:1/x", { signal: new AbortController().signal })).toBe(upstream);
   });
 });

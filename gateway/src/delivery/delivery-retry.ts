@@ -14,7 +14,7 @@ export interface DeliveryRetry {
   /**
    * A delivery failed with `err`: deliver again after the next backoff (unless already due).
    * `expected`: a condition of normal operation (another replica's commits racing this one's
-   * reads), logged at info rather than as an error.
+   * reads), logged at info rather than as an error until the backoff reaches its maximum.
    */
   failed(err: unknown, expected?: boolean): void;
   /** A delivery succeeded: the next failure starts from the first wait again. */
@@ -35,7 +35,8 @@ export function createDeliveryRetry(deliverAgain: () => void, log: Pick<BoundLog
       if (timer !== undefined) return;
       delayMs = delayMs === 0 ? DELIVERY_RETRY_FIRST_MS : Math.min(delayMs * 2, DELIVERY_RETRY_MAX_MS);
       const line = { err: err instanceof Error ? err.message : String(err), retryInMs: delayMs };
-      if (expected) log.info(line, "configuration delivery failed; trying again");
+      // Expected once or twice; still so at the longest backoff, something is wrong: an error.
+      if (expected && delayMs < DELIVERY_RETRY_MAX_MS) log.info(line, "configuration delivery failed; trying again");
       else log.error(line, "configuration delivery failed; trying again");
       // Between half the backoff and all of it.
       timer = setTimeout(() => {

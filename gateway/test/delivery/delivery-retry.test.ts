@@ -44,6 +44,20 @@ describe("delivery retry", () => {
     expect(deliveries).toBe(10);
   });
 
+  it("logs an expected failure at info until the backoff reaches its maximum, then as an error", () => {
+    vi.useFakeTimers();
+    const levels: string[] = [];
+    let deliveries = 0;
+    const retry = createDeliveryRetry(() => deliveries++, { error: () => levels.push("error"), info: () => levels.push("info") }, () => 1);
+    for (let i = 0; i < 8; i++) {
+      retry.failed(new Error("behind again"), true);
+      vi.advanceTimersByTime(DELIVERY_RETRY_MAX_MS);
+    }
+    // 0.5, 1, 2, 4, 8, 16 s at info; 30 s (the maximum) and on as errors.
+    expect(levels).toEqual(["info", "info", "info", "info", "info", "info", "error", "error"]);
+    expect(deliveries).toBe(8);
+  });
+
   it("keeps one timer however many deliveries fail meanwhile, and none after the session ends", () => {
     vi.useFakeTimers();
     let deliveries = 0;
