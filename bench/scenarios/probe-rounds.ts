@@ -70,20 +70,26 @@ function combine<T extends WaitedMeasure | FloorUpdatesResult>(parts: readonly T
   };
 }
 
-async function ourSide(ctx: Context, backend: Backend): Promise<Side> {
-  const group: Group = { prefix: "p-", count: PROBE_SHAPE.sandboxes };
-  const names = groupNames(group);
-  const stack = await Stack.start({ backend, groups: [group], label: `probe-${backend}`, countPgQueries: backend === "postgres" });
-  let supervisors: readonly Child[];
+/** `setUp` on a started stack; if it fails, the stack is stopped with its logs kept and `setUp`'s error thrown. */
+async function settingUp<T>(stack: { keepLogs(err: unknown): unknown; stop(): Promise<unknown> }, setUp: () => Promise<T>): Promise<T> {
   try {
-    await createAll(stack, [group]);
-    supervisors = (await bootstrapAll(stack, [group], 60_000)).supervisors;
+    return await setUp();
   } catch (err) {
-    // Logs kept before the stop, which would remove them; the bootstrap's error, not the stop's.
+    // Logs kept before the stop, which would remove them; the set-up's error, not the stop's.
     const kept = stack.keepLogs(err);
     await stack.stop().catch(() => undefined);
     throw kept;
   }
+}
+
+async function ourSide(ctx: Context, backend: Backend): Promise<Side> {
+  const group: Group = { prefix: "p-", count: PROBE_SHAPE.sandboxes };
+  const names = groupNames(group);
+  const stack = await Stack.start({ backend, groups: [group], label: `probe-${backend}`, countPgQueries: backend === "postgres" });
+  const supervisors: readonly Child[] = await settingUp(stack, async () => {
+    await createAll(stack, [group]);
+    return (await bootstrapAll(stack, [group], 60_000)).supervisors;
+  });
   ctx.say(`probe/${backend}: ready (${names.length} sandboxes)`);
   return {
     side: backend,
@@ -99,13 +105,7 @@ async function floorSide(ctx: Context, providerToo: boolean): Promise<Side> {
   const side: ProbeSide = providerToo ? "floor+provider" : "floor";
   const group: Group = { prefix: "f-", count: PROBE_SHAPE.sandboxes };
   const stack = await FloorStack.start({ expectReady: PROBE_SHAPE.sandboxes, ...(providerToo ? { providerToo } : {}) });
-  try {
-    await stack.bootstrap([group], 300_000);
-  } catch (err) {
-    const kept = stack.keepLogs(err);
-    await stack.stop().catch(() => undefined);
-    throw kept;
-  }
+  await settingUp(stack, () => stack.bootstrap([group], 300_000));
   ctx.say(`probe/${side}: ready (${PROBE_SHAPE.sandboxes} sandboxes)`);
   return {
     side,
