@@ -111,6 +111,11 @@ const scripts: Record<string, Script> = {
     s.write(envelope(answer).subarray(0, 10), () => setTimeout(() => s.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 20));
   },
   "stall": () => {},
+  "connection-dropped": (s) => {
+    s.respond(OK);
+    s.write(envelope(answer).subarray(0, 10), () => s.session?.destroy());
+  },
+  "goaway": (s) => s.session?.goaway(http2.constants.NGHTTP2_INTERNAL_ERROR),
   "exactly-100": (s) => {
     s.respond(OK, { waitForTrailers: true });
     s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
