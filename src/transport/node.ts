@@ -31,8 +31,11 @@ export type { NodeTlsOptions, PemInput } from "./tls-options.js";
 // Node's TLS errors become TlsError from here on (toSdkError asks the classifier installed here).
 installTlsClassifier();
 
-/** Largest message read, connect's own default: the same bound on the lean path and on connect's. */
-const READ_MAX_BYTES = 0xffffffff;
+/**
+ * The largest answer message read by default. connect's own default is 4 GiB, no bound at all in
+ * practice; configuration answers are kilobytes, and the gateway reads requests of at most 16 MiB.
+ */
+const READ_MAX_BYTES = 64 * 1024 * 1024;
 
 /** Options of `createNodeTransport`. */
 export interface NodeTransportOptions {
@@ -44,12 +47,17 @@ export interface NodeTransportOptions {
   readonly httpVersion?: "2" | "1.1";
   /** Compress requests and accept compressed responses (gzip). Off by default: configuration messages are small and latency matters more. */
   readonly compression?: boolean;
+  /**
+   * The largest answer message read, in bytes (1 to 4294967295): a larger one fails its call
+   * ResourceExhausted as soon as its length is read, before it is buffered. Default 64 MiB.
+   */
+  readonly readMaxBytes?: number;
   /** Idle HTTP/2 connections are pinged and closed after this long. Default 5 min. */
   readonly idleConnectionTimeoutMs?: number;
   /**
    * Extra Connect interceptors. Without any (and without compression), unary gRPC calls are made
    * directly on the HTTP/2 connection, with the outcomes connect-node would give them, at about a
-   * quarter of its CPU; with any, every call goes through connect.
+   * quarter of its CPU per call; with any, every call goes through connect.
    */
   readonly interceptors?: Interceptor[];
   /**
@@ -107,12 +115,17 @@ export function createNodeTransport(options: NodeTransportOptions): Transport {
   } catch {
     throw new InvalidArgumentError(`baseUrl is not an absolute URL: ${JSON.stringify(options.baseUrl)}`, { field: "baseUrl" });
   }
+  const readMaxBytes = options.readMaxBytes ?? READ_MAX_BYTES;
+  if (!Number.isSafeInteger(readMaxBytes) || readMaxBytes < 1 || readMaxBytes > 0xffffffff) {
+    throw new InvalidArgumentError(`readMaxBytes must be a whole number of bytes from 1 to 4294967295, not ${String(options.readMaxBytes)}`, { field: "readMaxBytes" });
+  }
   const tls = resolveTls(url, options.tls);
   installTlsClassifier(); // again: a bundler may have dropped the module's top-level call
   const protocol = options.protocol ?? "grpc";
   const httpVersion = protocol === "grpc" ? "2" : (options.httpVersion ?? "2");
   const base = {
     baseUrl: options.baseUrl,
+    readMaxBytes,
     interceptors: options.interceptors ?? [],
     // Without this, responses of 1 KiB and more come back gzipped: CPU for nothing on a LAN.
     ...(options.compression ? { sendCompression: compressionGzip } : { acceptCompression: [] }),
@@ -131,10 +144,10 @@ export function createNodeTransport(options: NodeTransportOptions): Transport {
       { pingIntervalMs: h2.pingIntervalMs, idleConnectionTimeoutMs: h2.idleConnectionTimeoutMs },
       h2.nodeOptions,
     );
-    transport = createGrpcTransport({ ...base, ...h2, sessionManager, readMaxBytes: READ_MAX_BYTES });
+    transport = createGrpcTransport({ ...base, ...h2, sessionManager });
     // Interceptors and compression are connect's to apply: such a transport stays connect's whole.
     if (!options.compression && base.interceptors.length === 0) {
-      transport = withLeanUnary(transport, { baseUrl: options.baseUrl, sessionManager, readMaxBytes: READ_MAX_BYTES });
+      transport = withLeanUnary(transport, { baseUrl: options.baseUrl, sessionManager, readMaxBytes });
     }
   } else {
     const http =

@@ -5,7 +5,7 @@
 
 import { getEventListeners } from "node:events";
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
@@ -106,6 +106,7 @@ const scripts: Record<string, Script> = {
   "reset-refused": (s) => s.close(http2.constants.NGHTTP2_REFUSED_STREAM),
   "reset-calm": (s) => s.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM),
   "reset-cancel": (s) => s.close(http2.constants.NGHTTP2_CANCEL),
+  "reset-no-error": (s) => s.close(http2.constants.NGHTTP2_NO_ERROR),
   "reset-mid-body": (s) => {
     s.respond(OK);
     s.write(envelope(answer).subarray(0, 10), () => setTimeout(() => s.close(http2.constants.NGHTTP2_INTERNAL_ERROR), 20));
@@ -121,11 +122,65 @@ const scripts: Record<string, Script> = {
     s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
     s.end(envelope(Buffer.alloc(100, 0x2a).fill(Buffer.from([0x12, 98]), 0, 2)));
   },
+  // Only an envelope's header, saying 64 MiB and 1 byte follow.
+  "claims-64mib-and-1": (s) => {
+    s.respond(OK);
+    const head = Buffer.alloc(5);
+    head.writeUInt32BE(64 * 1024 * 1024 + 1, 1);
+    s.write(head);
+  },
   "exactly-101": (s) => {
     s.respond(OK, { waitForTrailers: true });
     s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
     s.end(envelope(Buffer.alloc(101, 0x2a).fill(Buffer.from([0x12, 99]), 0, 2)));
   },
+};
+
+/**
+ * What the server does with a call before reading its request, by its x-case header: these answer
+ * at once and never read, so a request larger than the stream's flow-control window is still being
+ * written when the answer ends.
+ */
+const early: Record<string, Script> = {
+  "early-ok-never-read": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
+    s.end(envelope(answer));
+  },
+  // Paused, a Node server neither reads nor resets: the upload can never finish.
+  "early-ok-never-read-paused": (s) => {
+    s.pause();
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
+    s.end(envelope(answer));
+  },
+  // RFC 9113 §8.1: a server that has sent its whole answer may reset with NO_ERROR to stop the upload.
+  "early-ok-then-reset-no-error": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
+    s.end(envelope(answer), () => setTimeout(() => s.close(http2.constants.NGHTTP2_NO_ERROR), 20));
+  },
+  // As a gateway that refuses a call without a client certificate, and resets the unread upload.
+  "early-unauthenticated-then-cancel": (s) => {
+    s.respond({ ...OK, "grpc-status": "16", "grpc-message": "client%20certificate%20required" }, { endStream: true });
+    setTimeout(() => s.close(http2.constants.NGHTTP2_CANCEL), 20);
+  },
+  "early-unauthenticated-cancel-at-once": (s) => {
+    s.respond({ ...OK, "grpc-status": "16", "grpc-message": "client%20certificate%20required" }, { endStream: true });
+    s.close(http2.constants.NGHTTP2_CANCEL);
+  },
+  // The reset overtakes the trailers: the answer never ends, and the reset decides.
+  "early-ok-cancel-at-once": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => { s.sendTrailers(TRAILERS); s.close(http2.constants.NGHTTP2_CANCEL); });
+    s.end(envelope(answer));
+  },
+  "early-ok-internal-at-once": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => { s.sendTrailers(TRAILERS); s.close(http2.constants.NGHTTP2_INTERNAL_ERROR); });
+    s.end(envelope(answer));
+  },
+  "early-unauthenticated-never-read": (s) => s.respond({ ...OK, "grpc-status": "16", "grpc-message": "client%20certificate%20required" }, { endStream: true }),
 };
 
 interface Seen {
@@ -153,12 +208,14 @@ beforeAll(async () => {
     const record: Seen = { headers: Object.fromEntries(Object.entries(rest).filter(([k]) => !k.startsWith(":") || k === ":path" || k === ":method")), body: "" };
     seen.set(id, record);
     s.on("close", () => (record.rstCode = s.rstCode));
+    s.on("error", () => {});
+    const answerEarly = early[String(headers["x-case"])];
+    if (answerEarly) return answerEarly(s);
     s.on("data", (c: Buffer) => chunks.push(c));
     s.on("end", () => {
       (record as { body: string }).body = Buffer.concat(chunks).toString("hex");
       scripts[String(headers["x-case"])]!(s);
     });
-    s.on("error", () => {});
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -173,18 +230,19 @@ const passThrough: Interceptor = (next) => (req) => next(req);
 let ids = 0;
 
 /** One call's outcome, in plain data, and what the server saw of it. */
-async function outcome(transport: Transport, kase: string, o: { timeoutMs?: number; signal?: AbortSignal } = {}) {
+async function outcome(transport: Transport, kase: string, o: { timeoutMs?: number; signal?: AbortSignal; requestBytes?: number } = {}) {
+  const { requestBytes, ...options } = o;
   const id = String(++ids);
   let header: [string, string][] = [];
   let trailer: [string, string][] = [];
-  const req = create(UpdateConfigRequestSchema, { sandbox: "s1", idempotencyKey: "k1" });
+  const req = create(UpdateConfigRequestSchema, { sandbox: "s1", idempotencyKey: requestBytes ? "k".repeat(requestBytes) : "k1" });
   let result: unknown;
   try {
     const res = await createClient(OpenShell, transport).updateConfig(req, {
       headers: { "x-case": kase, "x-id": id, authorization: "Bearer t" },
       onHeader: (h) => (header = [...h].filter(([k]) => k !== "date")),
       onTrailer: (t) => (trailer = [...t]),
-      ...o,
+      ...options,
     });
     result = { ok: toJson(UpdateConfigResponseSchema, res), header, trailer };
   } catch (e) {
@@ -202,7 +260,7 @@ async function outcome(transport: Transport, kase: string, o: { timeoutMs?: numb
 }
 
 describe("the lean path for unary gRPC calls", () => {
-  const cases = Object.keys(scripts).filter((k) => !k.startsWith("exactly") && k !== "stall");
+  const cases = Object.keys(scripts).filter((k) => !k.startsWith("exactly") && !k.startsWith("claims") && k !== "stall" && k !== "reset-no-error");
 
   it.each(cases)("ends a call whose answer is %s as connect-node does", async (kase) => {
     const lean = createNodeTransport({ baseUrl });
@@ -211,6 +269,17 @@ describe("the lean path for unary gRPC calls", () => {
     const b = await outcome(connect, kase);
     expect(a).toEqual(b);
     if (kase === "ok") expect(a.result).toMatchObject({ ok: { version: 7 }, header: expect.arrayContaining([["x-answer", "a"]]), trailer: expect.arrayContaining([["x-trailer", "t"]]) });
+  });
+
+  it.each(Object.keys(early))("ends a call answered before its request was read (%s) as connect-node does", async (kase) => {
+    // 300 kB: more than a stream's flow-control window, so the upload is still going when the answer ends.
+    const a = await outcome(createNodeTransport({ baseUrl }), kase, { requestBytes: 300_000, timeoutMs: 2000 });
+    const b = await outcome(createNodeTransport({ baseUrl, interceptors: [passThrough] }), kase, { requestBytes: 300_000, timeoutMs: 2000 });
+    expect(a.result).toEqual(b.result);
+    const expected: Record<string, object> = { "early-ok-cancel-at-once": { code: 1 }, "early-ok-internal-at-once": { code: 13 } };
+    expect(a.result).toMatchObject(expected[kase] ?? (kase.includes("unauthenticated") ? { code: 16, message: "client certificate required" } : { ok: { version: 7 } }));
+    // The lean path does not leave a stream open on an upload nobody reads: it cancels it.
+    if (kase === "early-ok-never-read-paused") expect(a.server!.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
   });
 
   it("sends what connect-node sends: the same headers, deadline and envelope", async () => {
@@ -242,6 +311,63 @@ describe("the lean path for unary gRPC calls", () => {
     expect(a.server!.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
   });
 
+  it("ends an aborted call as connect-node does when the abort's reason is the caller's own error", async () => {
+    const abortSoon = () => {
+      const c = new AbortController();
+      setTimeout(() => c.abort(new Error("deadline exceeded")), 100);
+      return c.signal;
+    };
+    const a = await outcome(createNodeTransport({ baseUrl }), "stall", { signal: abortSoon() });
+    const b = await outcome(createNodeTransport({ baseUrl, interceptors: [passThrough] }), "stall", { signal: abortSoon() });
+    expect(a).toEqual(b);
+    expect(a.result).toMatchObject({ code: 1, message: "deadline exceeded" });
+  });
+
+  it("fails at once, Internal, a call whose stream the server closes with NO_ERROR before answering", async () => {
+    // connect-node waits for the deadline here (a NO_ERROR reset is no error to it, and no answer
+    // comes); gRPC's HTTP/2 mapping reads this reset as INTERNAL, and there is nothing to wait for.
+    const started = Date.now();
+    const a = await outcome(createNodeTransport({ baseUrl }), "reset-no-error", { timeoutMs: 10_000 });
+    expect(a.result).toMatchObject({ code: 13, message: expect.stringMatching(/NO_ERROR.*before the answer began/) });
+    expect(Date.now() - started).toBeLessThan(5000);
+    const b = await outcome(createNodeTransport({ baseUrl, interceptors: [passThrough] }), "reset-no-error", { timeoutMs: 200 });
+    expect(b.result).toMatchObject({ code: 4 });
+  });
+
+  it("ends a call whose deadline passes while its connection is still being verified, and survives the late stream", async () => {
+    // A proxy that holds every chunk 300 ms: the session manager pings a connection idle for more
+    // than pingIntervalMs before using it, so the call's 100 ms deadline passes before its stream exists.
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect((server.address() as AddressInfo).port, "127.0.0.1");
+      const relay = (from: net.Socket, to: net.Socket) => from.on("data", (c) => setTimeout(() => to.destroyed || to.write(c), 300));
+      relay(client, upstream);
+      relay(upstream, client);
+      const end = () => (client.destroy(), upstream.destroy());
+      client.on("close", end).on("error", end);
+      upstream.on("close", end).on("error", end);
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const transports = () => {
+      const sessionManager = new Http2SessionManager(url, { pingIntervalMs: 100 });
+      const connect = createGrpcTransport({ baseUrl: url, sessionManager, acceptCompression: [] });
+      return { sessionManager, lean: withLeanUnary(connect, { baseUrl: url, sessionManager, readMaxBytes: 0xffffffff }), connect };
+    };
+    const results = [];
+    for (const which of ["lean", "connect"] as const) {
+      const t = transports();
+      await outcome(t[which], "ok");
+      await new Promise((r) => setTimeout(r, 300));
+      results.push(await outcome(t[which], "ok", { timeoutMs: 100 }));
+      // The stream the session manager hands over late is reset; nothing is thrown at the process.
+      await new Promise((r) => setTimeout(r, 1000));
+      t.sessionManager.abort();
+    }
+    await new Promise<void>((r) => proxy.close(() => r()));
+    expect(results[0]).toEqual(results[1]);
+    expect(results[0]!.result).toMatchObject({ code: 4 });
+  });
+
   it("makes no request for a call aborted before it starts", async () => {
     const before = seen.size;
     const a = await outcome(createNodeTransport({ baseUrl }), "ok", { signal: AbortSignal.abort() });
@@ -252,16 +378,23 @@ describe("the lean path for unary gRPC calls", () => {
   });
 
   it("reads an answer of exactly readMaxBytes and refuses one byte more, ResourceExhausted", async () => {
-    const sessionManager = new Http2SessionManager(baseUrl);
-    const connect = createGrpcTransport({ baseUrl, sessionManager, readMaxBytes: 100, acceptCompression: [] });
-    const lean = withLeanUnary(connect, { baseUrl, sessionManager, readMaxBytes: 100 });
     for (const kase of ["exactly-100", "exactly-101"]) {
-      const a = await outcome(lean, kase);
-      const b = await outcome(createGrpcTransport({ baseUrl, readMaxBytes: 100, acceptCompression: [] }), kase);
+      const a = await outcome(createNodeTransport({ baseUrl, readMaxBytes: 100 }), kase);
+      const b = await outcome(createNodeTransport({ baseUrl, readMaxBytes: 100, interceptors: [passThrough] }), kase);
       expect(a).toEqual(b);
       expect(a.result).toMatchObject(kase === "exactly-100" ? { ok: { policyHash: "*".repeat(98) } } : { code: 8 });
     }
-    sessionManager.abort();
+  });
+
+  it("refuses by default an answer that says it is larger than 64 MiB, before reading it", async () => {
+    const a = await outcome(createNodeTransport({ baseUrl }), "claims-64mib-and-1");
+    const b = await outcome(createNodeTransport({ baseUrl, interceptors: [passThrough] }), "claims-64mib-and-1");
+    expect(a).toEqual(b);
+    expect(a.result).toMatchObject({ code: 8, message: expect.stringContaining("67108865") });
+  });
+
+  it.each([0, -1, 1.5, 2 ** 32, Number.NaN])("refuses readMaxBytes %s, naming the option", (readMaxBytes) => {
+    expect(() => createNodeTransport({ baseUrl, readMaxBytes })).toThrow(expect.objectContaining({ field: "readMaxBytes", message: expect.stringContaining("readMaxBytes") }));
   });
 
   it("fails a call to a port nobody listens on Unavailable, as connect-node does", async () => {
