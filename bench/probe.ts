@@ -4,6 +4,8 @@
 // update, and store calls per update (from the gateway's /metrics).
 //   node --import tsx bench/probe.ts [sqlite|postgres] [N=2000] [C=32]
 // PROF=DIR writes a CPU profile of the gateway there; OSC_BENCH_PROF_ALL=DIR profiles every process.
+// PROBE_SANDBOXES=N hosts N sandboxes instead of 64; PROBE_ROTATE=1 sends each update to the next
+// sandbox in turn (as the group-commit scenario does) rather than each loop to its own.
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { Stack, groupNames } from "./lib/stack.js";
@@ -17,7 +19,8 @@ await runBuiltPrograms();
 const backend = (process.argv[2] ?? "sqlite") as "sqlite" | "postgres";
 const N = Number(process.argv[3] ?? 2000);
 const C = Number(process.argv[4] ?? 32);
-const groups = [{ prefix: "p", count: 64 }];
+const groups = [{ prefix: "p", count: Number(process.env.PROBE_SANDBOXES ?? 64) }];
+const rotate = process.env.PROBE_ROTATE === "1";
 const prof = process.env.PROF; const stack = await Stack.start({ backend, groups, label: "probe", countPgQueries: backend === "postgres", ...(prof ? { cpuProfDir: prof } : {}) });
 async function metrics() {
   const t = (await stack.get("/metrics")).body;
@@ -46,12 +49,10 @@ try {
   await Promise.all(Array.from({ length: C }, async (_, c) => {
     while (k < N) {
       const i = k++;
-      const s = names[(c + C * i) % names.length]!;
       const a = performance.now();
-      const r = await client.updatePolicy({ sandbox: names[c % names.length]!, policy: policyFor(`x${i}`), wait: true });
+      const r = await client.updatePolicy({ sandbox: names[(rotate ? i : c) % names.length]!, policy: policyFor(`x${i}`), wait: true });
       lat.push(performance.now() - a);
       if (r.completion.state !== "applied") throw new Error(r.completion.state);
-      void s;
     }
   }));
   const wall = performance.now() - t0;
