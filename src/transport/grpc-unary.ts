@@ -134,12 +134,23 @@ function exchange(
       if (timer) clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
     };
+    /**
+     * Lets go of the stream. One whose answer has ended and whose request has been sent is done:
+     * Node closes it. One whose answer has ended while its upload is still going (the server
+     * answered without reading it all) is cancelled. Any other is reset with `reset`.
+     */
+    const release = (reset: number) => {
+      if (!stream || stream.closed) return;
+      const ended = answered || stream.readableEnded;
+      if (ended && stream.writableFinished) return;
+      stream.close(ended ? h2.NGHTTP2_CANCEL : reset);
+    };
     /** Ends the call with `reason`, resetting its stream as connect-node would: CANCEL when `reason` reads as a cancel. */
     const fail = (reason: unknown, reset = fromNodeReason(reason).code === Code.Canceled ? h2.NGHTTP2_CANCEL : h2.NGHTTP2_INTERNAL_ERROR) => {
       if (settled) return;
       cleanup();
       resetWith = reset;
-      if (stream && !stream.closed) stream.close(reset);
+      release(reset);
       reject(reason instanceof ConnectError ? reason : fromNodeReason(reason));
     };
     // The caller sees Canceled whatever the abort's reason; the stream is reset by the reason itself,
@@ -164,9 +175,11 @@ function exchange(
           need = HEADER + length;
           break;
         }
-        if (message !== undefined) throw new ConnectError("protocol error: received extra output message for unary method", Code.Unimplemented);
+        // In connect's order: each envelope is decompressed and parsed before the one-message check.
         if ((buf[0]! & COMPRESSED) === COMPRESSED) throw new ConnectError("received compressed envelope, but do not know how to decompress", Code.Internal);
-        message = parse(buf.subarray(HEADER, HEADER + length));
+        const parsed = parse(buf.subarray(HEADER, HEADER + length));
+        if (message !== undefined) throw new ConnectError("protocol error: received extra output message for unary method", Code.Unimplemented);
+        message = parsed;
         buf = buf.subarray(HEADER + length);
       }
       parts = buf.length > 0 ? [buf] : [];
@@ -175,7 +188,9 @@ function exchange(
     /** Judges the ended answer, as connect's gRPC transport judges it. */
     const finish = () => {
       if (settled) return;
-      if (have > 0) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
+      // As connect's envelope reader, which takes a whole header off its buffer at once: a body that
+      // stops right after an envelope's header is not incomplete (that envelope is dropped).
+      if (have > 0 && have !== HEADER) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
       validateTrailer(trailer, header);
       if (message === undefined) {
         // A trailers-only answer.
@@ -183,9 +198,9 @@ function exchange(
       }
       if (headerError) throw new ConnectError("protocol error: received output message for unary method with error status", Code.Unknown);
       cleanup();
-      // An upload the server answered without reading is not needed any more: cancel it rather
-      // than hold the stream (and the server's stream slot) open until the connection closes.
-      if (stream && !stream.closed && !stream.writableFinished) stream.close(h2.NGHTTP2_CANCEL);
+      // An upload the server answered without reading is not needed any more: it is cancelled
+      // rather than left holding the stream (and the server's stream slot) until the connection closes.
+      release(h2.NGHTTP2_CANCEL);
       resolve({ header, message, trailer });
     };
     const guard =

@@ -93,6 +93,32 @@ const scripts: Record<string, Script> = {
     s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
     s.end(envelope(Buffer.from([0xff, 0xff, 0xff])));
   },
+  // An envelope's header and nothing of its message: connect drops such an envelope unread.
+  "header-only-then-error": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => s.sendTrailers({ "grpc-status": "13", "grpc-message": "boom" }));
+    s.end(envelope(answer).subarray(0, 5));
+  },
+  "header-only-then-ok": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
+    s.end(envelope(answer).subarray(0, 5));
+  },
+  "message-then-lone-header": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
+    s.end(Buffer.concat([envelope(answer), envelope(answer).subarray(0, 5)]));
+  },
+  "message-then-compressed": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
+    s.end(Buffer.concat([envelope(answer), envelope(answer, 1)]));
+  },
+  "message-then-not-protobuf": (s) => {
+    s.respond(OK, { waitForTrailers: true });
+    s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
+    s.end(Buffer.concat([envelope(answer), envelope(Buffer.from([0xff, 0xff, 0xff]))]));
+  },
   "no-status": (s) => {
     s.respond(OK, { waitForTrailers: true });
     s.on("wantTrailers", () => s.sendTrailers({ "x-trailer": "t" }));
@@ -179,6 +205,10 @@ const early: Record<string, Script> = {
     s.respond(OK, { waitForTrailers: true });
     s.on("wantTrailers", () => { s.sendTrailers(TRAILERS); s.close(http2.constants.NGHTTP2_INTERNAL_ERROR); });
     s.end(envelope(answer));
+  },
+  "early-unauthenticated-never-read-paused": (s) => {
+    s.pause();
+    s.respond({ ...OK, "grpc-status": "16", "grpc-message": "client%20certificate%20required" }, { endStream: true });
   },
   "early-unauthenticated-never-read": (s) => s.respond({ ...OK, "grpc-status": "16", "grpc-message": "client%20certificate%20required" }, { endStream: true }),
 };
@@ -279,7 +309,29 @@ describe("the lean path for unary gRPC calls", () => {
     const expected: Record<string, object> = { "early-ok-cancel-at-once": { code: 1 }, "early-ok-internal-at-once": { code: 13 } };
     expect(a.result).toMatchObject(expected[kase] ?? (kase.includes("unauthenticated") ? { code: 16, message: "client certificate required" } : { ok: { version: 7 } }));
     // The lean path does not leave a stream open on an upload nobody reads: it cancels it.
-    if (kase === "early-ok-never-read-paused") expect(a.server!.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    if (kase.endsWith("-never-read-paused")) expect(a.server!.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+  });
+
+  it("sends the server no reset after a complete gRPC answer, success or error, as connect-node sends none", async () => {
+    // The server's own view of a stream ignores a reset that comes after both sides ended it, so
+    // the client's RST_STREAM frames are read off the wire, by a proxy in between.
+    const proxy = await resetSniffingProxy((server.address() as AddressInfo).port);
+    try {
+      for (const kase of ["ok", "error-in-trailers", "trailers-only", "http-503", "truncated", "no-status", "header-only-then-error"]) {
+        const sent: number[][] = [];
+        for (const interceptors of [[], [passThrough]]) {
+          proxy.resets.length = 0;
+          await outcome(createNodeTransport({ baseUrl: proxy.url, interceptors }), kase);
+          await new Promise((r) => setTimeout(r, 50));
+          sent.push([...proxy.resets]);
+        }
+        expect({ kase, lean: sent[0] }).toEqual({ kase, lean: sent[1] });
+        // An HTTP error is refused from its headers alone, before the body ends: both reset then.
+        if (kase !== "http-503") expect({ kase, sent: sent[0] }).toEqual({ kase, sent: [] });
+      }
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("sends what connect-node sends: the same headers, deadline and envelope", async () => {
@@ -421,3 +473,43 @@ describe("the lean path for unary gRPC calls", () => {
     expect(getEventListeners(signal, "abort")).toHaveLength(0);
   });
 });
+
+/** A TCP proxy to `port` that records the error code of every RST_STREAM frame the client sends. */
+async function resetSniffingProxy(port: number) {
+  const resets: number[] = [];
+  const sockets = new Set<net.Socket>();
+  const proxy = net.createServer((client) => {
+    const upstream = net.connect(port, "127.0.0.1");
+    sockets.add(client).add(upstream);
+    let buf = Buffer.alloc(0);
+    let preface = true;
+    client.on("data", (chunk: Buffer) => {
+      upstream.write(chunk);
+      buf = Buffer.concat([buf, chunk]);
+      if (preface) {
+        if (buf.length < 24) return;
+        buf = buf.subarray(24); // "PRI * HTTP/2.0..." before the first frame
+        preface = false;
+      }
+      // Frames: a 24-bit length, a type byte, a flags byte, a 31-bit stream id, then the payload.
+      while (buf.length >= 9 && buf.length >= 9 + buf.readUIntBE(0, 3)) {
+        const length = buf.readUIntBE(0, 3);
+        if (buf[3] === 0x3) resets.push(buf.readUInt32BE(9));
+        buf = buf.subarray(9 + length);
+      }
+    });
+    upstream.on("data", (chunk) => client.write(chunk));
+    const end = () => (client.destroy(), upstream.destroy());
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  });
+  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+    resets,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((r) => proxy.close(() => r()));
+    },
+  };
+}
