@@ -19,8 +19,9 @@
 // Calls with interceptors, and every streaming call, are connect's. A test
 // (test/node/grpc-unary.test.ts) makes each call both ways and compares the outcomes. It also pins
 // the two differences, both on purpose: a stream closed with NO_ERROR before any answer fails at
-// once, Internal, where connect waits for the deadline; an upload the server answered without
-// reading is cancelled, where connect leaves the stream open until the connection closes.
+// once, Internal, where connect waits for the deadline; an upload the server answered (OK or
+// not) without reading is cancelled, where connect leaves the stream open until the connection
+// closes.
 // The Node-facing parts copied here (fromNodeReason, the reset codes, the stream's error and close
 // handling) follow connect-node 2.1; the parity test is what keeps them so across its updates.
 // Node only; imported by transport/node.ts alone.
@@ -164,6 +165,9 @@ function exchange(
       have += chunk.length;
       if (have < need) return;
       let buf = parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
+      // As connect's envelope reader: every envelope these bytes hold is split off, and every
+      // whole header checked against readMaxBytes, before the first of them is parsed.
+      const envelopes: Buffer[] = [];
       for (;;) {
         if (buf.length < HEADER) {
           need = HEADER;
@@ -175,15 +179,18 @@ function exchange(
           need = HEADER + length;
           break;
         }
-        // In connect's order: each envelope is decompressed and parsed before the one-message check.
-        if ((buf[0]! & COMPRESSED) === COMPRESSED) throw new ConnectError("received compressed envelope, but do not know how to decompress", Code.Internal);
-        const parsed = parse(buf.subarray(HEADER, HEADER + length));
-        if (message !== undefined) throw new ConnectError("protocol error: received extra output message for unary method", Code.Unimplemented);
-        message = parsed;
+        envelopes.push(buf.subarray(0, HEADER + length));
         buf = buf.subarray(HEADER + length);
       }
       parts = buf.length > 0 ? [buf] : [];
       have = buf.length;
+      // Then, in connect's order, each is decompressed and parsed before the one-message check.
+      for (const e of envelopes) {
+        if ((e[0]! & COMPRESSED) === COMPRESSED) throw new ConnectError("received compressed envelope, but do not know how to decompress", Code.Internal);
+        const parsed = parse(e.subarray(HEADER));
+        if (message !== undefined) throw new ConnectError("protocol error: received extra output message for unary method", Code.Unimplemented);
+        message = parsed;
+      }
     };
     /** Judges the ended answer, as connect's gRPC transport judges it. */
     const finish = () => {
@@ -250,8 +257,9 @@ function exchange(
         answered = true;
       });
       // The answer is judged at "end", when it has ended and been read: an upload the server does
-      // not read may still be pending, so "close" can be far off. A reset ends the body too (its
-      // code is set by then) and, unless the answer had ended before it, decides the call.
+      // not read may still be pending, so "close" can be far off. A reset can end the body too;
+      // unless the answer had ended before it, its code (when Node has set it by then, else at
+      // "close") decides the call.
       const settle = guard(() => {
         if (answered) return finish();
         const reset = fromResetCode(s.rstCode);

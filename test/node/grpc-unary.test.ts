@@ -119,6 +119,19 @@ const scripts: Record<string, Script> = {
     s.on("wantTrailers", () => s.sendTrailers(TRAILERS));
     s.end(Buffer.concat([envelope(answer), envelope(Buffer.from([0xff, 0xff, 0xff]))]));
   },
+  // One DATA frame whose last envelope header claims 2 GiB: connect checks it before parsing the others.
+  "not-protobuf-then-huge-header": (s) => {
+    s.respond(OK);
+    s.end(Buffer.concat([envelope(Buffer.from([0xff, 0xff, 0xff])), Buffer.from([0, 0x7f, 0xff, 0xff, 0xff])]));
+  },
+  "compressed-then-huge-header": (s) => {
+    s.respond(OK);
+    s.end(Buffer.concat([envelope(answer, 1), Buffer.from([0, 0x7f, 0xff, 0xff, 0xff])]));
+  },
+  "two-messages-then-huge-header": (s) => {
+    s.respond(OK);
+    s.end(Buffer.concat([envelope(answer), envelope(answer), Buffer.from([0, 0x7f, 0xff, 0xff, 0xff])]));
+  },
   "no-status": (s) => {
     s.respond(OK, { waitForTrailers: true });
     s.on("wantTrailers", () => s.sendTrailers({ "x-trailer": "t" }));
