@@ -3,7 +3,7 @@
 
 import { createConnectTransport } from "@connectrpc/connect-web";
 import type { Interceptor, Transport } from "@connectrpc/connect";
-import { withReliableAbort } from "./abortable-fetch.js";
+import { guardFetch } from "./abortable-fetch.js";
 import { tagBaseUrl } from "./base-url.js";
 
 /** Options shared by the fetch-based transports. */
@@ -11,6 +11,8 @@ export interface FetchTransportOptions {
   readonly baseUrl: string;
   readonly fetch?: typeof globalThis.fetch | undefined;
   readonly interceptors?: Interceptor[] | undefined;
+  /** The largest answer read, in bytes, already checked (createWebTransport). Default 64 MiB. */
+  readonly readMaxBytes?: number | undefined;
 }
 
 /** The fields both fetch-based protocols take. */
@@ -20,7 +22,8 @@ export function fetchCommon(options: FetchTransportOptions) {
     interceptors: options.interceptors ?? [],
     // Late-bound: msw and polyfills replace globalThis.fetch after this module loads. The wrapper
     // makes an abort or a deadline end the call even where fetch loses it (abortable-fetch.ts).
-    fetch: withReliableAbort(options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init))),
+    // It also bounds what each answer may hold, which connect-web does not (abortable-fetch.ts).
+    fetch: guardFetch(options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init)), options.readMaxBytes),
   };
 }
 

@@ -19,6 +19,7 @@ import type { Interceptor, Transport } from "@connectrpc/connect";
 import { InvalidArgumentError } from "../errors.js";
 import { tagBaseUrl } from "./base-url.js";
 import { withLeanUnary } from "./grpc-unary.js";
+import { readMaxBytesOf } from "./read-max-bytes.js";
 import { readMtlsBundle } from "./tls-bundle.js";
 import { installTlsClassifier } from "./tls-classify.js";
 import { http2TlsOptions, httpsTlsOptions } from "./tls-connection.js";
@@ -30,12 +31,6 @@ export type { NodeTlsOptions, PemInput } from "./tls-options.js";
 
 // Node's TLS errors become TlsError from here on (toSdkError asks the classifier installed here).
 installTlsClassifier();
-
-/**
- * The largest answer message read by default. connect's own default is 4 GiB, no bound at all in
- * practice; configuration answers are kilobytes, and the gateway reads requests of at most 16 MiB.
- */
-const READ_MAX_BYTES = 64 * 1024 * 1024;
 
 /** Options of `createNodeTransport`. */
 export interface NodeTransportOptions {
@@ -115,10 +110,7 @@ export function createNodeTransport(options: NodeTransportOptions): Transport {
   } catch {
     throw new InvalidArgumentError(`baseUrl is not an absolute URL: ${JSON.stringify(options.baseUrl)}`, { field: "baseUrl" });
   }
-  const readMaxBytes = options.readMaxBytes ?? READ_MAX_BYTES;
-  if (!Number.isSafeInteger(readMaxBytes) || readMaxBytes < 1 || readMaxBytes > 0xffffffff) {
-    throw new InvalidArgumentError(`readMaxBytes must be a whole number of bytes from 1 to 4294967295, not ${String(options.readMaxBytes)}`, { field: "readMaxBytes" });
-  }
+  const readMaxBytes = readMaxBytesOf(options.readMaxBytes);
   const tls = resolveTls(url, options.tls);
   installTlsClassifier(); // again: a bundler may have dropped the module's top-level call
   const protocol = options.protocol ?? "grpc";

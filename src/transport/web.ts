@@ -11,6 +11,7 @@ import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { tagBaseUrl } from "./base-url.js";
 import { createFetchConnectTransport, fetchCommon } from "./fetch-connect.js";
+import { readMaxBytesOf } from "./read-max-bytes.js";
 
 /** Options of `createWebTransport`. */
 export interface WebTransportOptions {
@@ -24,6 +25,12 @@ export interface WebTransportOptions {
   readonly fetch?: typeof globalThis.fetch;
   /** Extra Connect interceptors. */
   readonly interceptors?: Interceptor[];
+  /**
+   * The largest answer read, in bytes (1 to 4294967295): a unary answer in all, one message of a
+   * stream (an operations watch reads on for hours). A larger one fails its call
+   * ResourceExhausted. Default 64 MiB.
+   */
+  readonly readMaxBytes?: number;
 }
 
 /**
@@ -40,8 +47,11 @@ export interface WebTransportOptions {
  * // Connect with JSON bodies, readable in the browser's network panel:
  * const readable = createWebTransport({ baseUrl: "https://gateway.example.com", binary: false });
  * ```
+ *
+ * @throws InvalidArgumentError when `readMaxBytes` is not a whole number from 1 to 4294967295.
  */
 export function createWebTransport(options: WebTransportOptions): Transport {
-  if (options.protocol !== "grpc-web") return createFetchConnectTransport(options);
-  return tagBaseUrl(createGrpcWebTransport({ ...fetchCommon(options), useBinaryFormat: true }), options.baseUrl);
+  const checked = { ...options, readMaxBytes: readMaxBytesOf(options.readMaxBytes) };
+  if (options.protocol !== "grpc-web") return createFetchConnectTransport(checked);
+  return tagBaseUrl(createGrpcWebTransport({ ...fetchCommon(checked), useBinaryFormat: true }), options.baseUrl);
 }

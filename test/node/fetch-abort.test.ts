@@ -13,7 +13,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { createConfigClient } from "../../src/index.js";
 import { OpenShell, WatchConfigUpdateOperationsResponseSchema, workspaceScope } from "../../src/raw.js";
-import { withReliableAbort } from "../../src/transport/abortable-fetch.js";
+import { guardFetch } from "../../src/transport/abortable-fetch.js";
 import { createWebTransport } from "../../src/transport/web.js";
 
 setFlagsFromString("--expose-gc");
@@ -147,6 +147,40 @@ describe.each(PROTOCOLS)("the fetch transport in Node ($name)", ({ transport, co
   });
 });
 
+describe("a unary call over fetch in Node", () => {
+  it("ends with DeadlineExceeded and closes its connection when the body stalls after the headers, even after a garbage collection", async () => {
+    const gateway = await stalling((_req, res) => {
+      res.writeHead(200, { "content-type": "application/proto" });
+      res.write(Buffer.from([0x0a]));
+    });
+    const raw = createConfigClient({ baseUrl: gateway.baseUrl }).raw(OpenShell);
+    const call = raw.getSandbox({ name: "dev", workspaceScope: workspaceScope() }, { timeoutMs: 500 });
+    await until(() => gateway.requests.length === 1);
+    await collect();
+    const outcome = await settleWithin(call, 3_000);
+    expect(outcome).toBeInstanceOf(ConnectError);
+    expect((outcome as ConnectError).code).toBe(Code.DeadlineExceeded);
+    await until(() => gateway.requests[0]!.closed);
+    expect(gateway.requests.map((r) => r.closed)).toEqual([true]);
+  });
+
+  it("ends with Canceled when aborted while its body stalls", async () => {
+    const gateway = await stalling((_req, res) => {
+      res.writeHead(200, { "content-type": "application/proto" });
+      res.write(Buffer.from([0x0a]));
+    });
+    const raw = createConfigClient({ baseUrl: gateway.baseUrl }).raw(OpenShell);
+    const aborting = new AbortController();
+    const call = raw.getSandbox({ name: "dev", workspaceScope: workspaceScope() }, { signal: aborting.signal });
+    await until(() => gateway.requests.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    aborting.abort();
+    const outcome = await settleWithin(call, 2_000);
+    expect((outcome as ConnectError).code).toBe(Code.Canceled);
+    await until(() => gateway.requests[0]!.closed);
+  });
+});
+
 describe("createConfigClient({ baseUrl }) in Node", () => {
   it("uses the fetch transport whose aborted watch ends after a garbage collection", async () => {
     const gateway = await stalling((_req, res) => {
@@ -163,12 +197,12 @@ describe("createConfigClient({ baseUrl }) in Node", () => {
   });
 });
 
-describe("withReliableAbort", () => {
+describe("guardFetch", () => {
   const chunks = () => new ReadableStream<Uint8Array>({ start: (c) => (c.enqueue(new Uint8Array([1, 2, 3])), c.close()) });
 
   it("keeps a response whose reason phrase is not Latin-1 readable, as Node's fetch decodes it", async () => {
     const upstream = { status: 200, statusText: "Gut ✓", headers: new Headers({ "content-type": "application/proto" }), body: chunks() } as unknown as Response;
-    const fetch = withReliableAbort(async () => upstream);
+    const fetch = guardFetch(async () => upstream);
     const res = await fetch("http://127.0.0.1:1/x", { signal: new AbortController().signal });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/proto");
@@ -177,7 +211,7 @@ describe("withReliableAbort", () => {
 
   it("leaves alone a response of a caller's fetch whose body is not a web stream", async () => {
     const upstream = { status: 200, headers: new Headers(), body: { pipe: () => undefined }, arrayBuffer: async () => new ArrayBuffer(0) } as unknown as Response;
-    const fetch = withReliableAbort(async () => upstream);
+    const fetch = guardFetch(async () => upstream);
     expect(await fetch("http://127.0.0.1:1/x", { signal: new AbortController().signal })).toBe(upstream);
   });
 });
