@@ -23,13 +23,13 @@ import { READ_MAX_BYTES } from "./read-max-bytes.js";
 
 type Fetch = typeof globalThis.fetch;
 
-/** Statuses whose responses cannot carry a body (`new Response` refuses one). */
-const NULL_BODY = new Set([101, 103, 204, 205, 304]);
+/** Statuses whose responses cannot carry a body (`new Response` refuses one; 101 and 103 never reach a Response). */
+const NULL_BODY = new Set([204, 205, 304]);
 
 /** `fetch`, with `init.signal` applied to the response's body by this wrapper too, and its answers bounded by `max` bytes. */
 export function guardFetch(fetch: Fetch, max = READ_MAX_BYTES): Fetch {
   return async (input, init) => {
-    const signal = init?.signal ?? undefined;
+    const signal = init?.signal;
     const res = await fetch(input, init);
     // A body that is not a web stream (a fetch of the caller's own, node-fetch say) is left as it
     // is. The reason phrase is not carried over: Connect does not read it, and one that is not
@@ -37,10 +37,17 @@ export function guardFetch(fetch: Fetch, max = READ_MAX_BYTES): Fetch {
     const body = res.body as ReadableStream<Uint8Array> | null | undefined;
     if (!body || typeof body.getReader !== "function" || NULL_BODY.has(res.status)) return res;
     const init2 = { status: res.status, headers: res.headers };
-    if (/^application\/(connect\+|grpc-web)/i.test(res.headers.get("content-type") ?? "")) return new Response(guardedBody(body, signal, max), init2);
-    // A unary body (or an error's JSON) is read here, where the guard's error surfaces as it is: a
-    // browser's arrayBuffer() would turn it into "Failed to fetch" (Chromium does). One whose
+    const type = (headers: HeadersInit | undefined) => new Headers(headers).get("content-type") ?? "";
+    // A stream's answer, and every gRPC-Web answer, is read envelope by envelope: judged by the
+    // request, since connect-web's gRPC-Web client reads envelopes whatever the answer's type.
+    // A Connect unary answer connect-web does not read (a wrong type, an HTML error page: the call
+    // fails from its status) goes the same way, unread. One it reads whole (the answer, or an
+    // error's JSON) is read here instead, where the guard's error surfaces as it is: a browser's
+    // arrayBuffer() would turn it into "Failed to fetch" (Chromium does). One whose
     // Content-Length is too large is refused before any of it is read.
+    if (/^application\/(connect\+|grpc-web)/i.test(type(init?.headers)) || !/^application\/(proto|json|connect\+json)/i.test(type(res.headers))) {
+      return new Response(guardedBody(body, signal, max), init2);
+    }
     const reader = guardedBody(body, signal).getReader();
     const chunks: Uint8Array[] = [];
     for (let size = Number(res.headers.get("content-length")), total = 0; ; ) {
@@ -51,7 +58,7 @@ export function guardFetch(fetch: Fetch, max = READ_MAX_BYTES): Fetch {
       const { done, value } = await reader.read();
       if (done) return new Response(new Blob(chunks as BlobPart[]), init2);
       chunks.push(value);
-      size = total += value.length;
+      size = total += value.byteLength;
     }
   };
 }
@@ -62,27 +69,25 @@ function tooLarge(max: number, size = ""): ConnectError {
 }
 
 /**
- * `body`'s chunks, until `signal` aborts or (given `max`) an envelope's length prefix says it holds
- * more than `max` bytes: then the stream errors with the abort's reason or ResourceExhausted, and
+ * `body`'s chunks, until `signal` aborts or an envelope's length prefix says it holds more than
+ * `max` bytes: then the stream errors with the abort's reason or ResourceExhausted, and
  * `body` is cancelled.
+ *
+ * No state is kept of how the stream ended: erroring a stream that has closed or failed does
+ * nothing, cancelling a finished body settles at once, and a pull that throws on a stream that
+ * has failed meanwhile (its read came back done after the cancel) is ignored by the stream. The
+ * abort listener stays until the signal fires or goes: connect aborts each call's own signal
+ * when the call ends.
  */
-function guardedBody(body: ReadableStream<Uint8Array>, signal: AbortSignal | undefined, max?: number): ReadableStream<Uint8Array> {
+function guardedBody(body: ReadableStream<Uint8Array>, signal: AbortSignal | null | undefined, max = Infinity): ReadableStream<Uint8Array> {
   const reader = body.getReader();
-  let settled = false;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   // Of the current envelope: the bytes of its body still to come, and of its 5-byte header (a
   // flags byte, then the length, big-endian) those read and the length so far.
   let rest = 0;
   let head = 0;
   let length = 0;
-  const finish = () => {
-    settled = true;
-    signal?.removeEventListener("abort", abort);
-  };
-  /** Errors the stream with `reason` and cancels `body` (a no-op once `body` has failed or ended). */
   const fail = (reason: unknown) => {
-    if (settled) return;
-    finish();
     controller.error(reason);
     reader.cancel(reason).catch(() => undefined);
   };
@@ -93,28 +98,18 @@ function guardedBody(body: ReadableStream<Uint8Array>, signal: AbortSignal | und
       if (signal?.aborted) abort();
       else signal?.addEventListener("abort", abort, { once: true });
     },
+    // A read that fails fails the stream with its error, as a pull that throws does.
     async pull(c) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (err) {
-        return fail(err);
-      }
-      if (settled) return;
-      if (chunk.done) {
-        finish();
-        c.close();
-        return;
-      }
-      const bytes = chunk.value;
-      for (let i = 0; max !== undefined && i < bytes.length; ) {
+      const { done, value } = await reader.read();
+      if (done) return c.close();
+      for (let i = 0; i < value.length; ) {
         if (rest > 0) {
-          const n = Math.min(rest, bytes.length - i);
+          const n = Math.min(rest, value.length - i);
           rest -= n;
           i += n;
           continue;
         }
-        if (head++ > 0) length = length * 256 + bytes[i]!;
+        if (head++ > 0) length = length * 256 + value[i]!;
         i++;
         if (head === 5) {
           if (length > max) return fail(tooLarge(max, `${length} `));
@@ -122,10 +117,10 @@ function guardedBody(body: ReadableStream<Uint8Array>, signal: AbortSignal | und
           head = length = 0;
         }
       }
-      c.enqueue(bytes);
+      c.enqueue(value);
     },
     cancel(reason) {
-      finish();
+      signal?.removeEventListener("abort", abort);
       return reader.cancel(reason);
     },
   });

@@ -164,7 +164,7 @@ describe("a unary call over fetch in Node", () => {
     expect(gateway.requests.map((r) => r.closed)).toEqual([true]);
   });
 
-  it("ends with Canceled when aborted while its body stalls", async () => {
+  it("ends with Canceled when aborted while its body stalls, even after a garbage collection", async () => {
     const gateway = await stalling((_req, res) => {
       res.writeHead(200, { "content-type": "application/proto" });
       res.write(Buffer.from([0x0a]));
@@ -174,6 +174,7 @@ describe("a unary call over fetch in Node", () => {
     const call = raw.getSandbox({ name: "dev", workspaceScope: workspaceScope() }, { signal: aborting.signal });
     await until(() => gateway.requests.length === 1);
     await new Promise((resolve) => setTimeout(resolve, 50));
+    await collect();
     aborting.abort();
     const outcome = await settleWithin(call, 2_000);
     expect((outcome as ConnectError).code).toBe(Code.Canceled);

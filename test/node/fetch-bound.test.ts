@@ -11,6 +11,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { InvalidArgumentError, createConfigClient } from "../../src/index.js";
 import { OpenShell, SandboxResponseSchema, WatchConfigUpdateOperationsResponseSchema, workspaceScope } from "../../src/raw.js";
+import { guardFetch } from "../../src/transport/abortable-fetch.js";
 import { createWebTransport } from "../../src/transport/web.js";
 
 const DEFAULT_MAX = 64 * 1024 * 1024;
@@ -229,6 +230,72 @@ describe("a gRPC-Web unary answer over fetch", () => {
     expectTooLarge(await outcome(getDev(big)), 199, 200);
     const trailers = await outcome(ok.getSandbox({ name: "dev", workspaceScope: workspaceScope() }, { headers: { "x-size": "1" } }));
     expectTooLarge(trailers, 200, 201);
+  });
+});
+
+describe("an answer connect-web does not read", () => {
+  it("that is a unary call's HTML error page fails from its status, Unavailable, however large", async () => {
+    const gw = await serve((res) => {
+      res.writeHead(502, { "content-type": "text/html" });
+      res.end(`<html>${"x".repeat(2_000)}</html>`);
+    });
+    const raw = createConfigClient({ transport: createWebTransport({ baseUrl: gw.baseUrl, readMaxBytes: 1_000 }) }).raw(OpenShell);
+    const err = await outcome(getDev(raw));
+    expect((err as ConnectError).code).toBe(Code.Unavailable);
+    expect((err as ConnectError).rawMessage).toBe("HTTP 502");
+  });
+
+  it.each(["application/proto", "text/plain"])("that never ends fails a watch at once from its status (503, %s)", async (type) => {
+    const gw = await serve((res) => {
+      res.writeHead(503, { "content-type": type });
+      res.write("overloaded");
+    });
+    const raw = createConfigClient({ transport: createWebTransport({ baseUrl: gw.baseUrl }) }).raw(OpenShell);
+    const { error } = await watchAll(raw);
+    expect((error as ConnectError).code).toBe(Code.Unavailable);
+    expect((error as ConnectError).rawMessage).toBe("HTTP 503");
+  });
+
+  it("that never ends fails a unary call at once from its status (503 text/plain)", async () => {
+    const gw = await serve((res) => {
+      res.writeHead(503, { "content-type": "text/plain" });
+      res.write("overloaded");
+    });
+    const raw = createConfigClient({ transport: createWebTransport({ baseUrl: gw.baseUrl }) }).raw(OpenShell);
+    const err = await outcome(getDev(raw));
+    expect((err as ConnectError).code).toBe(Code.Unavailable);
+  });
+});
+
+describe("a gRPC-Web stream whose answer has another content type", () => {
+  it("is still read message by message as it arrives, and bounded per message", async () => {
+    const gw = await serve((res) => {
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      res.write(watchEnvelope("op-1"));
+      res.write(watchEnvelope("op-2"));
+      setTimeout(() => res.write(header(65)), 50);
+    });
+    const raw = createConfigClient({ transport: createWebTransport({ baseUrl: gw.baseUrl, protocol: "grpc-web", readMaxBytes: 64 }) }).raw(OpenShell);
+    const seen: string[] = [];
+    const watching = watchAll(raw, seen);
+    await until(() => seen.length === 2);
+    const { error } = await watching;
+    expect(seen).toEqual(["op-1", "op-2"]);
+    expectTooLarge(error, 64, 65);
+  });
+});
+
+describe("guardFetch with a fetch of the caller's own", () => {
+  it("bounds a unary answer whose stream yields ArrayBuffers rather than Uint8Arrays", async () => {
+    const body = new ReadableStream({
+      start(c) {
+        for (let i = 0; i < 5; i++) c.enqueue(new ArrayBuffer(1_000));
+        c.close();
+      },
+    });
+    const fetch = guardFetch(async () => new Response(body, { headers: { "content-type": "application/proto" } }), 4_000);
+    const err = await outcome(fetch("http://gateway.invalid/x", { method: "POST", headers: { "content-type": "application/proto" } }));
+    expectTooLarge(err, 4_000);
   });
 });
 
