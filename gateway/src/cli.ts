@@ -116,13 +116,16 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
     process.once("SIGINT", () => resolve("SIGINT"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
   });
-  logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, "shutting down; send the signal again to stop at once");
-  const force = () => {
-    logger.warn("second signal: exiting without waiting");
+  logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, `shutting down; send ${signal} again to stop at once`);
+  // Only the same signal again forces the exit. A Ctrl-C reaches every process of the terminal's
+  // foreground group, and a parent that runs the gateway (npm run gateway, a process manager)
+  // then sends SIGTERM of its own: that second signal means "stop", which is under way.
+  const other: NodeJS.Signals = signal === "SIGINT" ? "SIGTERM" : "SIGINT";
+  process.once(signal, () => {
+    logger.warn({ signal }, "second signal: exiting without waiting");
     process.exit(1);
-  };
-  process.once("SIGINT", force);
-  process.once("SIGTERM", force);
+  });
+  process.on(other, () => logger.info({ signal: other }, "already shutting down"));
   await server.close({ graceMs: SHUTDOWN_GRACE_MS });
   oidc?.close();
   await store.close();

@@ -1,6 +1,8 @@
 // The `openshell-gateway` executable end to end: started as a process from its source, it serves
 // the SDK, reports bad command lines and auth files, and stops cleanly on SIGTERM.
 
+import { existsSync } from "node:fs";
+import { connect } from "node:http2";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { createServer, type AddressInfo } from "node:net";
@@ -29,6 +31,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
+
+/**
+ * A call whose request never ends, opened once the gateway listens: it keeps a graceful shutdown
+ * waiting for its grace period (5 s). Settles when its stream closes.
+ */
+async function heldCall(gw: ReturnType<typeof run>): Promise<{ closed: Promise<string> }> {
+  const listening = await gw.waitFor(/listening on/);
+  const session = connect(listening.url as string);
+  session.on("error", () => undefined);
+  const stream = session.request({ ":method": "POST", ":path": "/openshell.v1.OpenShell/Health", "content-type": "application/grpc", te: "trailers" });
+  stream.on("error", () => undefined);
+  stream.write(Buffer.from([0, 0, 0])); // part of an envelope header, and nothing more
+  const closed = new Promise<string>((resolve) => stream.once("close", () => resolve("closed"))).finally(() => session.destroy());
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return { closed };
+}
 
 describe("openshell-gateway", () => {
   it("serves the SDK with the auth file's tokens and exits 0 after a graceful SIGTERM", async () => {
@@ -62,6 +80,43 @@ describe("openshell-gateway", () => {
       await gw.waitFor(/listening on/);
       gw.child.kill("SIGINT");
       expect(await gw.exit).toBe(0);
+    } finally {
+      gw.child.kill("SIGKILL");
+    }
+  });
+
+  it("shuts down gracefully on a Ctrl-C followed by its parent's SIGTERM, and closes a SQLite file's WAL", async () => {
+    const db = join(dir, "ctrl-c.db");
+    const gw = run(["serve", "--db", `sqlite:${db}`, "--port", "0", "--no-auth"]);
+    try {
+      const held = await heldCall(gw);
+      // What a terminal and `npm run gateway` send: SIGINT to the whole group, then, once the
+      // parent has handled it, SIGTERM.
+      gw.child.kill("SIGINT");
+      await gw.waitFor(/shutting down/);
+      gw.child.kill("SIGTERM");
+      await gw.waitFor(/already shutting down/);
+      expect(await gw.exit).toBe(0);
+      const out = gw.lines.join("\n");
+      expect(out).toContain("gateway stopped");
+      expect(out).not.toContain("exiting without waiting");
+      expect(existsSync(`${db}-wal`)).toBe(false);
+      expect(await held.closed).toBe("closed");
+    } finally {
+      gw.child.kill("SIGKILL");
+    }
+  });
+
+  it("exits at once, 1, on the same signal twice", async () => {
+    const gw = run(["serve", "--db", "sqlite::memory:", "--port", "0", "--no-auth"]);
+    try {
+      const held = await heldCall(gw);
+      gw.child.kill("SIGINT");
+      await gw.waitFor(/shutting down/);
+      gw.child.kill("SIGINT");
+      expect(await gw.exit).toBe(1);
+      expect(gw.lines.join("\n")).toContain("second signal: exiting without waiting");
+      expect(await held.closed).toBe("closed");
     } finally {
       gw.child.kill("SIGKILL");
     }
