@@ -56,6 +56,11 @@ export function rolloutResumeCommand(repeat: Repeat, id: string, options: { read
   return line([...args, ...tail(repeat)]);
 }
 
+/** `openshell-config policy rollout approve ID`: for another person, when the rollout needs four eyes. */
+export function rolloutApproveCommand(repeat: Repeat, id: string): string {
+  return line(["policy", "rollout", "approve", id, ...tail(repeat)]);
+}
+
 /** `openshell-config policy rollout undo ID`. */
 export function rolloutUndoCommand(repeat: Repeat, id: string): string {
   return line(["policy", "rollout", "undo", id, ...tail(repeat)]);

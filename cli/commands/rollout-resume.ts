@@ -51,7 +51,7 @@ export async function policyRolloutResume(ctx: CommandContext, cmd: RolloutResum
     return EXIT.failed;
   }
   const act = approving ? approveRollout : resumeRollout;
-  return runAndReport(ctx, { selector: r.labelSelector ?? r.state.labelSelector, timeoutMs: cmd.timeoutMs }, (onProgress, onState) =>
+  return runAndReport(ctx, { selector: r.labelSelector ?? r.state.labelSelector, timeoutMs: cmd.timeoutMs, fourEyes: r.requireDistinctApprover }, (onProgress, onState) =>
     act(ctx.client, r.id, { ...limitsOf(cmd), workspace: r.workspace, driver: driverId(), signal: ctx.signal, onProgress, onState }),
   );
 }

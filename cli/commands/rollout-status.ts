@@ -14,7 +14,7 @@ import type { OperationHandle, OperationStatus } from "openshell-config";
 import { watchRollout, type RolloutState, type SharedRollout } from "openshell-config/rollout";
 import { EXIT } from "../outcome.js";
 import { countOf } from "../format.js";
-import { rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
+import { rolloutApproveCommand, rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
 import { waveName } from "../rollout-display.js";
 import { createRolloutStore } from "../rollout-store.js";
 import { locateRollout } from "../rollout-locate.js";
@@ -146,7 +146,8 @@ export function statusDocument(ctx: CommandContext, s: RolloutState, stateFile: 
         pause: w.gate.pause,
       };
     }),
-    resume: done ? null : rolloutResumeCommand(repeat, s.id),
+    // A rollout that needs four eyes, paused for approval, waits for someone other than its creator.
+    resume: done ? null : record?.requireDistinctApprover === true && s.phase === "paused" && !s.pausedUntil ? rolloutApproveCommand(repeat, s.id) : rolloutResumeCommand(repeat, s.id),
     undo: !undone && changed && Object.keys(s.before).length > 0 ? rolloutUndoCommand(repeat, s.id) : null,
     ...sharedFields(record),
     sandboxes,
@@ -186,7 +187,8 @@ export function statusLines(d: StatusDocument): string[] {
   }
   if (d.resume || d.undo) lines.push("");
   // Each command on a line of its own, indented, so that it is whole at 80 columns and copied alone.
-  if (d.resume) lines.push(`${d.phase === "paused" && d.pausedUntil === null ? "approve the next wave with" : "resume with"}:`, `  ${d.resume}`);
+  const approval = d.phase === "paused" && d.pausedUntil === null;
+  if (d.resume) lines.push(`${approval ? (d.requireDistinctApprover ? "another person approves the next wave with" : "approve the next wave with") : "resume with"}:`, `  ${d.resume}`);
   if (d.undo) lines.push("undo with:", `  ${d.undo}`);
   return lines;
 }

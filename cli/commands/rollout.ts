@@ -18,7 +18,7 @@ import { countOf, formatDuration } from "../format.js";
 import { readPolicyFile } from "../policy-file.js";
 import { driverId } from "../rollout-locate.js";
 import { startRolloutDisplay, waveName } from "../rollout-display.js";
-import { resumeTimeout, rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
+import { resumeTimeout, rolloutApproveCommand, rolloutResumeCommand, rolloutUndoCommand } from "../resume.js";
 import { DEFAULT_TIMEOUT_MS } from "../types.js";
 import type { CommandContext } from "./context.js";
 
@@ -66,7 +66,7 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
   // The shared record when the gateway keeps them ("auto"); --four-eyes needs it to mean anything.
   const share = { driver: driverId(), share: cmd.fourEyes ? ("required" as const) : ("auto" as const), ...(cmd.fourEyes ? { requireDistinctApprover: true } : {}) };
 
-  return runAndReport(ctx, { selector: cmd.selector ?? saved?.labelSelector, timeoutMs: cmd.timeoutMs }, (onProgress, onState) =>
+  return runAndReport(ctx, { selector: cmd.selector ?? saved?.labelSelector, timeoutMs: cmd.timeoutMs, fourEyes: cmd.fourEyes === true }, (onProgress, onState) =>
     rollout(ctx.client, { ...options, ...share, signal: ctx.signal, onProgress, onState }),
   );
 }
@@ -78,7 +78,13 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
  */
 export async function runAndReport(
   ctx: CommandContext,
-  how: { readonly selector: string | undefined; readonly timeoutMs: number | undefined; readonly undo?: boolean },
+  how: {
+    readonly selector: string | undefined;
+    readonly timeoutMs: number | undefined;
+    readonly undo?: boolean;
+    /** The rollout needs an approver other than its creator (--four-eyes, or its shared record says so). */
+    readonly fourEyes?: boolean;
+  },
   start: (onProgress: RolloutOptions["onProgress"], onState: (state: RolloutState) => void) => RolloutRun,
 ): Promise<number> {
   const { out } = ctx;
@@ -108,7 +114,12 @@ export async function runAndReport(
   const next = nextSteps(result, undoable, how.undo === true);
   const slowest = slowestFinished(result);
   printSummary(ctx, result, slowest, how.undo === true);
-  if (next.resume) out.note(`${result.phase === "paused" ? "approve the next wave with" : "resume with"}: ${resume}`);
+  if (next.resume) {
+    // A rollout that needs four eyes waits for someone else: its creator's resume would be refused.
+    const paused = result.phase === "paused";
+    if (paused && how.fourEyes === true) out.note(`another person approves the next wave with: ${rolloutApproveCommand(repeat, result.id)}`);
+    else out.note(`${paused ? "approve the next wave with" : "resume with"}: ${resume}`);
+  }
   if (next.undo) out.note(`undo with: ${undo}`);
   out.json({
     id: result.id,

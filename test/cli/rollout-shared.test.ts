@@ -90,6 +90,9 @@ describe("policy rollout over shared records", () => {
     const started = await cli("alice", ["policy", "rollout", "-l", "team=rs", "-f", file(), "--waves", "2,4,100%", "--pause-for-approval", "--four-eyes", "-o", "json"]);
     expect(started.code, started.stderr).toBe(3);
     const { id, stateFile } = JSON.parse(started.stdout) as { id: string; stateFile: string };
+    // The hint names what works: someone else's approve, not Alice's own resume.
+    expect(started.stderr).toMatch(new RegExp(`^another person approves the next wave with: openshell-config policy rollout approve ${id}( |$)`, "m"));
+    expect(started.stderr).not.toContain("rollout resume");
     // Alice's machine keeps the state file too; Bob's has none.
     expect(existsSync(stateFile)).toBe(true);
     expect(existsSync(join(dir, "state-bob", "openshell-config", "rollouts", `${id}.json`))).toBe(false);
@@ -110,6 +113,7 @@ describe("policy rollout over shared records", () => {
     const status = await cli("bob", ["policy", "rollout", "status", id]);
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(new RegExp(`^rollout ${id}\nstatus: paused after wave 1/3, waiting for approval\n6 sandboxes \\(team=rs\\), 2 sent\ncreated by alice \\d+s ago \\(four eyes: another person approves\\)$`, "m"));
+    expect(status.stdout).toMatch(new RegExp(`^another person approves the next wave with:\n  openshell-config policy rollout approve ${id}$`, "m"));
 
     // Four eyes: Alice may not approve her own rollout; Carol, a user, may not approve at all.
     const own = await cli("alice", ["policy", "rollout", "approve", id]);
