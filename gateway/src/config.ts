@@ -72,12 +72,15 @@ export interface GatewayConfig {
 /** What the command line asks for. */
 export type ParsedCommand = { readonly kind: "serve"; readonly config: GatewayConfig } | { readonly kind: "help"; readonly text: string };
 
-/** A bad command line. `exitCode` is 2, as for every usage error. */
+/**
+ * A bad command line. `exitCode` is 2, as for every usage error. The message is the problem and a
+ * pointer to --help, not the whole help: 70 lines of options would bury the one line that matters.
+ */
 export class UsageError extends Error {
   override readonly name = "UsageError";
   readonly exitCode = 2;
   constructor(message: string) {
-    super(`${message}\n\n${USAGE}`);
+    super(`${message}\nrun \`openshell-gateway --help\` for the options`);
   }
 }
 
@@ -163,7 +166,9 @@ export function parseCommandLine(argv: readonly string[], env: Readonly<Record<s
   if (argv.some((a) => a === "--help" || a === "-h") || argv[0] === "help") return { kind: "help", text: USAGE };
   const [command, ...rest] = argv;
   if (command === undefined) throw new UsageError("missing command: expected `serve`");
-  if (command !== "serve") throw new UsageError(`unknown command ${JSON.stringify(command)}: expected \`serve\``);
+  if (command !== "serve") {
+    throw new UsageError(`unknown command ${JSON.stringify(command)}${commonStart(command, "serve") >= 3 ? " (did you mean serve?)" : ""}: expected \`serve\``);
+  }
 
   const flags = readFlags(rest);
   const db = flags.single("db") ?? nonEmpty(env.OPENSHELL_GATEWAY_DB);
@@ -337,6 +342,24 @@ const VALUE_FLAGS = new Set([
 const BOOL_FLAGS = new Set(["no-auth", "without-operations", "without-shared-rollouts", "allow-readable-auth-file"]);
 const REPEATABLE = new Set(["cors-origin"]);
 
+/** How many characters `a` and `b` have in common from their start. */
+function commonStart(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * The known flag that shares the longest start with a mistyped one (`auth-fle` → `auth-file`,
+ * `db-poll` → `db-pool`), when one alone does, by at least 3 characters.
+ */
+function nearFlag(name: string): string | undefined {
+  const flags = [...VALUE_FLAGS, ...BOOL_FLAGS];
+  const longest = Math.max(...flags.map((f) => commonStart(f, name)));
+  const nearest = flags.filter((f) => commonStart(f, name) === longest);
+  return longest >= 3 && nearest.length === 1 ? nearest[0] : undefined;
+}
+
 /** `--name value` and `--name=value` pairs, checked against the known flags. */
 function readFlags(args: readonly string[]) {
   const values = new Map<string, string[]>();
@@ -351,7 +374,10 @@ function readFlags(args: readonly string[]) {
       values.set(name, ["true"]);
       continue;
     }
-    if (!VALUE_FLAGS.has(name)) throw new UsageError(`unknown option --${name}`);
+    if (!VALUE_FLAGS.has(name)) {
+      const near = nearFlag(name);
+      throw new UsageError(`unknown option --${name}${near ? ` (did you mean --${near}?)` : ""}`);
+    }
     let value: string | undefined;
     if (eq !== -1) value = arg.slice(eq + 1);
     else {

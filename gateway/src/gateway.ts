@@ -233,7 +233,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     async start() {
       const pending = await store.countPending();
       await cluster?.start();
-      logger.info({ pending, store: store.kind, replicaId: cluster?.replicaId }, "gateway started; pending operations resume");
+      logger.info({ pending, store: store.kind, replicaId: cluster?.replicaId }, "store open; its pending operations resume once the gateway listens");
       reconciler.start();
     },
     async shutdown() {

@@ -23,7 +23,7 @@ export function startupProblem(err: unknown, db: string): { readonly line: strin
     return { line: `cannot listen on ${e.address ?? "?"}:${e.port ?? "?"}: ${LISTEN[e.code]} (${e.code})`, known: true };
   }
   const where = databaseName(db);
-  if (err instanceof StoreUnavailableError) return { line: `cannot open the database ${where}: ${err.message}`, known: true };
+  if (err instanceof StoreUnavailableError) return { line: `cannot open the database ${where}: ${err.message}${userHint(db, err.message)}`, known: true };
   if (err instanceof MigrationError) return { line: `the database ${where}: ${err.message}`, known: true };
   const message = err instanceof Error ? err.message : String(err);
   // better-sqlite3 and the file system, for a --db sqlite:PATH the gateway cannot open.
@@ -42,5 +42,15 @@ function databaseName(db: string): string {
     return url.toString();
   } catch {
     return "(the --db URL)";
+  }
+}
+
+/** For a PostgreSQL URL without a user that the server refused for it: where the user goes. */
+function userHint(db: string, message: string): string {
+  if (!/^postgres(ql)?:/.test(db) || !/user name/i.test(message)) return "";
+  try {
+    return new URL(db).username === "" ? "; name the user in the URL: postgres://USER@HOST:PORT/DATABASE" : "";
+  } catch {
+    return "";
   }
 }

@@ -56,7 +56,7 @@ describe("gateway restart with operations pending", () => {
     await stack.startGateway();
 
     // The new gateway found the pending operations in the database.
-    const resumed = jsonLines(stack.gateway).find((l) => l.msg === "gateway started; pending operations resume");
+    const resumed = jsonLines(stack.gateway).find((l) => l.msg === "store open; its pending operations resume once the gateway listens");
     expect(resumed?.pending).toBeGreaterThanOrEqual(3);
     // The supervisors reconnect without being told.
     await until(() => accepted(alpha) > sessionsBefore[0]! && accepted(beta) > sessionsBefore[1]!, "both supervisors to reconnect", 15_000);

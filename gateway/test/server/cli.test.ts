@@ -127,7 +127,8 @@ describe("openshell-gateway", () => {
     expect(await gw.exit).toBe(2);
     const out = gw.lines.join("\n");
     expect(out).toContain("--port is required");
-    expect(out).toContain("Usage: openshell-gateway serve");
+    // The problem and where the options are, not 70 lines of help burying it.
+    expect(gw.lines.filter((l) => l !== "")).toEqual(["openshell-gateway: --port is required (or set OPENSHELL_GATEWAY_PORT)", "run `openshell-gateway --help` for the options"]);
   });
 
   it("exits 1 naming the entry and field when the auth file is invalid", async () => {
@@ -146,6 +147,14 @@ describe("openshell-gateway", () => {
     expect(gw.lines).toHaveLength(1);
     expect(gw.lines[0]).toMatch(new RegExp(`^openshell-gateway: cannot open the database postgres://app:\\*\\*\\*@127\\.0\\.0\\.1:${port}/openshell: PostgreSQL unreachable: .*ECONNREFUSED`));
     expect(gw.lines.join("\n")).not.toContain("s3cret-pass");
+  });
+
+  it("says where the user goes when a PostgreSQL URL names none and the server wants one", async () => {
+    // Without USER or PGUSER, node-postgres sends no user name at all; the server refuses that.
+    const gw = run(["serve", "--db", "postgres://127.0.0.1:5432/postgres", "--port", "0", "--no-auth", "--log-level", "error"], { USER: "", PGUSER: "" });
+    expect(await gw.exit).toBe(1);
+    expect(gw.lines).toHaveLength(1);
+    expect(gw.lines[0]).toMatch(/^openshell-gateway: cannot open the database postgres:\/\/127\.0\.0\.1:5432\/postgres: .*user name.*; name the user in the URL: postgres:\/\/USER@HOST:PORT\/DATABASE$/);
   });
 
   it("exits 1 with one plain line when the SQLite file's folder does not exist", async () => {

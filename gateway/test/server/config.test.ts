@@ -22,6 +22,26 @@ function usageError(argv: string[], env: Record<string, string> = {}): string {
 
 const base = ["serve", "--db", "sqlite::memory:", "--port", "8080"];
 
+describe("command line mistakes", () => {
+  it("suggests the flag a mistyped option was meant to be, and says where the options are", () => {
+    expect(usageError([...base, "--auth-fle", "./auth.json"])).toBe("unknown option --auth-fle (did you mean --auth-file?)");
+    expect(usageError([...base, "--no-auth", "--db-poll", "4"])).toBe("unknown option --db-poll (did you mean --db-pool?)");
+    expect(usageError([...base, "--no-auth", "--zzz", "1"])).toBe("unknown option --zzz");
+    let message = "";
+    try {
+      parseCommandLine([...base, "--auth-fle", "x"]);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message.split("\n")).toEqual(["unknown option --auth-fle (did you mean --auth-file?)", "run `openshell-gateway --help` for the options"]);
+  });
+
+  it("suggests serve for a mistyped command", () => {
+    expect(usageError(["serv", "--db", "sqlite::memory:"])).toBe('unknown command "serv" (did you mean serve?): expected `serve`');
+    expect(usageError(["start"])).toBe('unknown command "start": expected `serve`');
+  });
+});
+
 describe("command line", () => {
   it("parses a full serve command with defaults for what is left out", () => {
     expect(serve([...base, "--auth-file", "/etc/openshell/auth.json"])).toEqual({
