@@ -170,6 +170,13 @@ export function resolveConfig(flags: ConnectionFlags, env: NodeJS.ProcessEnv = p
   const authMode = entry?.metadata.authMode;
 
   const https = new URL(endpoint.url).protocol === "https:";
+  // Mutual TLS needs https: an http:// endpoint left over in the environment (or given as a flag)
+  // for a gateway registered with mTLS would reach nothing but a TLS port's hang-up.
+  if (authMode === "mtls" && !https && endpoint.source !== "registry") {
+    throw new ConfigError(
+      `gateway "${gateway!.name}" uses mutual TLS (auth_mode mtls), but ${endpoint.from} gives ${endpoint.url}, plain HTTP: give its https:// endpoint, or leave ${endpoint.from} out to use the registered one (${entry!.metadata.endpoint})`,
+    );
+  }
   let tls: ResolvedTls | undefined;
   if (https) {
     const bundleName = gateway?.name ?? nameForEndpoint(endpoint.url);

@@ -72,6 +72,15 @@ describe("which gateway: each rung beats the ones below it", () => {
     expect(c.tls).toEqual({ bundleDir: join(home.user, "gateways", "openshell", "mtls"), bundleName: "openshell", bundle: "required" });
   });
 
+  it("refuses an http:// endpoint, from the environment or a flag, for a gateway registered with mutual TLS, naming where it came from", () => {
+    expect(configError(() => resolve({}, { OPENSHELL_GATEWAY: "openshell", OPENSHELL_GATEWAY_URL: "http://127.0.0.1:8080" }))).toBe(
+      'gateway "openshell" uses mutual TLS (auth_mode mtls), but OPENSHELL_GATEWAY_URL gives http://127.0.0.1:8080, plain HTTP: give its https:// endpoint, or leave OPENSHELL_GATEWAY_URL out to use the registered one (https://127.0.0.1:17670)',
+    );
+    expect(configError(() => resolve({ gateway: "openshell", url: "http://127.0.0.1:8080" }))).toMatch(/^gateway "openshell" uses mutual TLS \(auth_mode mtls\), but --url gives http:\/\/127\.0\.0\.1:8080, plain HTTP/);
+    // An http:// endpoint with a plaintext gateway's name is fine.
+    expect(resolve({}, { OPENSHELL_GATEWAY: "plain", OPENSHELL_GATEWAY_URL: "http://127.0.0.1:8080" }).url).toBe("http://127.0.0.1:8080");
+  });
+
   it("1. -g beats the environment's endpoint and name and everything below", () => {
     writeConfig({ url: "http://from-file.example:9" });
     const c = resolve({ gateway: "lab" }, { ...ENV_ENDPOINT, OPENSHELL_GATEWAY: "plain", OPENSHELL_GATEWAY_URL: ENV_ENDPOINT.OPENSHELL_GATEWAY_ENDPOINT });
