@@ -11,7 +11,7 @@ import { startLiveLine, type LiveLineOptions } from "./live-line.js";
 import type { Output } from "./output.js";
 import { countOf } from "./format.js";
 import { formatElapsed, spinnerFrame, type SpinnerStream } from "./spinner.js";
-import { canRedraw, fit, usableColumns } from "./terminal.js";
+import { canRedraw, fit, usableColumns, wrap } from "./terminal.js";
 
 /** How a wave is named: `canary` for the first of several, else the share of the targets sent by its end (`10%`, `100%`). */
 export function waveName(index: number, waves: readonly { readonly sandboxes: readonly unknown[] }[]): string {
@@ -94,7 +94,8 @@ export function startRolloutDisplay(
     }
   };
   const line = startLiveLine(stream, render as never, options);
-  const note = (text: string) => line.above(() => out.note(live ? fit(text, usableColumns(stream)) : text));
+  // Notes wrap at spaces rather than lose their end: a selector or a gate's reason matters.
+  const note = (text: string) => line.above(() => out.note(live ? wrap(text, usableColumns(stream)) : text));
 
   return {
     note,

@@ -69,6 +69,26 @@ export function visibleWidth(text: string): number {
 }
 
 /**
+ * `text` broken at spaces into lines of at most `width` columns, each line after the first
+ * indented by two spaces, so that a note above a live line keeps all it says (a selector, a
+ * reason) without the terminal breaking a word in two. A word longer than a line stays whole.
+ * Control characters are removed.
+ */
+export function wrap(text: string, width: number): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of stripControls(text).split(" ")) {
+    const longer = line === "" ? word : `${line} ${word}`;
+    if (line.trim() !== "" && visibleWidth(longer) > width) {
+      lines.push(line);
+      line = `  ${word}`;
+    } else line = longer;
+  }
+  lines.push(line);
+  return lines.join("\n");
+}
+
+/**
  * `text` cut to at most `width` columns, ending in "…" when it was cut. Colour sequences are kept
  * (a cut inside a coloured part is closed with a reset) and control characters removed.
  */

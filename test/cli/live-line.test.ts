@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startLiveLine } from "../../cli/live-line.js";
 import { barFrame, renderBar, startProgressBar } from "../../cli/progress-bar.js";
 import { spinnerFrame, startSpinner } from "../../cli/spinner.js";
-import { canRedraw, colorEnabled, ERASE_LINE, fit, visibleWidth } from "../../cli/terminal.js";
+import { canRedraw, colorEnabled, ERASE_LINE, fit, visibleWidth, wrap } from "../../cli/terminal.js";
 
 /** A terminal that records every write. */
 function terminal(columns: number | undefined, isTTY = true) {
@@ -45,6 +45,22 @@ describe("fitting a line to the terminal", () => {
 
   it("removes control characters that came with a name or a state", () => {
     expect(fit("web\x1b[2J\x07\n", 80)).toBe("web[2J");
+  });
+});
+
+describe("wrapping a note to the terminal", () => {
+  it("breaks at spaces into lines of at most the width, indents the lines after the first, and keeps every word", () => {
+    const text = "rollout 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f: 3 sandboxes (env in (dev,staging,prod)), 1 sent before";
+    const lines = wrap(text, 80).split("\n");
+    expect(lines).toEqual(["rollout 3f2a8c1e-5b7d-4c9a-8e6f-0a1b2c3d4e5f: 3 sandboxes (env in", "  (dev,staging,prod)), 1 sent before"]);
+    for (const l of lines) expect(visibleWidth(l)).toBeLessThanOrEqual(80);
+    expect(lines.map((l) => l.trim()).join(" ")).toBe(text);
+  });
+
+  it("leaves a line that fits as it is, and a word longer than a line whole", () => {
+    expect(wrap("wave 1/3  canary  1/1 applied", 80)).toBe("wave 1/3  canary  1/1 applied");
+    expect(wrap(`see ${"x".repeat(30)} now`, 20)).toBe(`see\n  ${"x".repeat(30)}\n  now`);
+    expect(wrap("a\u0007b c", 80)).toBe("ab c");
   });
 });
 

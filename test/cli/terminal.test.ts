@@ -208,6 +208,18 @@ describe("progressive rollout at 80 columns", () => {
   }, 120_000);
 });
 
+describe("a rollout header wider than 80 columns", () => {
+  it("wraps at a space, keeping all of its selector, every row within 80 columns", async () => {
+    const selector = "fleet=term,fleet notin (staging-eu-west,staging-us-east,canary-ap-south)";
+    const screen = await (await pane(80, ["policy", "rollout", "--selector", selector, "--file", policyFile(), "--concurrency", "2"])).finish();
+    expect(screen.code, screen.lines.join("\n")).toBe(0);
+    const id = new RegExp(`^rollout (${UUID}):`).exec(screen.lines[0]!)?.[1];
+    expect(screen.lines.slice(0, 2)).toEqual([`rollout ${id}: 6 sandboxes (fleet=term,fleet`, "  notin (staging-eu-west,staging-us-east,canary-ap-south))"]);
+    for (const line of screen.lines) expect([...line].length, line).toBeLessThanOrEqual(80);
+    expect(screen.rows).toHaveLength(rowsFor(screen.lines, 80));
+  }, 90_000);
+});
+
 describe("colour", () => {
   it("the live line is coloured on a terminal, and has no colour at all with NO_COLOR", async () => {
     const SGR = /\x1b\[\d+m/;
