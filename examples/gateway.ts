@@ -42,7 +42,7 @@ try {
   });
 } catch (err) {
   // A busy port: one line, and nothing was written or started (stack-ports.ts).
-  const line = err instanceof PortInUseError ? await busyPortLine(err, port, readStackAdminToken(dir), "OPENSHELL_GATEWAY_PORT") : (err as Error).message;
+  const line = err instanceof PortInUseError ? await busyPortLine(err, port, readStackAdminToken(dir), "OPENSHELL_GATEWAY_PORT", { stateDir: dir, forDashboard: false }) : (err as Error).message;
   console.error(`error: ${line}`);
   process.exit(1);
 }
@@ -61,7 +61,7 @@ for (const name of DEMO_SANDBOXES) stack.startSupervisor({ sandbox: name });
 if (stack.registry) {
   // The admin token is not printed: on the mutual-TLS listener the client certificate is what
   // signs a caller in (the platform admin), and the sandbox listener serves supervisors only.
-  console.log(`gateway:     ${stack.url}  (gRPC, gRPC-Web and Connect; mutual TLS: a client certificate is required)`);
+  console.log(`gateway:     ${stack.url}  (mutual TLS: a client certificate is required)`);
   console.log(`client:      ${stack.registry.bundleDir}  (ca.crt, tls.crt, tls.key: the platform admin)`);
   console.log(`supervisors: ${stack.sandboxUrl}  (sandbox listener: server certificate, supervisor tokens)`);
 } else {
@@ -69,7 +69,8 @@ if (stack.registry) {
   console.log(`admin token: ${stack.adminToken}`);
 }
 console.log(`sandboxes:   ${DEMO_SANDBOXES.join(", ")}`);
-console.log(`state:       ${dir}   logs: ${stack.logFile}`);
+console.log(`state:       ${dir}`);
+console.log(`logs:        ${stack.logFile}`);
 for (const w of warnings) console.log(`warning:     ${w}`);
 console.log();
 console.log("For the command line (npx openshell-config, see the README), paste:");

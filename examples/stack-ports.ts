@@ -3,9 +3,12 @@
 // it, anything else says so), or something else. Checked before the stack writes or starts
 // anything, so that a command on a busy port changes nothing.
 
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { join } from "node:path";
 import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { createStackAdminClient } from "./stack-admin.js";
+import { tlsListening } from "./tls-stack.js";
 
 /** A port the stack needs is taken. */
 export class PortInUseError extends Error {
@@ -65,14 +68,37 @@ export async function allowsOrigin(url: string, origin: string): Promise<boolean
 
 /**
  * The line for a stack command whose port is taken: whether this folder's stack already runs
- * there (with the line to use it) or something else does, and how to pick another port.
+ * there (with the line to use it), this folder's stack on mutual TLS (its certificate issued by
+ * the folder's own CA, `stack.stateDir`/tls/ca.crt), or something else, and how to pick another
+ * port.
  */
-export async function busyPortLine(err: PortInUseError, gatewayPort: number, adminToken: string | undefined, portEnv: string): Promise<string> {
+export async function busyPortLine(
+  err: PortInUseError,
+  gatewayPort: number,
+  adminToken: string | undefined,
+  portEnv: string,
+  stack?: { readonly stateDir: string; readonly forDashboard: boolean },
+): Promise<string> {
   const another = `or set ${portEnv} to another port`;
   if (err.port !== gatewayPort) return `${err.message}: stop what listens there, ${another}`;
   const occupant = adminToken === undefined ? { kind: "other" as const } : await occupantOf(gatewayPort, adminToken);
   if (occupant.kind === "stack") {
     return `${err.message}: this folder's gateway already runs there (npm run gateway or npm run dashboard). Use it (export OPENSHELL_GATEWAY_URL=${occupant.url} OPENSHELL_TOKEN=${adminToken}), stop it first, ${another}`;
   }
-  return `${err.message} by another program (or a stack on mutual TLS): stop it, ${another}`;
+  if (stack !== undefined && (await mtlsStackOn(gatewayPort, stack.stateDir))) {
+    const why = stack.forDashboard ? ", which the dashboard cannot attach to" : "";
+    return `${err.message}: this folder's gateway already runs there on mutual TLS (npm run gateway -- --mtls)${why}: stop it first (Ctrl-C in its terminal), ${another}`;
+  }
+  return `${err.message} by another program: stop it, ${another}`;
+}
+
+/** True when 127.0.0.1:`port` completes a TLS handshake with a certificate of this folder's stack CA. */
+async function mtlsStackOn(port: number, stateDir: string): Promise<boolean> {
+  let ca: string;
+  try {
+    ca = readFileSync(join(stateDir, "tls", "ca.crt"), "utf8");
+  } catch {
+    return false;
+  }
+  return tlsListening(port, ca);
 }

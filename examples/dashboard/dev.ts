@@ -58,7 +58,7 @@ try {
   const adminToken = readStackAdminToken(dir);
   const occupant = adminToken === undefined || mtls ? undefined : await occupantOf(gatewayPort, adminToken);
   if (occupant?.kind !== "stack" || adminToken === undefined) {
-    fail(await busyPortLine(err, gatewayPort, mtls ? undefined : adminToken, "OPENSHELL_GATEWAY_PORT"));
+    fail(await busyPortLine(err, gatewayPort, mtls ? undefined : adminToken, "OPENSHELL_GATEWAY_PORT", { stateDir: dir, forDashboard: true }));
   } else if (!(await allowsOrigin(occupant.url, origin))) {
     fail(`the gateway at ${occupant.url} (this folder's) does not allow the dashboard's origin ${origin}: start npm run gateway with the same DASHBOARD_PORT, or stop it and run npm run dashboard alone`);
   } else {
@@ -110,7 +110,8 @@ if (stack?.registry) {
   console.log(`admin token: ${adminToken}   (paste it into the sign-in form)`);
 }
 console.log(`sandboxes:   ${DEMO_SANDBOXES.join(", ")}`);
-if (stack) console.log(`state:       ${dir}   logs: ${stack.logFile}`);
+if (stack) console.log(`state:       ${dir}`);
+if (stack) console.log(`logs:        ${stack.logFile}`);
 for (const w of warnings) console.log(`warning:     ${w}`);
 console.log(`command line: ${stack?.registry ? registryExportLine(stack.registry) : `export OPENSHELL_GATEWAY_URL=${url} OPENSHELL_TOKEN=${adminToken}`}`);
 console.log("Ctrl-C to stop.");

@@ -88,6 +88,24 @@ describe("npm run gateway and npm run dashboard on one folder", () => {
     await again.stop();
   }, 240_000);
 
+  it("says that this folder's gateway runs on mutual TLS when the dashboard or a plain gateway finds its port taken by it", async () => {
+    const [gatewayPort, dashboardPort] = [await freePort(), await freePort()];
+    const env = { OPENSHELL_LOCAL_DIR: join(scratch, "mtls"), OPENSHELL_GATEWAY_PORT: String(gatewayPort), DASHBOARD_PORT: String(dashboardPort) };
+    const mtls = start("npm run gateway -- --mtls", env);
+    try {
+      await mtls.waitFor(/^Ctrl-C to stop\.$/m, 90_000);
+      const base = `error: port ${gatewayPort} (the gateway) is in use: this folder's gateway already runs there on mutual TLS (npm run gateway -- --mtls)`;
+      const dashboard = await bash("npm run --silent dashboard", ROOT, userEnvIn(scratch, env), 60_000);
+      expect(dashboard.code, dashboard.stderr).toBe(1);
+      expect(dashboard.stderr.trim()).toBe(`${base}, which the dashboard cannot attach to: stop it first (Ctrl-C in its terminal), or set OPENSHELL_GATEWAY_PORT to another port`);
+      const plain = await bash("npm run --silent gateway", ROOT, userEnvIn(scratch, env), 60_000);
+      expect(plain.code, plain.stderr).toBe(1);
+      expect(plain.stderr.trim()).toBe(`${base}: stop it first (Ctrl-C in its terminal), or set OPENSHELL_GATEWAY_PORT to another port`);
+    } finally {
+      await mtls.stop();
+    }
+  }, 240_000);
+
   it("names a port another program holds and writes no state", async () => {
     blocker = createServer();
     await new Promise<void>((r) => blocker!.listen(0, "127.0.0.1", r));
@@ -97,7 +115,7 @@ describe("npm run gateway and npm run dashboard on one folder", () => {
     for (const script of ["gateway", "dashboard"]) {
       const r = await bash(`npm run --silent ${script}`, ROOT, env, 60_000);
       expect(r.code, r.stderr).toBe(1);
-      expect(r.stderr.trim().split("\n")).toEqual([`error: port ${taken} (the gateway) is in use by another program (or a stack on mutual TLS): stop it, or set OPENSHELL_GATEWAY_PORT to another port`]);
+      expect(r.stderr.trim().split("\n")).toEqual([`error: port ${taken} (the gateway) is in use by another program: stop it, or set OPENSHELL_GATEWAY_PORT to another port`]);
     }
     const dashboardBusy = await bash("npm run --silent dashboard", ROOT, userEnvIn(scratch, { OPENSHELL_LOCAL_DIR: dir, OPENSHELL_GATEWAY_PORT: String(await freePort()), DASHBOARD_PORT: String(taken) }), 60_000);
     expect(dashboardBusy.code).toBe(1);
