@@ -4,7 +4,7 @@
 // ListConfigUpdateOperations extension; a gateway without it is named as such).
 
 import { Code, ConnectError } from "@connectrpc/connect";
-import { CompletionTimeoutError, fromOperation, isTerminal, type OperationStatus } from "openshell-config";
+import { CompletionTimeoutError, fromOperation, isTerminal, NotFoundError, type OperationStatus } from "openshell-config";
 import { OpenShell, workspaceScope, type ConfigUpdateOperation } from "openshell-config/raw";
 import type { Command } from "../types.js";
 import { EXIT, statusJson, statusRows, summarize } from "../outcome.js";
@@ -42,7 +42,14 @@ function printStatus(ctx: CommandContext, cmd: OperationGet, status: OperationSt
 }
 
 export async function operationGet(ctx: CommandContext, cmd: OperationGet): Promise<number> {
-  const status = await ctx.client.getOperation(ref(cmd), { signal: ctx.signal });
+  const status = await ctx.client.getOperation(ref(cmd), { signal: ctx.signal }).catch((err: unknown) => {
+    // The gateway's "update operation not found" names no operation; the line says which, and
+    // where it was looked for (another workspace's operations are not found either).
+    if (err instanceof NotFoundError) {
+      throw new NotFoundError(`update operation ${cmd.id} not found in workspace ${cmd.workspace ?? "default"}`, { cause: err, ...(err.connectCode !== undefined ? { connectCode: err.connectCode } : {}) });
+    }
+    throw err;
+  });
   const sandbox = await sandboxOf(ctx, status, cmd.workspace);
   if (!cmd.watch || isTerminal(status)) {
     printStatus(ctx, cmd, status, sandbox);

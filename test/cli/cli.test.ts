@@ -475,7 +475,7 @@ describe("openshell-config errors and configuration", () => {
       const r = await cli(["--protocol", protocol, "operation", "get", "00000000-0000-4000-8000-000000000000"]);
       expect(r.code, protocol).toBe(1);
       // One line, saying "not found" once (the gateway's message already does).
-      expect(r.stderr.trim()).toBe("error: update operation not found");
+      expect(r.stderr.trim()).toBe("error: update operation 00000000-0000-4000-8000-000000000000 not found in workspace default");
       expect(r.stderr.match(/not found/g)).toHaveLength(1);
       const list = await cli(["sandbox", "list", "--protocol", protocol, "-l", "tier=web"]);
       expect(list.code, list.stderr).toBe(0);
