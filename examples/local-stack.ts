@@ -15,8 +15,10 @@ import { fileURLToPath } from "node:url";
 import { assertPortFree } from "./stack-ports.js";
 import { loadStackTokens } from "./stack-tokens.js";
 import { ensureStackCertificates, httpsHealthy, LOCAL_GATEWAY_NAME, tlsListening, writeLocalRegistry, type ClientTls, type RegistryEntry } from "./tls-stack.js";
-
 export { LOCAL_GATEWAY_NAME, type ClientTls, type RegistryEntry } from "./tls-stack.js";
+
+/** How long the stack's processes get to stop on SIGTERM before SIGKILL. */
+const STOP_KILL_MS = 10_000;
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -241,7 +243,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     stopping = true;
     const exited = children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => c.once("exit", () => r()))));
     for (const c of children) c.kill("SIGTERM");
-    const timer = setTimeout(() => children.forEach((c) => c.kill("SIGKILL")), 5_000);
+    // Longer than the gateway's own grace for calls still running (5 s) plus closing its store:
+    // killed before that, it would leave its SQLite WAL behind.
+    const timer = setTimeout(() => children.forEach((c) => c.kill("SIGKILL")), STOP_KILL_MS);
     await Promise.all(exited);
     clearTimeout(timer);
     await new Promise<void>((r) => log.end(() => r()));

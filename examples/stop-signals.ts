@@ -1,5 +1,5 @@
 // Ctrl-C for the example commands (npm run gateway, npm run dashboard, npm start): the first
-// SIGINT or SIGTERM stops the stack (each child gets SIGTERM, then SIGKILL after 5 s) and exits;
+// SIGINT or SIGTERM stops the stack (each child gets SIGTERM, then SIGKILL after 10 s) and exits;
 // any further signal (an impatient second Ctrl-C) is ignored until the children are reaped. The
 // npm scripts run these with `node --import tsx`, not the tsx command: that one passes a signal on
 // and SIGKILLs its child when the child has not confirmed it within 30 ms, which a busy machine

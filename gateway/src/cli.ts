@@ -112,20 +112,26 @@ async function serve(config: GatewayConfig, logger: Logger): Promise<number> {
     `openshell-gateway listening on ${server.url}${server.sandboxUrl ? `; supervisors on ${server.sandboxUrl}` : ""}`,
   );
 
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once("SIGINT", () => resolve("SIGINT"));
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-  });
-  logger.info({ signal, graceMs: SHUTDOWN_GRACE_MS }, `shutting down; send ${signal} again to stop at once`);
   // Only the same signal again forces the exit. A Ctrl-C reaches every process of the terminal's
   // foreground group, and a parent that runs the gateway (npm run gateway, a process manager)
-  // then sends SIGTERM of its own: that second signal means "stop", which is under way.
-  const other: NodeJS.Signals = signal === "SIGINT" ? "SIGTERM" : "SIGINT";
-  process.once(signal, () => {
-    logger.warn({ signal }, "second signal: exiting without waiting");
-    process.exit(1);
+  // then sends SIGTERM of its own: that second signal means "stop", which is under way. One
+  // listener per signal for the whole run, so that no signal ever meets Node's default action
+  // (an exit without closing the store) between the first and the second.
+  await new Promise<void>((resolve) => {
+    let first: NodeJS.Signals | undefined;
+    const onSignal = (received: NodeJS.Signals) => {
+      if (first === undefined) {
+        first = received;
+        logger.info({ signal: received, graceMs: SHUTDOWN_GRACE_MS }, `shutting down; send ${received} again to stop at once`);
+        resolve();
+      } else if (received === first) {
+        logger.warn({ signal: received }, "second signal: exiting without waiting");
+        process.exit(1);
+      } else logger.info({ signal: received }, "already shutting down");
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
   });
-  process.on(other, () => logger.info({ signal: other }, "already shutting down"));
   await server.close({ graceMs: SHUTDOWN_GRACE_MS });
   oidc?.close();
   await store.close();

@@ -4,6 +4,7 @@
 // running `npm run gateway` of the same folder; a port held by another program is named.
 
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { connect } from "node:http2";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -121,6 +122,33 @@ describe("npm run gateway and npm run dashboard on one folder", () => {
     expect(dashboardBusy.code).toBe(1);
     expect(dashboardBusy.stderr.trim()).toBe(`error: port ${taken} (the dashboard) is in use: stop what listens there, or set DASHBOARD_PORT to another port`);
     expect(() => statSync(join(dir, "auth.json"))).toThrow(/ENOENT/);
+  }, 120_000);
+
+  it("one Ctrl-C stops npm run gateway gracefully even while a call is held open: the store is closed and no WAL is left", async () => {
+    const dir = join(scratch, "ctrl-c-held");
+    const port = await freePort();
+    const b = start("npm run gateway", { OPENSHELL_LOCAL_DIR: dir, OPENSHELL_GATEWAY_PORT: String(port), DASHBOARD_PORT: String(await freePort()) });
+    await b.waitFor(/^Ctrl-C to stop\.$/m, 90_000);
+    // A call whose request never ends keeps the gateway's graceful shutdown waiting its full grace.
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on("error", () => undefined);
+    const held = session.request({ ":method": "POST", ":path": "/openshell.v1.OpenShell/Health", "content-type": "application/grpc", te: "trailers" });
+    held.on("error", () => undefined);
+    held.write(Buffer.from([0, 0, 0]));
+    await new Promise((r) => setTimeout(r, 200));
+    try {
+      // What a terminal sends on Ctrl-C: SIGINT to the whole group (the runner then sends SIGTERM).
+      process.kill(-b.child.pid!, "SIGINT");
+      const end = Date.now() + 30_000;
+      while (processesMentioning(dir).length > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
+      expect(processesMentioning(dir)).toEqual([]);
+      const log = readFileSync(join(dir, "stack.log"), "utf8");
+      expect(log).toContain('"msg":"gateway stopped"');
+      expect(log).not.toContain("exiting without waiting");
+      expect(() => statSync(join(dir, "gateway.db-wal"))).toThrow(/ENOENT/);
+    } finally {
+      session.destroy();
+    }
   }, 120_000);
 
   it.each(["gateway", "dashboard"])("Ctrl-C pressed twice stops npm run %s and every process it started", async (script) => {
