@@ -171,10 +171,13 @@ export function resolveConfig(flags: ConnectionFlags, env: NodeJS.ProcessEnv = p
 
   const https = new URL(endpoint.url).protocol === "https:";
   // Mutual TLS needs https: an http:// endpoint left over in the environment (or given as a flag)
-  // for a gateway registered with mTLS would reach nothing but a TLS port's hang-up.
-  if (authMode === "mtls" && !https && endpoint.source !== "registry") {
+  // for a gateway registered with mTLS and an https endpoint would reach nothing but a TLS port's
+  // hang-up. Either of the two may be the one left over.
+  if (authMode === "mtls" && !https && endpoint.source !== "registry" && new URL(entry!.metadata.endpoint).protocol === "https:") {
+    const mode = entry!.metadata.authModeDefaulted ? "no auth_mode, which means mtls" : "auth_mode mtls";
+    const nameFrom = gateway!.source === "flag" ? "-g" : gateway!.source === "env" ? GATEWAY_ENV : "the active gateway";
     throw new ConfigError(
-      `gateway "${gateway!.name}" uses mutual TLS (auth_mode mtls), but ${endpoint.from} gives ${endpoint.url}, plain HTTP: give its https:// endpoint, or leave ${endpoint.from} out to use the registered one (${entry!.metadata.endpoint})`,
+      `gateway "${gateway!.name}" (${nameFrom}) is registered for mutual TLS (${mode}) at ${entry!.metadata.endpoint}, but ${endpoint.from} gives ${endpoint.url}, plain HTTP: leave ${endpoint.from} out to use the registered endpoint, or ${gateway!.source === "env" ? `unset ${GATEWAY_ENV}` : `drop ${nameFrom}`} to use ${endpoint.url} on its own`,
     );
   }
   let tls: ResolvedTls | undefined;

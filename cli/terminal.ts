@@ -71,21 +71,29 @@ export function visibleWidth(text: string): number {
 /**
  * `text` broken at spaces into lines of at most `width` columns, each line after the first
  * indented by two spaces, so that a note above a live line keeps all it says (a selector, a
- * reason) without the terminal breaking a word in two. A word longer than a line stays whole.
- * Control characters are removed.
+ * reason) without the terminal breaking a word in two. A line that fits is left as it is; in one
+ * that does not, runs of spaces become one. A word longer than a line stays whole. The text's own
+ * line breaks are kept; other control characters are removed.
  */
 export function wrap(text: string, width: number): string {
-  const lines: string[] = [];
-  let line = "";
-  for (const word of stripControls(text).split(" ")) {
-    const longer = line === "" ? word : `${line} ${word}`;
-    if (line.trim() !== "" && visibleWidth(longer) > width) {
+  return text
+    .split("\n")
+    .map((part) => {
+      const clean = stripControls(part);
+      if (visibleWidth(clean) <= width) return clean;
+      const lines: string[] = [];
+      let line = "";
+      for (const word of clean.split(/ +/).filter((w) => w !== "")) {
+        if (line === "") line = word;
+        else if (visibleWidth(`${line} ${word}`) > width) {
+          lines.push(line);
+          line = `  ${word}`;
+        } else line = `${line} ${word}`;
+      }
       lines.push(line);
-      line = `  ${word}`;
-    } else line = longer;
-  }
-  lines.push(line);
-  return lines.join("\n");
+      return lines.join("\n");
+    })
+    .join("\n");
 }
 
 /**

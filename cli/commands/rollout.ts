@@ -114,19 +114,18 @@ export async function runAndReport(
   const next = nextSteps(result, undoable, how.undo === true);
   const slowest = slowestFinished(result);
   printSummary(ctx, result, slowest, how.undo === true);
-  if (next.resume) {
-    // A rollout that needs four eyes waits for someone else: its creator's resume would be refused.
-    const paused = result.phase === "paused";
-    if (paused && how.fourEyes === true) out.note(`another person approves the next wave with: ${rolloutApproveCommand(repeat, result.id)}`);
-    else out.note(`${paused ? "approve the next wave with" : "resume with"}: ${resume}`);
-  }
+  // A rollout that needs four eyes waits for someone else: its creator's resume would be refused.
+  const paused = result.phase === "paused";
+  const otherApproves = paused && how.fourEyes === true;
+  const goOn = otherApproves ? rolloutApproveCommand(repeat, result.id) : resume;
+  if (next.resume) out.note(`${otherApproves ? "another person approves the next wave with" : paused ? "approve the next wave with" : "resume with"}: ${goOn}`);
   if (next.undo) out.note(`undo with: ${undo}`);
   out.json({
     id: result.id,
     selector: selector ?? null,
     stateFile,
     phase: result.phase,
-    resume: next.resume ? resume : null,
+    resume: next.resume ? goOn : null,
     undo: next.undo ? undo : null,
     total: result.counts.total,
     counts: result.counts,

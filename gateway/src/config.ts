@@ -350,14 +350,19 @@ function commonStart(a: string, b: string): number {
 }
 
 /**
- * The known flag that shares the longest start with a mistyped one (`auth-fle` → `auth-file`,
- * `db-poll` → `db-pool`), when one alone does, by at least 3 characters.
+ * The known flag a mistyped one was meant to be: of those of about its length (2 characters more
+ * or less) that it matches but for its last 3 characters at most, the one matching longest (`auth-fle` → `auth-file`,
+ * `db-poll` → `db-pool`, `tls-cret` → `tls-cert`). A typo at the end of a flag is the common one;
+ * a different word (`max-wait` for `wait-max`) gets no suggestion rather than a wrong one.
  */
 function nearFlag(name: string): string | undefined {
-  const flags = [...VALUE_FLAGS, ...BOOL_FLAGS];
-  const longest = Math.max(...flags.map((f) => commonStart(f, name)));
-  const nearest = flags.filter((f) => commonStart(f, name) === longest);
-  return longest >= 3 && nearest.length === 1 ? nearest[0] : undefined;
+  const near = [...VALUE_FLAGS, ...BOOL_FLAGS].filter(
+    (f) => Math.abs(f.length - name.length) <= 2 && commonStart(f, name) >= Math.max(3, Math.min(f.length, name.length) - 3),
+  );
+  // Of several (`tls-cret`: tls-cert and tls-key), the one that matches longest, if one does.
+  const longest = Math.max(...near.map((f) => commonStart(f, name)));
+  const best = near.filter((f) => commonStart(f, name) === longest);
+  return best.length === 1 ? best[0] : undefined;
 }
 
 /** `--name value` and `--name=value` pairs, checked against the known flags. */

@@ -62,6 +62,12 @@ describe("wrapping a note to the terminal", () => {
     expect(wrap(`see ${"x".repeat(30)} now`, 20)).toBe(`see\n  ${"x".repeat(30)}\n  now`);
     expect(wrap("a\u0007b c", 80)).toBe("ab c");
   });
+
+  it("collapses runs of spaces only in a line it breaks, and keeps the text's own line breaks", () => {
+    expect(wrap("abc    def", 5)).toBe("abc\n  def");
+    expect(wrap("  lead   and   trail  ", 10)).toBe("lead and\n  trail");
+    expect(wrap("one\ntwo three four", 9)).toBe("one\ntwo three\n  four");
+  });
 });
 
 describe("when to draw and in which colours", () => {

@@ -72,13 +72,17 @@ describe("which gateway: each rung beats the ones below it", () => {
     expect(c.tls).toEqual({ bundleDir: join(home.user, "gateways", "openshell", "mtls"), bundleName: "openshell", bundle: "required" });
   });
 
-  it("refuses an http:// endpoint, from the environment or a flag, for a gateway registered with mutual TLS, naming where it came from", () => {
+  it("refuses an http:// endpoint, from the environment or a flag, for a gateway registered with mutual TLS, naming where each came from", () => {
     expect(configError(() => resolve({}, { OPENSHELL_GATEWAY: "openshell", OPENSHELL_GATEWAY_URL: "http://127.0.0.1:8080" }))).toBe(
-      'gateway "openshell" uses mutual TLS (auth_mode mtls), but OPENSHELL_GATEWAY_URL gives http://127.0.0.1:8080, plain HTTP: give its https:// endpoint, or leave OPENSHELL_GATEWAY_URL out to use the registered one (https://127.0.0.1:17670)',
+      'gateway "openshell" (OPENSHELL_GATEWAY) is registered for mutual TLS (no auth_mode, which means mtls) at https://127.0.0.1:17670, but OPENSHELL_GATEWAY_URL gives http://127.0.0.1:8080, plain HTTP: leave OPENSHELL_GATEWAY_URL out to use the registered endpoint, or unset OPENSHELL_GATEWAY to use http://127.0.0.1:8080 on its own',
     );
-    expect(configError(() => resolve({ gateway: "openshell", url: "http://127.0.0.1:8080" }))).toMatch(/^gateway "openshell" uses mutual TLS \(auth_mode mtls\), but --url gives http:\/\/127\.0\.0\.1:8080, plain HTTP/);
-    // An http:// endpoint with a plaintext gateway's name is fine.
+    // A leftover OPENSHELL_GATEWAY with an endpoint flag: the line says the name may be what is left over.
+    expect(configError(() => resolve({ url: "http://127.0.0.1:8080" }, { OPENSHELL_GATEWAY: "openshell" }))).toMatch(/^gateway "openshell" \(OPENSHELL_GATEWAY\) is registered for mutual TLS .* but --url gives http:\/\/127\.0\.0\.1:8080, plain HTTP: leave --url out to use the registered endpoint, or unset OPENSHELL_GATEWAY to use http:\/\/127\.0\.0\.1:8080 on its own$/);
+    expect(configError(() => resolve({ gateway: "openshell", url: "http://127.0.0.1:8080" }))).toMatch(/^gateway "openshell" \(-g\) .* or drop -g to use/);
+    // An http:// endpoint with a plaintext gateway's name is fine, and so is one for an entry whose own endpoint is http.
     expect(resolve({}, { OPENSHELL_GATEWAY: "plain", OPENSHELL_GATEWAY_URL: "http://127.0.0.1:8080" }).url).toBe("http://127.0.0.1:8080");
+    home.gateway("legacy", "http://127.0.0.1:17670");
+    expect(resolve({}, { OPENSHELL_GATEWAY: "legacy", OPENSHELL_GATEWAY_URL: "http://127.0.0.1:17670" }).url).toBe("http://127.0.0.1:17670");
   });
 
   it("1. -g beats the environment's endpoint and name and everything below", () => {

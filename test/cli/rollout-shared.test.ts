@@ -89,7 +89,8 @@ describe("policy rollout over shared records", () => {
     const before = await versions();
     const started = await cli("alice", ["policy", "rollout", "-l", "team=rs", "-f", file(), "--waves", "2,4,100%", "--pause-for-approval", "--four-eyes", "-o", "json"]);
     expect(started.code, started.stderr).toBe(3);
-    const { id, stateFile } = JSON.parse(started.stdout) as { id: string; stateFile: string };
+    const { id, stateFile, resume } = JSON.parse(started.stdout) as { id: string; stateFile: string; resume: string };
+    expect(resume).toMatch(new RegExp(`^openshell-config policy rollout approve ${id}( |$)`));
     // The hint names what works: someone else's approve, not Alice's own resume.
     expect(started.stderr).toMatch(new RegExp(`^another person approves the next wave with: openshell-config policy rollout approve ${id}( |$)`, "m"));
     expect(started.stderr).not.toContain("rollout resume");

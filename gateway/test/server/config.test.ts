@@ -26,7 +26,11 @@ describe("command line mistakes", () => {
   it("suggests the flag a mistyped option was meant to be, and says where the options are", () => {
     expect(usageError([...base, "--auth-fle", "./auth.json"])).toBe("unknown option --auth-fle (did you mean --auth-file?)");
     expect(usageError([...base, "--no-auth", "--db-poll", "4"])).toBe("unknown option --db-poll (did you mean --db-pool?)");
+    expect(usageError([...base, "--no-auth", "--tls-cret", "c.pem"])).toBe("unknown option --tls-cret (did you mean --tls-cert?)");
     expect(usageError([...base, "--no-auth", "--zzz", "1"])).toBe("unknown option --zzz");
+    // Another word, not a typo: no suggestion rather than a wrong one.
+    expect(usageError([...base, "--no-auth", "--max-wait", "30s"])).toBe("unknown option --max-wait");
+    expect(usageError([...base, "--no-auth", "--supervisor-port", "9"])).toBe("unknown option --supervisor-port");
     let message = "";
     try {
       parseCommandLine([...base, "--auth-fle", "x"]);
