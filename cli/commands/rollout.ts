@@ -9,7 +9,7 @@
 // the resume, approve or undo command, when one applies, on stderr.
 
 import type { OperationHandle } from "openshell-config";
-import { rollout, type RolloutOptions, type RolloutResult, type RolloutRun, type RolloutState, type SandboxRolloutResult } from "openshell-config/rollout";
+import { getRollout, rollout, type RolloutOptions, type RolloutResult, type RolloutRun, type RolloutState, type SandboxRolloutResult } from "openshell-config/rollout";
 import { usageOf, UsageError } from "../args.js";
 import type { RolloutCommand } from "../rollout-args.js";
 import { createRolloutStore, rolloutStateDir } from "../rollout-store.js";
@@ -66,7 +66,9 @@ export async function policyRollout(ctx: CommandContext, cmd: RolloutCommand): P
   // The shared record when the gateway keeps them ("auto"); --four-eyes needs it to mean anything.
   const share = { driver: driverId(), share: cmd.fourEyes ? ("required" as const) : ("auto" as const), ...(cmd.fourEyes ? { requireDistinctApprover: true } : {}) };
 
-  return runAndReport(ctx, { selector: cmd.selector ?? saved?.labelSelector, timeoutMs: cmd.timeoutMs, fourEyes: cmd.fourEyes === true }, (onProgress, onState) =>
+  // --four-eyes says so; a rollout resumed from its saved state says nothing (its record is asked).
+  const fourEyes = cmd.fourEyes === true ? true : saved === undefined ? false : undefined;
+  return runAndReport(ctx, { selector: cmd.selector ?? saved?.labelSelector, timeoutMs: cmd.timeoutMs, ...(fourEyes !== undefined ? { fourEyes } : {}) }, (onProgress, onState) =>
     rollout(ctx.client, { ...options, ...share, signal: ctx.signal, onProgress, onState }),
   );
 }
@@ -115,10 +117,18 @@ export async function runAndReport(
   const slowest = slowestFinished(result);
   printSummary(ctx, result, slowest, how.undo === true);
   // A rollout that needs four eyes waits for someone else: its creator's resume would be refused.
-  const paused = result.phase === "paused";
-  const otherApproves = paused && how.fourEyes === true;
+  // Known from --four-eyes or the shared record of a resumed one; otherwise (a saved state resumed
+  // with --resume) the gateway's record is asked, once, when the rollout waits for approval.
+  const paused = result.phase === "paused" && result.state.pausedUntil === undefined;
+  const otherApproves =
+    paused &&
+    (how.fourEyes ??
+      (await getRollout(ctx.client, result.id, { ...(result.state.workspace !== undefined ? { workspace: result.state.workspace } : {}), signal: ctx.signal }).then(
+        (r) => r.requireDistinctApprover,
+        () => false,
+      )));
   const goOn = otherApproves ? rolloutApproveCommand(repeat, result.id) : resume;
-  if (next.resume) out.note(`${otherApproves ? "another person approves the next wave with" : paused ? "approve the next wave with" : "resume with"}: ${goOn}`);
+  if (next.resume) out.note(`${otherApproves ? "another person approves the next wave with" : result.phase === "paused" ? "approve the next wave with" : "resume with"}: ${goOn}`);
   if (next.undo) out.note(`undo with: ${undo}`);
   out.json({
     id: result.id,
