@@ -28,7 +28,7 @@ export interface Output {
   /** The document on stdout with `-o json` (JSON) or `-o yaml` (YAML); ignored for tables. */
   json(value: unknown): void;
   /** A table with a header row (human output; `--no-headers` leaves it out). */
-  table(headers: readonly string[], rows: readonly (readonly string[])[]): void;
+  table(headers: readonly string[], rows: readonly (readonly string[])[], options?: { readonly cut?: number }): void;
   /** How `table` lays tables out here, for a command that formats one itself (`formatTable`). */
   tableLayout(): TableLayout;
   /**
@@ -88,6 +88,11 @@ export function toYamlText(value: unknown): string {
 export interface TableLayout {
   readonly headers?: boolean;
   readonly maxWidth?: number;
+  /**
+   * The column cut first when rows are wider than `maxWidth` (down to its header's width), e.g. a
+   * free-text column, so that a name in a later column stays whole.
+   */
+  readonly cut?: number;
 }
 
 /** A table as lines: columns padded to their widest cell, two spaces apart. */
@@ -96,6 +101,15 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
   const widths = headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
   let max = layout.maxWidth;
   const last = headers.length - 1;
+  const cut = layout.cut;
+  if (max !== undefined && cut !== undefined && cut < last) {
+    const over = widths.reduce((a, w) => a + w, 0) + 2 * last - max;
+    const width = Math.max(headers[cut]!.length, widths[cut]! - Math.max(0, over));
+    if (width < widths[cut]!) {
+      widths[cut] = width;
+      for (const r of all) if ((r[cut] ?? "").length > width) r[cut] = `${r[cut]!.slice(0, width - 1)}…`;
+    }
+  }
   const start = widths.slice(0, last).reduce((a, w) => a + w + 2, 0);
   // When not even the last column's header fits, the column is left out rather than cut to nothing.
   if (max !== undefined && last > 0 && max - start < headers[last]!.length) {
@@ -167,9 +181,9 @@ export function createOutput(
     tableLayout() {
       return { headers: options.headers !== false, ...(stdout.isTTY === true && !wide ? { maxWidth: columns() } : {}) };
     },
-    table(headers, rows) {
+    table(headers, rows, options = {}) {
       if (!human) return;
-      for (const l of formatTable(headers, rows, o.tableLayout())) o.line(l);
+      for (const l of formatTable(headers, rows, { ...o.tableLayout(), ...options })) o.line(l);
     },
     frame(lines) {
       if (!human) return;

@@ -108,7 +108,8 @@ export async function policyRolloutList(ctx: CommandContext, cmd: RolloutListCom
   const empty = `no ${history ? "finished " : ""}rollouts${history ? "" : " in progress"}${all ? "" : cmd.workspace ? ` in workspace ${cmd.workspace}` : ""}`;
   // Nothing to list is not an answer for stdout (kubectl's "No resources found" goes to stderr).
   if (rows.length === 0) out.note(empty);
-  else out.table(headers, rows.map((r) => rowOf(r, history, out.wide, all, now)));
+  // COUNTS is cut first on a narrow terminal: BY, after it, names a person.
+  else out.table(headers, rows.map((r) => rowOf(r, history, out.wide, all, now)), { cut: headers.indexOf("COUNTS") });
   out.json({ rollouts: rows.map((r) => rolloutJson(r, now)) });
   if (!cmd.watch || history) return EXIT.ok;
   return watchList(ctx, cmd, headers, rows);
@@ -127,7 +128,7 @@ async function watchList(ctx: CommandContext, cmd: RolloutListCommand, headers: 
   const compared = (r: SharedRollout) => rowOf(r, false, true, all, Date.now()).filter((_, i) => headersOf(false, true, all)[i] !== "CREATED").join("\u0000");
   const shown = new Map(first.map((r) => [`${r.workspace}/${r.id}`, compared(r)]));
   const firstRows = first.map((r) => rowOf(r, false, out.wide, all, Date.now()));
-  const line = (r: SharedRollout) => formatTable(headers, [...firstRows, rowOf(r, false, out.wide, all, Date.now())], { ...out.tableLayout(), headers: false }).at(-1)!;
+  const line = (r: SharedRollout) => formatTable(headers, [...firstRows, rowOf(r, false, out.wide, all, Date.now())], { ...out.tableLayout(), headers: false, cut: headers.indexOf("COUNTS") }).at(-1)!;
   try {
     for await (const e of watchRollouts(ctx.client, { ...(all ? { workspace: "*" } : cmd.workspace !== undefined ? { workspace: cmd.workspace } : {}), signal: ctx.signal })) {
       if (e.type === "synced") continue;

@@ -193,6 +193,19 @@ describe("tables that fit the terminal (issue 30, item 5)", () => {
     expect(formatTable(["NAME", "DRIFT", "LABELS"], [["web", "behind", "env=prod,team=a"]], { maxWidth: 20 })).toEqual(["NAME  DRIFT   LABELS", "web   behind  env=p…"]);
   });
 
+  it("cuts the column it is told to first, down to its header, so that a name after it stays whole", () => {
+    const headers = ["ID", "COUNTS", "BY"];
+    const rows = [["3f2a8c1e", "3/3 applied, 1 failed, 3 rolled back", "demo-admin"]];
+    expect(formatTable(headers, rows, { maxWidth: 40, cut: 1 })).toEqual(["ID        COUNTS              BY", "3f2a8c1e  3/3 applied, 1 fa…  demo-admin"]);
+    for (const line of formatTable(headers, rows, { maxWidth: 40, cut: 1 })) expect(line.length).toBeLessThanOrEqual(40);
+    // Without it, the last column goes (here it would not even have room for its header).
+    expect(formatTable(headers, rows, { maxWidth: 40 })).toEqual(["ID        COUNTS", "3f2a8c1e  3/3 applied, 1 failed, 3 rolled back"]);
+    // Never below its header: then the last column is cut as before.
+    expect(formatTable(headers, rows, { maxWidth: 24, cut: 1 })).toEqual(["ID        COUNTS  BY", "3f2a8c1e  3/3 a…  demo-…"]);
+    // Rows that fit are left alone.
+    expect(formatTable(headers, rows, { maxWidth: 80, cut: 1 })[1]).toBe("3f2a8c1e  3/3 applied, 1 failed, 3 rolled back  demo-admin");
+  });
+
   it("--no-headers leaves out the header row, piped or on a terminal", () => {
     for (const out of [stream(), tty(80)]) {
       createOutput("table", out, stream(), {}, { headers: false }).table(["NAME", "PHASE"], [["web", "ready"]]);
