@@ -7,43 +7,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { InvalidArgumentError, createConfigClient } from "../../src/index.js";
-import { OpenShell, SandboxResponseSchema, WatchConfigUpdateOperationsResponseSchema, workspaceScope } from "../../src/raw.js";
+import { OpenShell, workspaceScope } from "../../src/raw.js";
 import { guardFetch } from "../../src/transport/abortable-fetch.js";
 import { createWebTransport } from "../../src/transport/web.js";
+import { GRPC_WEB_OK, header, sandboxAnswer, watchEnvelope } from "../support/answer-bytes.js";
 
 const DEFAULT_MAX = 64 * 1024 * 1024;
-
-/** A GetSandbox answer whose encoding is `size` bytes (at least 8). */
-function sandboxAnswer(size: number): Uint8Array {
-  for (let n = size; n >= 0; n--) {
-    const bytes = toBinary(SandboxResponseSchema, create(SandboxResponseSchema, { sandbox: { hostKeyFingerprint: "f".repeat(n) } }));
-    if (bytes.length === size) return bytes;
-  }
-  throw new Error(`no answer of ${size} bytes`);
-}
-
-/** A 5-byte envelope header: `flags`, then `length` big-endian. */
-function header(length: number, flags = 0): Buffer {
-  const head = Buffer.alloc(5);
-  head[0] = flags;
-  head.writeUInt32BE(length, 1);
-  return head;
-}
-
-/** One stream envelope holding a watch response for `operationId`. */
-function watchEnvelope(operationId: string): Buffer {
-  const data = toBinary(WatchConfigUpdateOperationsResponseSchema, create(WatchConfigUpdateOperationsResponseSchema, { operation: { operationId } }));
-  return Buffer.concat([header(data.length), data]);
-}
-
-/** gRPC-Web's trailers envelope for status 0. */
-const GRPC_WEB_OK = (() => {
-  const text = Buffer.from("grpc-status: 0\r\n");
-  return Buffer.concat([header(text.length, 0x80), text]);
-})();
 
 interface Gateway {
   readonly baseUrl: string;

@@ -1,9 +1,9 @@
 // The bound on fetch answers in a real browser, the dashboard's: Debian's Chromium (headless,
 // playwright-core) loads the SDK's source through Vite and calls a gateway stand-in served from
 // the same origin. What Node's fetch does (test/node/fetch-bound.test.ts) is not proof of what a
-// browser does: here
-// Chromium's own Response and streams carry the SDK's ResourceExhausted out of arrayBuffer() and
-// out of a stream's reader, and a call within the bound still reads.
+// browser does: Chromium's arrayBuffer() turns a body's error into "Failed to fetch", so unary
+// answers must be read by the SDK's own wrapper for the caller to see ResourceExhausted; a
+// stream's reader carries the error as it is; a call within the bound still reads.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,36 +12,12 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { createServer, type Plugin, type ViteDevServer } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { create, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { SandboxResponseSchema, WatchConfigUpdateOperationsResponseSchema } from "openshell-config/raw";
+import { GRPC_WEB_OK, header, sandboxAnswer, watchEnvelope } from "../../../test/support/answer-bytes.js";
 
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "../../..");
 const CHROMIUM = "/usr/bin/chromium";
 const DEFAULT_MAX = 64 * 1024 * 1024;
-
-function header(length: number, flags = 0): Buffer {
-  const head = Buffer.alloc(5);
-  head[0] = flags;
-  head.writeUInt32BE(length, 1);
-  return head;
-}
-
-/** A GetSandbox answer whose encoding is `size` bytes. */
-function sandboxAnswer(size: number): Buffer {
-  for (let n = size; n >= 0; n--) {
-    const bytes = toBinary(SandboxResponseSchema, create(SandboxResponseSchema, { sandbox: { hostKeyFingerprint: "f".repeat(n) } }));
-    if (bytes.length === size) return Buffer.from(bytes);
-  }
-  throw new Error(`no answer of ${size} bytes`);
-}
-
-function watchEnvelope(operationId: string): Buffer {
-  const data = toBinary(WatchConfigUpdateOperationsResponseSchema, create(WatchConfigUpdateOperationsResponseSchema, { operation: { operationId } }));
-  return Buffer.concat([header(data.length), data]);
-}
-
-const GRPC_WEB_OK = Buffer.concat([header(16, 0x80), Buffer.from("grpc-status: 0\r\n")]);
 
 /** The gateway stand-in: each call answers as its x-scenario header says. */
 const gateway: Plugin = {
