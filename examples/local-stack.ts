@@ -175,8 +175,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const children: ChildProcess[] = [];
   let stopping = false;
 
-  const run = (name: string, script: string, args: readonly string[]): { child: ChildProcess; proc: StackProcess } => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, script), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const run = (name: string, script: string, args: readonly string[], env: Record<string, string> = {}): { child: ChildProcess; proc: StackProcess } => {
+    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, script), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
     track(child);
     children.push(child);
     const lines: string[] = [];
@@ -295,8 +295,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         return run(`supervisor:${spec.fleet.prefix}*`, "supervisor/src/cli.ts", args).proc;
       }
       if (spec.sandbox === undefined) throw new Error("startSupervisor needs a sandbox or a fleet");
-      const token = options.noAuth ? [] : ["--token", tokenFor(spec.sandbox)];
-      return run(`supervisor:${spec.sandbox}`, "supervisor/src/cli.ts", ["--sandbox", spec.sandbox, ...token, ...common, ...(spec.args ?? [])]).proc;
+      // The token in the environment, not on the command line, which every user of the machine
+      // can read (ps); a process's environment is its owner's alone.
+      const env: Record<string, string> = options.noAuth ? {} : { OPENSHELL_SUPERVISOR_TOKEN: tokenFor(spec.sandbox) };
+      return run(`supervisor:${spec.sandbox}`, "supervisor/src/cli.ts", ["--sandbox", spec.sandbox, ...common, ...(spec.args ?? [])], env).proc;
     },
     async killGateway(signal = "SIGKILL") {
       await gateway.kill(signal);

@@ -55,6 +55,13 @@ describe("npm run gateway and npm run dashboard on one folder", () => {
     await first.waitFor(/^Ctrl-C to stop\.$/m);
     const authFile = join(dir, "auth.json");
     const before = { text: readFileSync(authFile, "utf8"), mtime: statSync(authFile).mtimeMs };
+    // No token on any command line of the stack: every user of the machine can read those (ps).
+    const cmdlines = processesMentioning(dir).map((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0"));
+    expect(cmdlines.some((args) => args.some((a) => a.endsWith("supervisor/src/cli.ts"))), "the supervisors run").toBe(true);
+    for (const args of cmdlines) {
+      expect(args).not.toContain("--token");
+      expect(args.join(" ")).not.toContain(token!);
+    }
     expect(statSync(authFile).mode & 0o077).toBe(0);
 
     // A second `npm run gateway` on the same port: one line saying this folder's gateway runs there.
