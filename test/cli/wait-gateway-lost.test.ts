@@ -45,6 +45,11 @@ describe("a wait whose gateway goes away after the commit", () => {
       writeFileSync(join(dir, `${signal}.yaml`), policyYaml({ github: { host: "api.github.com" }, [signal.toLowerCase()]: { host: `${signal.toLowerCase()}.example.com` } }));
       const setting = cli(["policy", "set", "--sandbox", sandbox, "--file", `${signal}.yaml`, "--timeout", "40s"]);
       await until(async () => (await versions()).at(-1)! > before, "the commit");
+      // Visible in the database is not yet answered: the answer follows the WAL's sync and has to
+      // reach the CLI, which then waits by the handle. Killed in between, the CLI could not know
+      // the commit (a different test: "commit outcome unknown"). A CI run on a loaded machine hit
+      // that window once; half a second covers it.
+      await new Promise((resolve) => setTimeout(resolve, 500));
       await stack.killGateway(signal);
       const r = await setting;
       const committed = before + 1;
