@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll } from "vitest";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const cli = join(root, "gateway/src/cli.ts");
@@ -16,6 +17,15 @@ export interface Run {
   waitFor(msg: RegExp): Promise<Record<string, unknown>>;
 }
 
+/**
+ * Gateways started here and not yet exited: killed after the test file's last test, so that a test
+ * that times out (its own `finally` never runs) leaves no gateway behind.
+ */
+const running = new Set<ChildProcess>();
+afterAll(() => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 /** Starts `openshell-gateway ...args`. */
 export function run(args: string[], env: Record<string, string> = {}): Run {
   const child = spawn(process.execPath, ["--import", "tsx", cli, ...args], {
@@ -23,6 +33,8 @@ export function run(args: string[], env: Record<string, string> = {}): Run {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  running.add(child);
+  child.once("exit", () => running.delete(child));
   const lines: string[] = [];
   const waiters: Array<() => void> = [];
   // A buffer per stream, so that a line is never spliced from both.
