@@ -3,7 +3,7 @@
 
 import { createConnectTransport } from "@connectrpc/connect-web";
 import type { Interceptor, Transport } from "@connectrpc/connect";
-import { guardFetch } from "./abortable-fetch.js";
+import { guardFetch } from "./guard-fetch.js";
 import { tagBaseUrl } from "./base-url.js";
 
 /** Options shared by the fetch-based transports. */
@@ -21,8 +21,8 @@ export function fetchCommon(options: FetchTransportOptions) {
     baseUrl: options.baseUrl,
     interceptors: options.interceptors ?? [],
     // Late-bound: msw and polyfills replace globalThis.fetch after this module loads. The wrapper
-    // makes an abort or a deadline end the call even where fetch loses it (abortable-fetch.ts).
-    // It also bounds what each answer may hold, which connect-web does not (abortable-fetch.ts).
+    // makes an abort or a deadline end the call even where fetch loses it, and bounds what each
+    // answer may hold, which connect-web does not (guard-fetch.ts).
     fetch: guardFetch(options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init)), options.readMaxBytes),
   };
 }

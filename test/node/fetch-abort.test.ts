@@ -1,6 +1,6 @@
 // The fetch transport in Node: an abort or a deadline ends the call and closes its connection even
 // after a garbage collection. Node 20's fetch follows the caller's signal through a weak reference
-// to its internal Request, so without the SDK's own abort (src/transport/abortable-fetch.ts) a
+// to its internal Request, so without the SDK's own abort (src/transport/guard-fetch.ts) a
 // collection between the headers and the abort left the watch reading on until the server ended
 // it: the dashboard's e2e test saw an aborted watch still open after 10 s on a busy machine.
 
@@ -13,7 +13,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { createConfigClient } from "../../src/index.js";
 import { OpenShell, WatchConfigUpdateOperationsResponseSchema, workspaceScope } from "../../src/raw.js";
-import { guardFetch } from "../../src/transport/abortable-fetch.js";
+import { guardFetch } from "../../src/transport/guard-fetch.js";
 import { createWebTransport } from "../../src/transport/web.js";
 
 setFlagsFromString("--expose-gc");

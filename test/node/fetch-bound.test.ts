@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { InvalidArgumentError, createConfigClient } from "../../src/index.js";
 import { OpenShell, workspaceScope } from "../../src/raw.js";
-import { guardFetch } from "../../src/transport/abortable-fetch.js";
+import { guardFetch } from "../../src/transport/guard-fetch.js";
 import { createWebTransport } from "../../src/transport/web.js";
 import { GRPC_WEB_OK, header, sandboxAnswer, watchEnvelope } from "../support/answer-bytes.js";
 
