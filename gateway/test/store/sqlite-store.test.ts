@@ -179,9 +179,11 @@ describe("SQLite WAL sync", () => {
     let release!: () => void;
     const syncs: number[] = [];
     const store = openSqliteStore(freshPath(), {
-      syncWal: (fd) => {
-        syncs.push(fd);
-        return new Promise<void>((r) => (release = r));
+      walSync: {
+        sync: (fd) => {
+          syncs.push(fd);
+          return new Promise<void>((r) => (release = r));
+        },
       },
     });
     try {
@@ -204,13 +206,28 @@ describe("SQLite WAL sync", () => {
     }
   });
 
+  it("a lone transaction's sync is told it is alone; transactions sharing a COMMIT are not", async () => {
+    const calls: boolean[] = [];
+    const store = openSqliteStore(freshPath(), { walSync: { sync: async (_fd, alone) => void calls.push(alone) } });
+    try {
+      await store.transaction((tx) => tx.insertSandbox(sandbox()));
+      expect(calls).toEqual([true]);
+      await Promise.all([1, 2, 3].map(() => store.transaction((tx) => tx.insertSandbox(sandbox()))));
+      expect(calls).toEqual([true, false]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("a transaction whose WAL sync fails is not acknowledged, and a read-only one needs no sync", async () => {
     let fail = true;
     let syncs = 0;
     const store = openSqliteStore(freshPath(), {
-      syncWal: async () => {
-        syncs++;
-        if (fail) throw new Error("EIO: i/o error");
+      walSync: {
+        sync: async () => {
+          syncs++;
+          if (fail) throw new Error("EIO: i/o error");
+        },
       },
     });
     try {

@@ -2,8 +2,9 @@
 //
 // Durability: WAL journal, and no transaction is acknowledged before the WAL holding it is on
 // disk. On Linux the store runs SQLite with synchronous=NORMAL (COMMIT writes the WAL but does
-// not fsync it) and fsyncs the WAL file itself, on libuv's thread pool, before it settles the
-// batch: the guarantee of synchronous=FULL, without blocking the event loop for the disk. Reads
+// not fsync it) and fsyncs the WAL file itself before it settles the batch: the guarantee of
+// synchronous=FULL, without blocking the event loop for the disk while other work waits (the
+// fsync runs on libuv's thread pool, or inline for a lone, fast one: wal-sync.ts). Reads
 // wait for that fsync too, so nothing not yet durable is ever read (or pushed to a
 // supervisor). Elsewhere (macOS, where plain fsync does not reach the disk and fullfsync is
 // needed) and for ":memory:", SQLite's own synchronous=FULL does it inside COMMIT.
@@ -27,7 +28,7 @@
 // acknowledged (sqlite-credential-scrub.ts).
 
 import { AsyncLocalStorage } from "node:async_hooks";
-import { closeSync, fsync, openSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import type Database from "better-sqlite3";
 import { FINISHED_TRANSACTION_MESSAGE, Mutex, NESTED_TRANSACTION_MESSAGE, STORE_CALL_IN_TRANSACTION_MESSAGE, guardedTx, transactionChecksByDefault, type TxContext } from "../codec.js";
 import type { RolloutListQuery, RolloutPatch, RolloutRow } from "../rollouts.js";
@@ -41,12 +42,13 @@ import { createCredentialScrub, type CredentialScrub } from "./sqlite-credential
 import { guarded, toStoreError } from "./sqlite-errors.js";
 import type { SqliteStoreLog } from "./sqlite-file-modes.js";
 import { SqliteQueries } from "./sqlite-queries.js";
+import { createWalSync, type WalSync } from "./wal-sync.js";
 
 export type { SqliteStoreLog } from "./sqlite-file-modes.js";
 
 export interface SqliteStoreOptions {
   /** Replaces the WAL fsync (tests inject slow or failing syncs). */
-  readonly syncWal?: (fd: number) => Promise<void>;
+  readonly walSync?: WalSync;
   /** Where the store reports file modes it tightened and postponed WAL truncations. */
   readonly log?: SqliteStoreLog;
   /** How long a postponed WAL truncation waits before it is tried again (default 1 s). */
@@ -62,15 +64,11 @@ export interface SqliteStoreOptions {
 export function openSqliteStore(path: string | ":memory:", options: SqliteStoreOptions = {}): Store {
   const { db, file, syncsWal, wal } = openSqliteConnection(path, options.log);
   try {
-    return new SqliteStore(db, syncsWal ? `${db.name}-wal` : undefined, options.syncWal ?? fsyncAsync, wal && file !== "" ? file : undefined, options);
+    return new SqliteStore(db, syncsWal ? `${db.name}-wal` : undefined, options.walSync ?? createWalSync(), wal && file !== "" ? file : undefined, options);
   } catch (err) {
     db.close();
     throw toStoreError(err);
   }
-}
-
-function fsyncAsync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())));
 }
 
 /** Most transactions sharing one COMMIT; bounds how long the batch holds reads off. */
@@ -115,7 +113,7 @@ class SqliteStore implements Store {
   constructor(
     private readonly db: Database.Database,
     private readonly walPath: string | undefined,
-    private readonly syncWal: (fd: number) => Promise<void>,
+    private readonly walSync: WalSync,
     scrubFile: string | undefined,
     options: SqliteStoreOptions,
   ) {
@@ -131,7 +129,7 @@ class SqliteStore implements Store {
             log: options.log,
             retryMs: options.scrubRetryMs ?? 1000,
             exclusive: (fn) => this.exclusive(fn),
-            syncWal: async () => (this.walFd === undefined ? undefined : this.syncWal(this.walFd)),
+            syncWal: async () => (this.walFd === undefined ? undefined : this.walSync.sync(this.walFd, false)),
           });
     this.begin = db.prepare("BEGIN IMMEDIATE");
     this.commit = db.prepare("COMMIT");
@@ -242,7 +240,7 @@ class SqliteStore implements Store {
     if (this.walPath !== undefined && this.changes() !== changesBefore) {
       try {
         this.walFd ??= openSync(this.walPath, "r");
-        await this.syncWal(this.walFd);
+        await this.walSync.sync(this.walFd, jobs.length === 1 && this.queue.length === 0);
       } catch (err) {
         // Committed, but not known to be on disk: not acknowledged. A retry by idempotency key
         // finds the commit if it survived.
