@@ -54,6 +54,8 @@ export interface Failure {
   readonly exitCode: number;
   /** A second line after the message (a usage error's hint). */
   readonly details?: string;
+  /** Set for a NotFound, so that the caller can look for what was meant (sandbox-suggest.ts). */
+  readonly notFound?: true;
 }
 
 /** Describes `err` for the user. `config` is undefined when the failure came before it was resolved. */
@@ -110,7 +112,7 @@ export function describeFailure(err: unknown, config: ResolvedConfig | undefined
       return { message: `permission denied: ${message}`, exitCode: EXIT.failed };
     case "not-found":
       // The gateway's message usually says "not found" itself (`sandbox "x" not found`): not twice.
-      return { message: /\bnot found\b/i.test(message) ? message : `not found: ${message}`, exitCode: EXIT.failed };
+      return { message: /\bnot found\b/i.test(message) ? message : `not found: ${message}`, exitCode: EXIT.failed, notFound: true };
     case "invalid-argument":
       return { message: `the gateway rejected the request: ${message}`, exitCode: EXIT.failed };
     case "idempotency-conflict":

@@ -6,7 +6,7 @@
 // with `#!/usr/bin/env node` (tsup banner).
 
 import { createRequire } from "node:module";
-import { createConfigClient } from "openshell-config";
+import { createConfigClient, type ConfigClient } from "openshell-config";
 import { createNodeTransport, INSECURE_WARNING_CODE } from "openshell-config/transport/node";
 import { parseCommandLine, withWorkspaceDefault } from "./args.js";
 import { assertSupported, resolveConfig, type ResolvedConfig } from "./config.js";
@@ -15,6 +15,7 @@ import { createRegistry } from "./registry.js";
 import { connectionArgs, resumeCommand } from "./connection.js";
 import { createOutput } from "./output.js";
 import { describeFailure } from "./errors.js";
+import { missingSandbox, suggestSandbox } from "./sandbox-suggest.js";
 import { EXIT } from "./outcome.js";
 import { lineReport, RETRY_RULE, retryInterceptor } from "./retry.js";
 import { COMPLETION_KINDS, completeValues, type CompletionKind } from "./dynamic-completion.js";
@@ -108,6 +109,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     if (w.code !== INSECURE_WARNING_CODE) out.warn(w.message);
   });
   let config: ResolvedConfig | undefined;
+  let client: ConfigClient | undefined;
   const controller = new AbortController();
   const onSigint = () => {
     // A second Ctrl-C does not wait for anything.
@@ -123,7 +125,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     assertSupported(config);
     const resolved = config;
     const connection = await gatewayConnection(config, { warn: (m) => out.warn(m), redact: (s) => out.redact(s) });
-    const client = createConfigClient({
+    client = createConfigClient({
       transport: createNodeTransport({
         baseUrl: config.url,
         protocol: global.protocol,
@@ -146,7 +148,9 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     return await run(ctx, command as never);
   } catch (err) {
     const failure = describeFailure(controller.signal.aborted ? controller.signal.reason : err, config);
-    out.error(failure.message);
+    const missing = client && !controller.signal.aborted ? missingSandbox(command, failure) : undefined;
+    const meant = missing === undefined ? "" : await suggestSandbox(client!, missing, (command as { workspace?: string }).workspace, controller.signal);
+    out.error(failure.message + meant);
     if (failure.details) out.note(failure.details);
     return failure.exitCode;
   } finally {

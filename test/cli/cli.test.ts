@@ -470,6 +470,23 @@ describe("openshell-config errors and configuration", () => {
     }
   });
 
+  it("a sandbox name the gateway does not know gets one line naming the closest sandbox, and none when nothing is close", async () => {
+    const typo = await cli(["policy", "get", "--sandbox", "cli-slwo"]);
+    expect(typo.code).toBe(1);
+    expect(typo.stdout).toBe("");
+    expect(typo.stderr).toBe('error: sandbox "cli-slwo" not found; did you mean "cli-slow"?\n');
+    const settings = await cli(["settings", "set", "--sandbox", "cli-setings", "--key", "log_level", "--value", "debug"]);
+    expect(settings.code).toBe(1);
+    expect(settings.stderr).toBe(`error: sandbox "cli-setings" not found; did you mean "${tuned}"?\n`);
+    const far = await cli(["policy", "get", "--sandbox", "nothing-like-any"]);
+    expect(far.code).toBe(1);
+    expect(far.stderr).toBe('error: sandbox "nothing-like-any" not found\n');
+    // Another workspace's sandboxes are not suggested.
+    const elsewhere = await cli(["policy", "get", "--sandbox", "cli-slwo", "--workspace", "elsewhere"]);
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toBe('error: sandbox "cli-slwo" not found\n');
+  });
+
   it("speaks Connect and gRPC-Web as well as gRPC", async () => {
     for (const protocol of ["connect", "grpc-web"]) {
       const r = await cli(["--protocol", protocol, "operation", "get", "00000000-0000-4000-8000-000000000000"]);
