@@ -147,9 +147,14 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     const run = COMMANDS[command.name] as Runner<GatewayCommand>;
     return await run(ctx, command as never);
   } catch (err) {
-    const failure = describeFailure(controller.signal.aborted ? controller.signal.reason : err, config);
+    let failure = describeFailure(controller.signal.aborted ? controller.signal.reason : err, config);
     const missing = client && !controller.signal.aborted ? missingSandbox(command, failure) : undefined;
-    const meant = missing === undefined ? "" : await suggestSandbox(client!, missing, (command as { workspace?: string }).workspace, controller.signal);
+    let meant = missing === undefined ? "" : await suggestSandbox(client!, missing, (command as { workspace?: string }).workspace, controller.signal);
+    // Ctrl-C during that lookup: the command was interrupted (130), whatever it had failed with.
+    if (missing !== undefined && controller.signal.aborted) {
+      failure = describeFailure(controller.signal.reason, config);
+      meant = "";
+    }
     out.error(failure.message + meant);
     if (failure.details) out.note(failure.details);
     return failure.exitCode;

@@ -10,7 +10,7 @@
 // its final answer, which they do not retry again. A TLS failure is never "unreachable": the same
 // certificates fail the same way.
 
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import { tlsErrorOf, UnavailableError } from "openshell-config";
 import { countOf, formatDuration } from "./format.js";
 
@@ -144,9 +144,12 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
  * Retries unary calls by `rule`, a commit only while it never left; streams pass through (their
  * callers reconnect).
  */
+/** Set on a call that must be tried once and silently (a lookup that only decorates an error line). */
+export const ONE_ATTEMPT = createContextKey(false, { description: "no retry, no retry lines" });
+
 export function retryInterceptor(report: RetryReport, rule: RetryRule = RETRY_RULE): Interceptor {
   return (next) => async (req) => {
-    if (req.stream) return next(req);
+    if (req.stream || req.contextValues.get(ONE_ATTEMPT)) return next(req);
     const commit = (req.method as { name?: string } | undefined)?.name === "UpdateConfig";
     for (let attempt = 0; ; attempt++) {
       try {

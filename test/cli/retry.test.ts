@@ -3,13 +3,13 @@
 // outage; anything else fails at once; streams pass through; Ctrl-C stops the pauses.
 
 import { describe, expect, it } from "vitest";
-import { Code, ConnectError, type UnaryRequest } from "@connectrpc/connect";
-import { GatewayUnreachableError, isUnreachable, lineReport, retryInterceptor, RETRY_RULE } from "../../cli/retry.js";
+import { Code, ConnectError, createContextValues, type UnaryRequest } from "@connectrpc/connect";
+import { GatewayUnreachableError, isUnreachable, lineReport, ONE_ATTEMPT, retryInterceptor, RETRY_RULE } from "../../cli/retry.js";
 
 const refused = () => new ConnectError("connect ECONNREFUSED 127.0.0.1:9", Code.Unavailable, undefined, undefined, Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }));
 const fast = { delaysMs: [0, 0, 0] };
 
-function run(results: (() => unknown)[], options: { stream?: boolean; signal?: AbortSignal } = {}) {
+function run(results: (() => unknown)[], options: { stream?: boolean; signal?: AbortSignal; oneAttempt?: boolean } = {}) {
   const notes: string[] = [];
   let calls = 0;
   const next = async () => {
@@ -18,7 +18,9 @@ function run(results: (() => unknown)[], options: { stream?: boolean; signal?: A
     return r;
   };
   const call = retryInterceptor(lineReport((l) => notes.push(l)), fast)(next as never);
-  const req = { stream: options.stream ?? false, signal: options.signal ?? new AbortController().signal } as unknown as UnaryRequest;
+  const contextValues = createContextValues();
+  if (options.oneAttempt) contextValues.set(ONE_ATTEMPT, true);
+  const req = { stream: options.stream ?? false, signal: options.signal ?? new AbortController().signal, contextValues } as unknown as UnaryRequest;
   return { promise: call(req), notes, calls: () => calls };
 }
 
@@ -50,6 +52,13 @@ describe("the retry rule", () => {
     const stream = run([refused, () => "ok"], { stream: true });
     await expect(stream.promise).rejects.toMatchObject({ code: Code.Unavailable });
     expect(stream.notes).toEqual([]);
+  });
+
+  it("tries a call marked for one attempt once, without a line", async () => {
+    const r = run([refused, () => "ok"], { oneAttempt: true });
+    await expect(r.promise).rejects.toMatchObject({ code: Code.Unavailable });
+    expect(r.calls()).toBe(1);
+    expect(r.notes).toEqual([]);
   });
 
   it("stops at once when the call is cancelled (Ctrl-C)", async () => {

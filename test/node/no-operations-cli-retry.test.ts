@@ -4,7 +4,7 @@
 // failure is never taken for an unreachable gateway. And the one line a lost commit answer prints.
 
 import { describe, expect, it } from "vitest";
-import { Code, ConnectError, type UnaryRequest } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type UnaryRequest } from "@connectrpc/connect";
 import { CommitOutcomeUnknownError } from "openshell-config";
 import { GatewayUnreachableError, isUnreachable, lineReport, neverSent, retryInterceptor } from "../../cli/retry.js";
 import { describeFailure } from "../../cli/errors.js";
@@ -23,7 +23,7 @@ function run(method: string, results: (() => unknown)[]) {
     return r;
   };
   const call = retryInterceptor(lineReport((l) => notes.push(l)), { delaysMs: [0, 0, 0] })(next as never);
-  const req = { stream: false, signal: new AbortController().signal, method: { name: method } } as unknown as UnaryRequest;
+  const req = { stream: false, signal: new AbortController().signal, method: { name: method }, contextValues: createContextValues() } as unknown as UnaryRequest;
   return { promise: call(req), notes, calls: () => calls };
 }
 
