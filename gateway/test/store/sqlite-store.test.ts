@@ -214,6 +214,21 @@ describe("SQLite WAL sync", () => {
       expect(calls).toEqual([true]);
       await Promise.all([1, 2, 3].map(() => store.transaction((tx) => tx.insertSandbox(sandbox()))));
       expect(calls).toEqual([true, false]);
+      // A batch of one with another transaction queued behind it is not alone either.
+      let inside!: () => void;
+      const started = new Promise<void>((r) => (inside = r));
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const first = store.transaction(async (tx) => {
+        await tx.insertSandbox(sandbox());
+        inside();
+        await held;
+      });
+      await started;
+      const second = store.transaction((tx) => tx.insertSandbox(sandbox()));
+      release();
+      await Promise.all([first, second]);
+      expect(calls).toEqual([true, false, false, true]);
     } finally {
       await store.close();
     }

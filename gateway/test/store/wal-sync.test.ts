@@ -3,7 +3,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { INLINE_SYNC_MAX_MS, createWalSync } from "../../src/store/sqlite/wal-sync.js";
+import { INLINE_SYNC_MAX_MS, RECENT, createWalSync } from "../../src/store/sqlite/wal-sync.js";
 
 /** A clock the fake syncs advance by the time each one "takes". */
 function harness(durations: { inline?: number; async?: number } = {}) {
@@ -40,26 +40,34 @@ describe("WAL sync", () => {
     expect(h.calls).toEqual(["async"]);
   });
 
-  it("after a slow fsync, lone commits go to the thread pool until fsyncs are fast again", async () => {
-    const h = harness({ inline: 20 });
+  it("after one slow fsync, lone commits go to the thread pool until the last few were all fast", async () => {
+    const h = harness({ inline: 20, async: 0.1 });
     await h.sync.sync(3, true);
     expect(h.calls).toEqual(["inline"]);
-    // One 20 ms fsync lifts the average well above the bound: the loop must not block again.
+    // One 20 ms fsync: the loop must not block again until RECENT fast ones in a row.
+    h.setDurations({ inline: 0.2 });
+    for (let i = 0; i < RECENT + 1; i++) await h.sync.sync(3, true);
+    expect(h.calls).toEqual(["inline", ...Array(RECENT).fill("async"), "inline"]);
+  });
+
+  it("a slow fsync among fast ones starts the count again", async () => {
+    const h = harness({ inline: 20, async: 0.1 });
     await h.sync.sync(3, true);
+    for (let i = 0; i < RECENT - 1; i++) await h.sync.sync(3, true);
+    h.setDurations({ async: 5 });
     await h.sync.sync(3, true);
-    expect(h.calls).toEqual(["inline", "async", "async"]);
-    // Fast thread-pool syncs bring the average back under the bound, and with it the inline sync.
-    h.setDurations({ inline: 0.2, async: 0.1 });
-    for (let i = 0; i < 30; i++) await h.sync.sync(3, true);
+    h.setDurations({ async: 0.1, inline: 0.2 });
+    for (let i = 0; i < RECENT; i++) await h.sync.sync(3, true);
+    expect(h.calls.filter((c) => c === "inline")).toHaveLength(1);
+    await h.sync.sync(3, true);
     expect(h.calls.at(-1)).toBe("inline");
-    expect(h.calls.filter((c) => c === "async").length).toBeGreaterThan(2);
   });
 
   it("fsyncs just under the bound stay inline and those at it do not", async () => {
-    const under = harness({ inline: INLINE_SYNC_MAX_MS * 0.9 });
+    const under = harness({ inline: INLINE_SYNC_MAX_MS * 0.99 });
     for (let i = 0; i < 20; i++) await under.sync.sync(3, true);
     expect(new Set(under.calls)).toEqual(new Set(["inline"]));
-    const at = harness({ inline: INLINE_SYNC_MAX_MS * 4, async: INLINE_SYNC_MAX_MS * 4 });
+    const at = harness({ inline: INLINE_SYNC_MAX_MS, async: INLINE_SYNC_MAX_MS });
     for (let i = 0; i < 20; i++) await at.sync.sync(3, true);
     expect(at.calls.filter((c) => c === "inline")).toHaveLength(1);
   });

@@ -3,7 +3,7 @@
 // Durability: WAL journal, and no transaction is acknowledged before the WAL holding it is on
 // disk. On Linux the store runs SQLite with synchronous=NORMAL (COMMIT writes the WAL but does
 // not fsync it) and fsyncs the WAL file itself before it settles the batch: the guarantee of
-// synchronous=FULL, without blocking the event loop for the disk while other work waits (the
+// synchronous=FULL, without blocking the event loop for the disk while other store work waits (the
 // fsync runs on libuv's thread pool, or inline for a lone, fast one: wal-sync.ts). Reads
 // wait for that fsync too, so nothing not yet durable is ever read (or pushed to a
 // supervisor). Elsewhere (macOS, where plain fsync does not reach the disk and fullfsync is

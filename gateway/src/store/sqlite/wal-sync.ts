@@ -1,13 +1,14 @@
 // How the SQLite store makes a COMMIT's write-ahead log durable before acknowledging it: an fsync
 // on libuv's thread pool, or on the main thread when that is the cheaper of the two.
 //
-// Why two ways: at low load a batch is one transaction and the event loop has nothing else to do
-// while the WAL syncs. Handing that fsync to the thread pool then buys no overlap and costs a
-// thread wake-up, an eventfd write and an extra event-loop turn per COMMIT, two per waited update
-// (about a tenth of the waited updates/s at one in flight; bench/README.md, Findings). When other
-// transactions are queued, or this disk's fsyncs have been slow lately, the main thread must not
-// block: the thread pool keeps the loop serving streams and reads meanwhile. Either way the sync
-// completes before the caller acknowledges anything.
+// Why two ways: at low load a batch is one transaction, no other store work waits for it, and
+// handing its fsync to the thread pool costs a thread wake-up, an eventfd write and an extra
+// event-loop turn per COMMIT, two per waited update (about a tenth of the waited updates/s at one
+// in flight; bench/README.md, Findings). Syncing inline blocks the event loop for the fsync, so
+// it is done only while this disk's fsyncs are all fast: each of the last RECENT took under
+// INLINE_SYNC_MAX_MS. One slow fsync (a writeback storm, a throttled cloud disk) sends the next
+// RECENT to the pool, where the loop keeps serving streams, heartbeats and /metrics meanwhile;
+// that first slow one still blocks. Either way the sync completes before anything is acknowledged.
 
 import { fsync, fsyncSync } from "node:fs";
 
@@ -19,10 +20,10 @@ export interface WalSync {
   sync(fd: number, alone: boolean): Promise<void>;
 }
 
-/** Recent fsyncs (a moving average, ms) at or above this go to the thread pool, even alone. */
+/** An fsync that took this long or longer (ms) is slow. */
 export const INLINE_SYNC_MAX_MS = 1;
-/** Weight of the newest fsync in the moving average. */
-const WEIGHT = 0.25;
+/** After a slow fsync, this many in a row must be fast before one is done inline again. */
+export const RECENT = 8;
 
 export interface WalSyncOptions {
   /** The thread-pool sync (default: fs.fsync). */
@@ -37,18 +38,20 @@ export function createWalSync(options: WalSyncOptions = {}): WalSync {
   const syncAsync = options.syncAsync ?? fsyncAsync;
   const syncInline = options.syncInline === undefined ? fsyncSync : options.syncInline;
   const now = options.now ?? (() => performance.now());
-  // Starts at 0: the first lone sync is tried inline, and one slow one is enough to stop that.
-  let recentMs = 0;
+  // Syncs still to go to the pool before one may be inline: 0 at first, so the first lone sync is
+  // tried inline.
+  let poolTurns = 0;
   const note = (ms: number) => {
-    recentMs += (ms - recentMs) * WEIGHT;
+    if (ms >= INLINE_SYNC_MAX_MS) poolTurns = RECENT;
+    else if (poolTurns > 0) poolTurns--;
   };
   return {
     async sync(fd, alone) {
       const start = now();
       try {
-        if (alone && syncInline !== null && recentMs < INLINE_SYNC_MAX_MS) syncInline(fd);
-        // Measured here too (thread-pool hand-off included), so that a disk that was slow and
-        // is fast again earns the inline sync back.
+        if (alone && syncInline !== null && poolTurns === 0) syncInline(fd);
+        // Timed here too (the hand-off included, which only errs on the side of the pool), so
+        // that a disk that was slow and is fast again earns the inline sync back.
         else await syncAsync(fd);
       } finally {
         note(now() - start);
