@@ -140,13 +140,13 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/**
- * Retries unary calls by `rule`, a commit only while it never left; streams pass through (their
- * callers reconnect).
- */
 /** Set on a call that must be tried once and silently (a lookup that only decorates an error line). */
 export const ONE_ATTEMPT = createContextKey(false, { description: "no retry, no retry lines" });
 
+/**
+ * Retries unary calls by `rule`, a commit only while it never left; streams pass through (their
+ * callers reconnect), as do calls marked ONE_ATTEMPT.
+ */
 export function retryInterceptor(report: RetryReport, rule: RetryRule = RETRY_RULE): Interceptor {
   return (next) => async (req) => {
     if (req.stream || req.contextValues.get(ONE_ATTEMPT)) return next(req);
