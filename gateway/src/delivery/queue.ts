@@ -10,6 +10,8 @@ export interface AsyncQueue<T> extends AsyncIterable<T> {
   /** Ends iteration after the queued items; `error` makes the consumer throw instead. */
   close(error?: unknown): void;
   readonly closed: boolean;
+  /** Items pushed and not yet taken by the consumer. */
+  waiting(): number;
 }
 
 /** Items one queue holds at most unless told otherwise. */
@@ -31,6 +33,7 @@ export function createAsyncQueue<T>(options: AsyncQueueOptions = {}): AsyncQueue
   // dictionary mode, slower to read and some hundred bytes larger (one per supervisor session).
   const queue = {
     closed: false,
+    waiting: () => items.length,
     push(item: T) {
       if (queue.closed) return;
       if (items.length >= maxItems) {

@@ -19,6 +19,7 @@ import type { SessionRegistry } from "../delivery/registry.js";
 import { createStreamLifetime } from "../delivery/stream-lifetime.js";
 import type { StreamTicket, SupervisorStreams } from "../delivery/stream-limits.js";
 import { transportStreamKey } from "../delivery/transport-stream.js";
+import { corkUntilTick } from "../delivery/write-batch.js";
 import { principalOf } from "./access.js";
 import type { GatewayDeps } from "./deps.js";
 import { lazyChild } from "../observability/logger.js";
@@ -53,9 +54,10 @@ export async function* connectSupervisor(
   let ticket: StreamTicket | undefined;
   let session: Session | undefined;
   let log: ReturnType<typeof lazyChild> | undefined;
+  const transport = ctx.values.get(transportStreamKey);
   const lifetime = createStreamLifetime({
     signal: ctx.signal,
-    transport: ctx.values.get(transportStreamKey),
+    transport,
     writeTimeoutMs: options.writeTimeoutMs,
     onEnd(reason) {
       if (session) {
@@ -149,6 +151,8 @@ export async function* connectSupervisor(
     lifetime.written();
     for await (const msg of current.outbound) {
       lifetime.writing();
+      // More ready behind this one (a policy change's two pushes): one socket write for them all.
+      if (current.outbound.waiting() > 0) corkUntilTick(transport);
       yield msg;
       lifetime.written();
     }
