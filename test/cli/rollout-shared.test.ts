@@ -217,6 +217,27 @@ describe("policy rollout over shared records", () => {
     expect((await cli("bob", ["policy", "rollout", "undo", id])).code).toBe(0);
   }, 60_000);
 
+  it("`policy rollout --resume ID` of a four-eyes rollout: its creator is refused in one line and nothing is sent; another admin's approves the next wave, and the hint after it names approve, from the gateway's record", async () => {
+    const before = await versions();
+    const started = await cli("alice", ["policy", "rollout", "-l", "team=rs", "-f", file(), "--waves", "1,2,100%", "--pause-for-approval", "--four-eyes", "-o", "json"]);
+    expect(started.code, started.stderr).toBe(3);
+    const { id } = JSON.parse(started.stdout) as { id: string };
+    const own = await cli("alice", ["policy", "rollout", "--resume", id]);
+    expect(own.code, own.stdout + own.stderr).toBe(1);
+    expect(own.stdout).toBe("");
+    expect(own.stderr.trim().split("\n")).toEqual([`error: permission denied: rollout "${id}" needs an approver other than its creator (alice)`]);
+    expect((await bumps(before)).reduce((a, b) => a + b, 0)).toBe(1);
+    // Bob's resume approves wave 2 and sends it. --four-eyes is not on his command line (nor in
+    // any state file of his): the hint comes from the gateway's record of the rollout.
+    const bobs = await cli("bob", ["policy", "rollout", "--resume", id]);
+    expect(bobs.code, bobs.stdout + bobs.stderr).toBe(3);
+    expect(bobs.stdout).toMatch(new RegExp(`^rollout ${id}: paused, 6 sandboxes in `, "m"));
+    expect(bobs.stderr).toMatch(new RegExp(`^another person approves the next wave with: openshell-config policy rollout approve ${id}$`, "m"));
+    expect(bobs.stderr).not.toContain("rollout resume");
+    expect((await bumps(before)).reduce((a, b) => a + b, 0)).toBe(2);
+    expect((await cli("bob", ["policy", "rollout", "undo", id])).code).toBe(0);
+  }, 60_000);
+
   it("an id neither the gateway nor this machine knows is a usage error naming both; a new rollout names this process as its driver", async () => {
     for (const verb of ["status", "resume", "approve", "undo"]) {
       const r = await cli("bob", ["policy", "rollout", verb, "nope"]);
