@@ -8,6 +8,7 @@
 
 import { stringify } from "yaml";
 import type { OutputFormat } from "./types.js";
+import { cutToWidth, padToWidth, textWidth } from "./text-width.js";
 
 /** The part of a stream the output uses. */
 export interface OutputStream {
@@ -98,8 +99,8 @@ export interface TableLayout {
 /** A table as lines: columns padded to their widest cell, two spaces apart. */
 export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[], layout: TableLayout = {}): string[] {
   const all = [headers, ...rows].map((r) => r.map((c) => sanitize(c).replace(/\s*\n\s*/g, " ")));
-  const widths = headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
-  let max = layout.maxWidth;
+  const widths = headers.map((_, i) => Math.max(...all.map((r) => textWidth(r[i] ?? ""))));
+  const max = layout.maxWidth;
   const last = headers.length - 1;
   const cut = layout.cut;
   if (max !== undefined && cut !== undefined && cut < last) {
@@ -107,24 +108,23 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
     const width = Math.max(headers[cut]!.length, widths[cut]! - Math.max(0, over));
     if (width < widths[cut]!) {
       widths[cut] = width;
-      for (const r of all) if ((r[cut] ?? "").length > width) r[cut] = `${r[cut]!.slice(0, width - 1)}…`;
+      for (const r of all) if (r[cut] !== undefined) r[cut] = cutToWidth(r[cut], width);
     }
   }
-  const start = widths.slice(0, last).reduce((a, w) => a + w + 2, 0);
-  // When not even the last column's header fits, the column is left out rather than cut to nothing.
+  let start = widths.slice(0, last).reduce((a, w) => a + w + 2, 0);
+  // When not even the last column's header fits, the column is left out rather than cut to nothing;
+  // the column before it is then the last, and is cut to the width in turn.
   if (max !== undefined && last > 0 && max - start < headers[last]!.length) {
     for (const r of all) r.length = last;
     widths.length = last;
-    max = undefined;
+    start -= widths[last - 1]! + 2;
   }
   const lines = all.map((r) =>
     r
       .map((c, i) => {
-        if (i < r.length - 1) return c.padEnd(widths[i]!);
+        if (i < r.length - 1) return padToWidth(c, widths[i]!);
         // The last column starts after the others; what does not fit the width is cut.
-        if (max === undefined) return c;
-        const room = max - start;
-        return c.length <= room ? c : `${c.slice(0, room - 1)}…`;
+        return max === undefined ? c : cutToWidth(c, max - start);
       })
       .join("  ")
       .trimEnd(),

@@ -2,6 +2,8 @@
 // terminal that can take a redrawn line, its width, whether colour is wanted (NO_COLOR, not a
 // terminal), and how to cut a line, escape sequences included, to a width with "…".
 
+import { columnsOf, textWidth } from "./text-width.js";
+
 /** The part of a stream (process.stderr) that live lines use. */
 export interface TerminalStream {
   readonly isTTY?: boolean;
@@ -51,21 +53,19 @@ export function palette(enabled: boolean): Palette {
 }
 
 // Colour sequences pass through; every other control character is removed (a live line shows
-// names and states from the gateway, which must not move the cursor). Widths count code points:
-// the names and states shown are ASCII, the spinner's frames and "…" one column each.
+// names and states from the gateway, which must not move the cursor). Widths are terminal
+// columns (text-width.ts): a CJK character or an emoji two, a combining mark none.
 const COLOUR = /^\x1b\[[0-9;]*m$/;
-const TOKENS = /\x1b\[[0-9;]*m|[^]/gu;
+const COLOURS = /(\x1b\[[0-9;]*m)/;
 
 /** Removes control characters except colour sequences. */
 export function stripControls(text: string): string {
   return text.replace(/\x1b\[[0-9;]*m|[\u0000-\u001f\u007f-\u009f]/g, (m) => (m.length > 1 ? m : ""));
 }
 
-/** The number of columns `text` takes: code points, colour sequences and controls not counted. */
+/** The number of columns `text` takes: colour sequences and controls not counted. */
 export function visibleWidth(text: string): number {
-  let n = 0;
-  for (const t of stripControls(text).match(TOKENS) ?? []) if (!COLOUR.test(t)) n++;
-  return n;
+  return textWidth(stripControls(text).split(COLOURS).filter((part) => !COLOUR.test(part)).join(""));
 }
 
 /**
@@ -107,15 +107,17 @@ export function fit(text: string, width: number): string {
   let out = "";
   let n = 0;
   let coloured = false;
-  for (const t of clean.match(TOKENS) ?? []) {
-    if (COLOUR.test(t)) {
-      out += t;
-      coloured = t !== "\x1b[0m";
+  cut: for (const part of clean.split(COLOURS)) {
+    if (COLOUR.test(part)) {
+      out += part;
+      coloured = part !== "\x1b[0m";
       continue;
     }
-    if (n === width - 1) break;
-    out += t;
-    n++;
+    for (const { cluster, width: w } of columnsOf(part)) {
+      if (n + w > width - 1) break cut;
+      out += cluster;
+      n += w;
+    }
   }
   return `${out}…${coloured ? "\x1b[0m" : ""}`;
 }

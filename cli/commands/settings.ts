@@ -74,6 +74,8 @@ function settingRow(key: string, s: EffectiveSettingOutput): string[] {
 }
 
 const HEADERS = ["KEY", "TYPE", "VALUE", "SCOPE"];
+/** On a terminal a long value is cut first, so that SCOPE stays; piped, -o wide and -o json have it whole. */
+const VALUE = HEADERS.indexOf("VALUE");
 
 async function effectiveSettings(ctx: CommandContext, cmd: SettingsGet | SettingsList) {
   const cfg = await ctx.client.getConfig({ sandbox: cmd.sandbox, workspace: cmd.workspace, signal: ctx.signal });
@@ -87,7 +89,7 @@ export async function settingsGet(ctx: CommandContext, cmd: SettingsGet): Promis
     ctx.out.error(`setting ${cmd.key} is not set on sandbox ${cmd.sandbox}${settings.length > 0 ? ` (it has ${settings.map(([k]) => k).join(", ")})` : ""}`);
     return EXIT.failed;
   }
-  ctx.out.table(HEADERS, [settingRow(...found)]);
+  ctx.out.table(HEADERS, [settingRow(...found)], { cut: VALUE });
   ctx.out.json({ sandbox: cmd.sandbox, ...settingEntry(...found) });
   return EXIT.ok;
 }
@@ -95,7 +97,7 @@ export async function settingsGet(ctx: CommandContext, cmd: SettingsGet): Promis
 export async function settingsList(ctx: CommandContext, cmd: SettingsList): Promise<number> {
   const { workspace, settings } = await effectiveSettings(ctx, cmd);
   if (settings.length === 0) ctx.out.line(`sandbox ${cmd.sandbox} has no settings`);
-  else ctx.out.table(HEADERS, settings.map(([key, s]) => settingRow(key, s)));
+  else ctx.out.table(HEADERS, settings.map(([key, s]) => settingRow(key, s)), { cut: VALUE });
   ctx.out.json({ sandbox: cmd.sandbox, workspace, settings: settings.map(([key, s]) => settingEntry(key, s)) });
   return EXIT.ok;
 }

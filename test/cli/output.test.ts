@@ -198,8 +198,9 @@ describe("tables that fit the terminal (issue 30, item 5)", () => {
     const rows = [["3f2a8c1e", "3/3 applied, 1 failed, 3 rolled back", "demo-admin"]];
     expect(formatTable(headers, rows, { maxWidth: 40, cut: 1 })).toEqual(["ID        COUNTS              BY", "3f2a8c1e  3/3 applied, 1 fa…  demo-admin"]);
     for (const line of formatTable(headers, rows, { maxWidth: 40, cut: 1 })) expect(line.length).toBeLessThanOrEqual(40);
-    // Without it, the last column goes (here it would not even have room for its header).
-    expect(formatTable(headers, rows, { maxWidth: 40 })).toEqual(["ID        COUNTS", "3f2a8c1e  3/3 applied, 1 failed, 3 rolled back"]);
+    // Without it, the last column goes (here it would not even have room for its header), and the
+    // column before it, now the last, is cut to the width in turn.
+    expect(formatTable(headers, rows, { maxWidth: 40 })).toEqual(["ID        COUNTS", "3f2a8c1e  3/3 applied, 1 failed, 3 roll…"]);
     // Never below its header: then the last column is cut as before.
     expect(formatTable(headers, rows, { maxWidth: 24, cut: 1 })).toEqual(["ID        COUNTS  BY", "3f2a8c1e  3/3 a…  demo-…"]);
     // Rows that fit are left alone.

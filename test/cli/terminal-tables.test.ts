@@ -16,6 +16,7 @@ import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { fleetNames, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
 import { build, policyYaml, ROOT, runBinary, waitReady } from "./harness.js";
 import { hasTmux, startInPane, type Screen } from "./tmux.js";
+import { textWidth } from "../../cli/text-width.js";
 
 const web = "tt-web";
 /** No supervisor: its updates stay pending. */
@@ -135,6 +136,32 @@ describe("tables at 80 columns", () => {
     expect(named.code).toBe(2);
     expect(named.stderr).toContain(`"${short}" is a short operation ID`);
     expect((await cli(["operation", "get", full!])).code).toBe(0);
+  }, 60_000);
+});
+
+describe("wide characters at 80 columns", () => {
+  it("settings list: values in Japanese keep the columns in line on screen; a long value is cut to the width and SCOPE stays; piped, it is whole", async () => {
+    const sandbox = fleet[1]!;
+    const long = "設定の値は画面の幅に合わせて切られます。".repeat(4);
+    for (const [key, value] of [["greeting", "こんにちは"], ["motto", long], ["owner", "platform"]] as const) {
+      const r = await cli(["settings", "set", "--sandbox", sandbox, "--key", key, "--value", value]);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+    }
+    const screen = await (await pane(["settings", "list", "--sandbox", sandbox])).finish();
+    expect(screen.code).toBe(0);
+    save("settings-list-cjk-80.txt", screen);
+    // No row wrapped, and none is wider than the terminal in columns (not code units).
+    expect(screen.rows).toEqual(screen.lines);
+    for (const row of screen.rows) expect(textWidth(row), row).toBeLessThanOrEqual(80);
+    expect(screen.lines[0]).toMatch(/^KEY\s+TYPE\s+VALUE\s+SCOPE$/);
+    expect(screen.lines[1]).toMatch(/^greeting\s+string\s+"こんにちは"\s+sandbox$/);
+    expect(screen.lines[2]).toMatch(/^motto\s+string\s+"設定の値は[^"]*…\s+sandbox$/);
+    expect(screen.lines[3]).toMatch(/^owner\s+string\s+"platform"\s+sandbox$/);
+    // SCOPE starts at one column on every row, as the eye sees it.
+    const scopeAt = screen.lines.map((l) => textWidth(l.slice(0, l.search(/\S+$/))));
+    expect(new Set(scopeAt).size, screen.lines.join("\n")).toBe(1);
+    const piped = await cli(["settings", "list", "--sandbox", sandbox]);
+    expect(piped.stdout).toContain(`"${long}"`);
   }, 60_000);
 });
 
