@@ -8,7 +8,7 @@
 
 import { stringify } from "yaml";
 import type { OutputFormat } from "./types.js";
-import { cutToWidth, padToWidth, textWidth } from "./text-width.js";
+import { cutToWidth, textWidth } from "./text-width.js";
 
 /** The part of a stream the output uses. */
 export interface OutputStream {
@@ -99,33 +99,39 @@ export interface TableLayout {
 /** A table as lines: columns padded to their widest cell, two spaces apart. */
 export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[], layout: TableLayout = {}): string[] {
   const all = [headers, ...rows].map((r) => r.map((c) => sanitize(c).replace(/\s*\n\s*/g, " ")));
-  const widths = headers.map((_, i) => Math.max(...all.map((r) => textWidth(r[i] ?? ""))));
+  // Each cell's width in terminal columns, measured once (text-width.ts).
+  const cellWidths = all.map((r) => r.map(textWidth));
+  const widths = headers.map((_, i) => Math.max(...cellWidths.map((r) => r[i] ?? 0)));
   const max = layout.maxWidth;
-  const last = headers.length - 1;
+  let last = headers.length - 1;
   const cut = layout.cut;
+  const cutColumn = (i: number, width: number) => {
+    widths[i] = width;
+    all.forEach((r, j) => {
+      if (r[i] !== undefined && cellWidths[j]![i]! > width) {
+        r[i] = cutToWidth(r[i], width);
+        cellWidths[j]![i] = textWidth(r[i]);
+      }
+    });
+  };
   if (max !== undefined && cut !== undefined && cut < last) {
     const over = widths.reduce((a, w) => a + w, 0) + 2 * last - max;
-    const width = Math.max(headers[cut]!.length, widths[cut]! - Math.max(0, over));
-    if (width < widths[cut]!) {
-      widths[cut] = width;
-      for (const r of all) if (r[cut] !== undefined) r[cut] = cutToWidth(r[cut], width);
-    }
+    const width = Math.max(textWidth(headers[cut]!), widths[cut]! - Math.max(0, over));
+    if (width < widths[cut]!) cutColumn(cut, width);
   }
   let start = widths.slice(0, last).reduce((a, w) => a + w + 2, 0);
-  // When not even the last column's header fits, the column is left out rather than cut to nothing;
-  // the column before it is then the last, and is cut to the width in turn.
-  if (max !== undefined && last > 0 && max - start < headers[last]!.length) {
+  // A last column whose header does not fit is left out rather than cut to nothing, and so is the
+  // one before it if it does not fit either; the column last then is cut to the width.
+  while (max !== undefined && last > 0 && max - start < textWidth(headers[last]!)) {
     for (const r of all) r.length = last;
     widths.length = last;
-    start -= widths[last - 1]! + 2;
+    last--;
+    start -= widths[last]! + 2;
   }
-  const lines = all.map((r) =>
+  if (max !== undefined && widths[last]! > max - start) cutColumn(last, max - start);
+  const lines = all.map((r, j) =>
     r
-      .map((c, i) => {
-        if (i < r.length - 1) return padToWidth(c, widths[i]!);
-        // The last column starts after the others; what does not fit the width is cut.
-        return max === undefined ? c : cutToWidth(c, max - start);
-      })
+      .map((c, i) => (i < r.length - 1 ? c + " ".repeat(Math.max(0, widths[i]! - cellWidths[j]![i]!)) : c))
       .join("  ")
       .trimEnd(),
   );
@@ -134,7 +140,7 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
 
 /** Rows `line` takes on a terminal `columns` wide. */
 export function rowsOf(line: string, columns: number): number {
-  return Math.max(1, Math.ceil(line.length / columns));
+  return Math.max(1, Math.ceil(textWidth(line) / columns));
 }
 
 /** A command to copy: never cut in a frame. */
@@ -196,7 +202,7 @@ export function createOutput(
       // whole: the next frame goes up as many rows as this one took.
       const text = lines.map((l) => {
         const c = clean(sanitize(l));
-        return c.length < width || COMMAND.test(c) ? c : `${c.slice(0, width - 2)}…`;
+        return textWidth(c) < width || COMMAND.test(c) ? c : cutToWidth(c, width - 1);
       });
       stdout.write(`${framed > 0 ? `\x1b[${framed}A\r\x1b[J` : ""}${text.join("\n")}\n`);
       framed = text.reduce((n, l) => n + rowsOf(l, width), 0);

@@ -13,8 +13,12 @@
 import { eastAsianWidth } from "get-east-asian-width";
 
 const ASCII = /^[\x20-\x7e]*$/;
-const INVISIBLE = /^[\p{Mark}\p{Default_Ignorable_Code_Point}\p{Control}]+$/u;
-const EMOJI = /\p{Emoji_Presentation}|\p{Extended_Pictographic}\uFE0F/u;
+// A soft hyphen is default-ignorable, but terminals give it a column.
+const INVISIBLE = /^(?:(?!\u00AD)[\p{Mark}\p{Default_Ignorable_Code_Point}\p{Control}])+$/u;
+// Text presentation asked for (VS15): one column whatever the character's default.
+const TEXT_STYLE = /\uFE0E/u;
+// Emoji presentation: by default, asked for (VS16), or a keycap (#️⃣).
+const EMOJI = /\p{Emoji_Presentation}|\p{Extended_Pictographic}\uFE0F|\u20E3/u;
 
 let segmenter: Intl.Segmenter | undefined;
 const clusters = (text: string): Iterable<{ segment: string }> => (segmenter ??= new Intl.Segmenter()).segment(text);
@@ -23,14 +27,23 @@ const clusters = (text: string): Iterable<{ segment: string }> => (segmenter ??=
 function clusterWidth(cluster: string): number {
   if (ASCII.test(cluster)) return cluster.length;
   if (INVISIBLE.test(cluster)) return 0;
+  if (TEXT_STYLE.test(cluster)) return 1;
   if (EMOJI.test(cluster)) return 2;
   return eastAsianWidth(cluster.codePointAt(0)!);
 }
+
+// Text whose every code point is a character of its own (no marks, joiners, selectors, flags or
+// emoji): measured code point by code point, without segmenting (about ten times faster).
+const SIMPLE = /^[^\p{Mark}\p{Default_Ignorable_Code_Point}\p{Control}\p{Extended_Pictographic}\p{Regional_Indicator}\p{Emoji_Presentation}\u20E3]*$/u;
 
 /** The columns `text` takes on a terminal (no control characters or escape sequences in it). */
 export function textWidth(text: string): number {
   if (ASCII.test(text)) return text.length;
   let n = 0;
+  if (SIMPLE.test(text)) {
+    for (const ch of text) n += eastAsianWidth(ch.codePointAt(0)!);
+    return n;
+  }
   for (const { segment } of clusters(text)) n += clusterWidth(segment);
   return n;
 }

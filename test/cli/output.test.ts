@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { createOutput, formatTable, toJsonText, toYamlText } from "../../cli/output.js";
+import { createOutput, formatTable, rowsOf, toJsonText, toYamlText } from "../../cli/output.js";
 import { countOf, formatAge, formatDuration, formatVersion, shortHash } from "../../cli/format.js";
 import { formatDuration as sharedFormatDuration } from "../../shared/duration.js";
 import { formatSettingValue, settingJson } from "../../cli/setting-format.js";
@@ -111,6 +111,16 @@ describe("--watch frames", () => {
     expect(out.chunks).toEqual(["one\ntwo\n", "\x1b[2A\r\x1b[Ja line l…\n"]);
   });
 
+  it("cut a line by terminal columns, and count the rows a wide line took by columns too", () => {
+    const out = { ...stream(true), columns: 10 };
+    const o = createOutput("table", out, stream(), {});
+    o.frame(["漢字漢字漢字漢字"]); // 16 columns in 8 code units: cut, one row
+    o.frame(["ok"]);
+    expect(out.chunks).toEqual(["漢字漢字…\n", "\x1b[1A\r\x1b[Jok\n"]);
+    expect(rowsOf("漢字漢字漢字漢字", 10)).toBe(2);
+    expect(rowsOf("abcdefghij", 10)).toBe(1);
+  });
+
   it("are not redrawn on a dumb terminal", () => {
     const out = stream(true);
     const o = createOutput("table", out, stream(), { TERM: "dumb" });
@@ -191,6 +201,18 @@ describe("tables that fit the terminal (issue 30, item 5)", () => {
       "web   behind,last-update-failed",
     ]);
     expect(formatTable(["NAME", "DRIFT", "LABELS"], [["web", "behind", "env=prod,team=a"]], { maxWidth: 20 })).toEqual(["NAME  DRIFT   LABELS", "web   behind  env=p…"]);
+  });
+
+  it("leaves out as many columns from the right as do not fit their header, never a header cut to nothing", () => {
+    const headers = ["NAME", "PHASE", "DESIRED", "ENFORCED", "DRIFT", "AGE", "LABELS"];
+    for (const n of [41, 42, 63]) {
+      const lines = formatTable(headers, [["n".repeat(n), "ready", "v1", "v1", "-", "3m20s", "env=dev"]], { maxWidth: 80 });
+      for (const l of lines) expect(l.length, l).toBeLessThanOrEqual(80);
+      // Every header shown is whole, and so is every cell but the last column's.
+      const shown = lines[0]!.split(/\s+/);
+      expect(headers.slice(0, shown.length)).toEqual(shown);
+      expect(lines[1]!.split(/\s+/).slice(0, -1).join(" ")).toBe(["n".repeat(n), "ready", "v1", "v1", "-", "3m20s"].slice(0, shown.length - 1).join(" "));
+    }
   });
 
   it("cuts the column it is told to first, down to its header, so that a name after it stays whole", () => {

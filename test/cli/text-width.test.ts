@@ -22,6 +22,9 @@ describe("textWidth", () => {
     expect(textWidth("🇯🇵")).toBe(2); // a flag: two regional indicators, one character
     expect(textWidth("✔")).toBe(1); // text presentation
     expect(textWidth("✔️")).toBe(2); // emoji presentation (VS16)
+    expect(textWidth("⌚\uFE0E")).toBe(1); // text presentation (VS15) of a wide emoji
+    expect(textWidth("#️⃣")).toBe(2); // keycap
+    expect(textWidth("co\u00ADop")).toBe(5); // a soft hyphen takes a column
     expect(textWidth("")).toBe(0);
   });
 

@@ -4,7 +4,9 @@
 // so a policy change's two pushes (the sandbox snapshot, then the provider environment, whose
 // fingerprint includes the policy hash) left in two writev calls, and the supervisor often woke
 // twice to read them. Corked, both chunks reach the HTTP/2 session together (one _writev) and go
-// out in one write of two DATA frames; the frames, and so the wire contract, are unchanged.
+// out in one socket write, both gRPC messages in one DATA frame (the session fills a frame with
+// what the stream has queued). The messages and their framing, the wire contract, are unchanged;
+// only where DATA frames begin and end differs, which HTTP/2 leaves to the sender.
 //
 // Never a deadlock: the uncork is scheduled, not left to the writer. It runs once the microtasks
 // that hand the ready messages to the stream have run (connect's serialization of a message that

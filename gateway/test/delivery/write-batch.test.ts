@@ -48,7 +48,7 @@ describe("corkUntilTick", () => {
     expect(calls).toEqual([["a", "b"]]);
   });
 
-  it("without it the second write waits for the first (the behaviour it exists to change)", async () => {
+  it("(Node's own behaviour, for reference: without it the second write waits for the first, which is what it exists to change)", async () => {
     const { stream, calls } = recorder();
     stream.write("a");
     stream.write("b");
