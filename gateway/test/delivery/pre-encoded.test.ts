@@ -9,9 +9,6 @@ import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import {
-  ConfigApplyOutcome as Outcome,
-  ConfigComponent,
-  ConfigurationAdmissionState as Admission,
   GatewayMessageSchema,
   ListSandboxesRequestSchema,
   ListSandboxesResponseSchema,
@@ -30,8 +27,7 @@ import { isStandIn } from "../../src/model/pre-encoded.js";
 import { createAsyncQueue } from "../../src/delivery/queue.js";
 import { startTestGateway, TOKENS, type TestGateway } from "../rpc/harness.js";
 import { createSandbox, policy, policyMessage } from "../rpc/fixtures.js";
-import { envelope } from "../reliability/raw-wire.js";
-import { CONNECT_SUPERVISOR, helloFrame } from "./raw-supervisor-stream.js";
+import { bootstrapResultFrame, CONNECT_SUPERVISOR, helloFrame } from "./raw-supervisor-stream.js";
 
 /** A policy of about `rules` × 60 bytes: rule names, hosts and binaries of every length class. */
 function bigPolicy(rules: number) {
@@ -87,10 +83,6 @@ function envelopes(stream: http2.ClientHttp2Stream) {
   return async () => (await it.next()).value as Uint8Array;
 }
 
-function frame(msg: SupervisorMessage): Uint8Array {
-  return envelope(toBinary(SupervisorMessageSchema, msg));
-}
-
 let gw: TestGateway;
 beforeEach(async () => {
   gw = await startTestGateway();
@@ -120,27 +112,7 @@ describe("what a supervisor reads off the wire", () => {
       if (accepted.payload.case !== "sessionAccepted") throw new Error(`expected sessionAccepted, got ${accepted.payload.case}`);
       const snap = accepted.payload.value.bootstrap!.sandboxConfig!;
       expect(equals(SandboxPolicySchema, snap.policy!, first)).toBe(true);
-      const provider = accepted.payload.value.bootstrap!.providerEnvironment!;
-      const revision = (component: "sandboxConfig" | "providerEnvironment", s: typeof snap | typeof provider) =>
-        component === "sandboxConfig"
-          ? { component: { case: component, value: { configRevision: (s as typeof snap).configRevision, policyVersion: (s as typeof snap).version, policySource: (s as typeof snap).policySource, settingsRevision: (s as typeof snap).settingsRevision } } }
-          : { component: { case: component, value: (s as typeof provider).providerEnvRevision } };
-      stream.write(
-        frame(
-          create(SupervisorMessageSchema, {
-            payload: {
-              case: "configBootstrapResult",
-              value: {
-                results: [
-                  { component: ConfigComponent.SANDBOX_CONFIG, requestedRevision: revision("sandboxConfig", snap) as never, appliedRevision: revision("sandboxConfig", snap) as never, outcome: Outcome.APPLIED },
-                  { component: ConfigComponent.PROVIDER_ENVIRONMENT, requestedRevision: revision("providerEnvironment", provider) as never, appliedRevision: revision("providerEnvironment", provider) as never, outcome: Outcome.APPLIED },
-                ],
-                admission: { instanceId: "load-test", state: Admission.ACCEPTED, policyVersion: snap.version, policyHash: snap.policyHash, configRevision: snap.configRevision, providerEnvRevision: snap.providerEnvRevision },
-              },
-            },
-          }),
-        ),
-      );
+      stream.write(bootstrapResultFrame(accepted));
       const second = bigPolicy(300); // over 16 KiB encoded
       await gw.sdk().updatePolicy({ sandbox: "dev", policy: second });
       const pushed: GatewayMessage[] = [sameAsToBinary(await next()), sameAsToBinary(await next())];
@@ -150,6 +122,40 @@ describe("what a supervisor reads off the wire", () => {
       if (update.payload.case !== "configUpdate" || update.payload.value.component.case !== "sandboxConfig") throw new Error("unreachable");
       expect(update.payload.value.component.value.version).toBe(snap.version + 1);
       expect(equals(SandboxPolicySchema, update.payload.value.component.value.policy!, second)).toBe(true);
+    } finally {
+      stream.close();
+      session.close();
+    }
+  });
+
+  it("a policy change's two pushes (sandbox snapshot, provider environment) arrive in one DATA frame (delivery/write-batch.ts)", async () => {
+    const session = http2.connect(gw.url);
+    session.on("error", () => undefined);
+    const stream = session.request({ ":method": "POST", ":path": CONNECT_SUPERVISOR, "content-type": "application/grpc+proto", te: "trailers", authorization: `Bearer ${TOKENS.supervisor}` });
+    stream.on("error", () => undefined);
+    // Each 'data' event is one DATA frame's payload (small frames are never split); the messages in it.
+    const frames: GatewayMessage[][] = [];
+    let waiting: (() => void) | undefined;
+    stream.on("data", (chunk: Buffer) => {
+      const inFrame: GatewayMessage[] = [];
+      for (let at = 0; at + 5 <= chunk.length; at += 5 + chunk.readUInt32BE(at + 1)) {
+        inFrame.push(fromBinary(GatewayMessageSchema, chunk.subarray(at + 5, at + 5 + chunk.readUInt32BE(at + 1))));
+      }
+      frames.push(inFrame);
+      waiting?.();
+    });
+    const until = async (n: number) => {
+      while (frames.flat().length < n) await new Promise<void>((resolve) => (waiting = resolve));
+    };
+    const kinds = (f: GatewayMessage[]) => f.map((m) => (m.payload.case === "configUpdate" ? String(m.payload.value.component.case) : String(m.payload.case)));
+    stream.write(helloFrame("dev"));
+    try {
+      await until(1);
+      expect(frames.map(kinds)).toEqual([["sessionAccepted"]]);
+      stream.write(bootstrapResultFrame(frames[0]![0]!));
+      await gw.sdk().updatePolicy({ sandbox: "dev", policy: policy({ pypi: "pypi.org" }), wait: false });
+      await until(3);
+      expect(frames.slice(1).map(kinds)).toEqual([["sandboxConfig", "providerEnvironment"]]);
     } finally {
       stream.close();
       session.close();

@@ -6,7 +6,13 @@
 import * as http2 from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { Code } from "@connectrpc/connect";
-import { SupervisorMessageSchema } from "openshell-config/raw";
+import {
+  ConfigApplyOutcome as Outcome,
+  ConfigComponent,
+  ConfigurationAdmissionState as Admission,
+  SupervisorMessageSchema,
+  type GatewayMessage,
+} from "openshell-config/raw";
 import { envelope } from "../reliability/raw-wire.js";
 
 export const CONNECT_SUPERVISOR = "/openshell.v1.OpenShell/ConnectSupervisor";
@@ -17,6 +23,28 @@ export function helloFrame(sandbox: string): Uint8Array {
     payload: {
       case: "hello",
       value: { sandboxId: sandbox, instanceId: "load-test", connectionEpoch: 1n, supportsConfigSnapshots: true, supportsConfigApply: true },
+    },
+  });
+  return envelope(toBinary(SupervisorMessageSchema, msg));
+}
+
+/** A gRPC-framed ConfigBootstrapResult applying both components of the bootstrap in `accepted`. */
+export function bootstrapResultFrame(accepted: GatewayMessage): Uint8Array {
+  if (accepted.payload.case !== "sessionAccepted") throw new Error(`expected sessionAccepted, got ${accepted.payload.case}`);
+  const snap = accepted.payload.value.bootstrap!.sandboxConfig!;
+  const provider = accepted.payload.value.bootstrap!.providerEnvironment!;
+  const sandboxRevision = { component: { case: "sandboxConfig" as const, value: { configRevision: snap.configRevision, policyVersion: snap.version, policySource: snap.policySource, settingsRevision: snap.settingsRevision } } };
+  const providerRevision = { component: { case: "providerEnvironment" as const, value: provider.providerEnvRevision } };
+  const msg = create(SupervisorMessageSchema, {
+    payload: {
+      case: "configBootstrapResult",
+      value: {
+        results: [
+          { component: ConfigComponent.SANDBOX_CONFIG, requestedRevision: sandboxRevision, appliedRevision: sandboxRevision, outcome: Outcome.APPLIED },
+          { component: ConfigComponent.PROVIDER_ENVIRONMENT, requestedRevision: providerRevision, appliedRevision: providerRevision, outcome: Outcome.APPLIED },
+        ],
+        admission: { instanceId: "load-test", state: Admission.ACCEPTED, policyVersion: snap.version, policyHash: snap.policyHash, configRevision: snap.configRevision, providerEnvRevision: snap.providerEnvRevision },
+      },
     },
   });
   return envelope(toBinary(SupervisorMessageSchema, msg));
