@@ -1,4 +1,4 @@
-// How many terminal columns text takes, and text padded or cut to a number of columns. A string's
+// How many terminal columns text takes, and text cut to a number of columns. A string's
 // length counts UTF-16 code units, which is right only for ASCII: a CJK character or an emoji
 // takes two columns and one or two code units, a combining accent none and one code unit. Names
 // and states from the gateway are ASCII, but label values, setting values and error messages need
@@ -46,12 +46,6 @@ export function textWidth(text: string): number {
   }
   for (const { segment } of clusters(text)) n += clusterWidth(segment);
   return n;
-}
-
-/** `text` followed by spaces up to `width` columns (as padEnd does by length). */
-export function padToWidth(text: string, width: number): string {
-  const w = textWidth(text);
-  return w >= width ? text : text + " ".repeat(width - w);
 }
 
 /** `text` cut to at most `width` columns, ending in "…" when it was cut; never a cluster split. */

@@ -3,7 +3,7 @@
 // character; tables and live lines padded and cut by columns stay in line and within the width.
 
 import { describe, expect, it } from "vitest";
-import { cutToWidth, padToWidth, textWidth } from "../../cli/text-width.js";
+import { cutToWidth, textWidth } from "../../cli/text-width.js";
 import { formatTable } from "../../cli/output.js";
 import { fit, visibleWidth } from "../../cli/terminal.js";
 
@@ -26,11 +26,6 @@ describe("textWidth", () => {
     expect(textWidth("#️⃣")).toBe(2); // keycap
     expect(textWidth("co\u00ADop")).toBe(5); // a soft hyphen takes a column
     expect(textWidth("")).toBe(0);
-  });
-
-  it("pads to a width in columns", () => {
-    expect(padToWidth("日本", 6)).toBe("日本  ");
-    expect(padToWidth("abc", 2)).toBe("abc");
   });
 
   it("cuts to a width in columns, never inside a character, ending in …", () => {
