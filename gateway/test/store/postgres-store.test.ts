@@ -78,7 +78,7 @@ if (!reachable) {
       expect(await second.sandboxById(s.id)).toEqual(s);
       await second.close();
       const versions = await withAdmin(testUrl, (c) => c.query<{ version: number }>("SELECT version FROM public.schema_migrations"));
-      expect(versions.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(versions.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     });
 
     it("gateways starting together on an empty schema migrate it once", async () => {
@@ -86,7 +86,7 @@ if (!reachable) {
       const stores = await Promise.all([1, 2, 3].map(() => openPostgresStore(testUrl, { schema, poolSize: 2 })));
       await Promise.all(stores.map((s) => s.close()));
       const versions = await withAdmin(testUrl, (c) => c.query<{ version: number }>(`SELECT version FROM ${schema}.schema_migrations`));
-      expect(versions.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(versions.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     });
 
     it("schemas isolate stores in one database", async () => {

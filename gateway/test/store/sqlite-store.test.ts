@@ -52,7 +52,7 @@ describe("SQLite store specifics", () => {
     const raw = new Database(path, { readonly: true });
     try {
       expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(raw.prepare("SELECT version FROM schema_migrations").pluck().all()).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(raw.prepare("SELECT version FROM schema_migrations").pluck().all()).toEqual([1, 2, 3, 4, 5, 6, 7]);
       expect(raw.prepare("SELECT count(*) FROM sandboxes").pluck().get()).toBe(1);
     } finally {
       raw.close();

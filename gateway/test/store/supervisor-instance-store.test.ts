@@ -137,7 +137,7 @@ function defineInstanceTests(name: string, engine: () => Engine): void {
       expect(await v4.versions()).toEqual([1, 2, 3, 4]);
       const store = await v4.open();
       opened.push(store);
-      expect(await v4.versions()).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(await v4.versions()).toEqual([1, 2, 3, 4, 5, 6, 7]);
       expect(await store.sandboxById(id)).toMatchObject({ id, workspace: "ws-a", name: "old", policyVersion: 1, createdAt: at(0) });
       expect(await store.sandboxEvents(id)).toEqual([]);
       await store.transaction(async (tx) => {

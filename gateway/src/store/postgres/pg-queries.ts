@@ -104,6 +104,12 @@ function sandboxUpdate(id: string, patch: SandboxPatch, returning: boolean): [st
   return [`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = $${values.length}${returning ? " RETURNING *" : ""}`, values];
 }
 
+// PENDING as a literal, not a parameter: only then can the planner use the partial index
+// operations_pending_due (migration 7) in a prepared statement's generic plan. Exported for the
+// test that checks it does.
+export const DUE_OPERATIONS = `SELECT * FROM operations WHERE state = ${OPERATION_STATE_PENDING} AND next_attempt_at <= $1 ORDER BY created_at, id LIMIT $2`;
+export const COUNT_PENDING = `SELECT count(*) AS n FROM operations WHERE state = ${OPERATION_STATE_PENDING}`;
+
 /** `$1, …, $n`, built once per n. */
 const lists: string[] = [];
 const list = (n: number) => (lists[n] ??= Array.from({ length: n }, (_, i) => `$${i + 1}`).join(", "));
@@ -543,14 +549,14 @@ export class PgQueries {
 
   async dueOperations(now: Date, limit: number): Promise<OperationRecord[]> {
     const rows = await this.all<OperationRow>(
-      "SELECT * FROM operations WHERE state = $1 AND next_attempt_at <= $2 ORDER BY created_at, id LIMIT $3",
-      [OPERATION_STATE_PENDING, now, Math.max(0, Math.floor(limit))],
+      DUE_OPERATIONS,
+      [now, Math.max(0, Math.floor(limit))],
     );
     return rows.map(operationFromRow);
   }
 
   async countPending(): Promise<number> {
-    const r = await this.one<{ n: string }>("SELECT count(*) AS n FROM operations WHERE state = $1", [OPERATION_STATE_PENDING]);
+    const r = await this.one<{ n: string }>(COUNT_PENDING, []);
     return Number(r?.n ?? 0);
   }
 

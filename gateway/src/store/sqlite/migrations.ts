@@ -206,4 +206,18 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX rollouts_by_phase ON rollouts (phase, created_at DESC, workspace DESC, id DESC);
     `,
   },
+  {
+    version: 7,
+    name: "due operations indexed while pending only",
+    // dueOperations and countPending read PENDING rows only, but the (state, next_attempt_at)
+    // index held every operation ever made, and an outcome moved its entry from the PENDING part
+    // to the terminal one: two index pages written per outcome on SQLite, an index entry added
+    // per outcome on PostgreSQL. Partial, it holds the operations in flight and an outcome only
+    // removes one (docs/performance.md, run 22). Its queries name state = 1 as a literal, which
+    // is what lets either planner use a partial index.
+    sql: `
+      DROP INDEX operations_state_next_attempt;
+      CREATE INDEX operations_pending_due ON operations (next_attempt_at) WHERE state = 1;
+    `,
+  },
 ];

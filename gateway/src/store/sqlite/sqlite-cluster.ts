@@ -56,10 +56,10 @@ export function dueOwnedOperations(db: BetterSqlite3.Database, now: Date, limit:
   const rows = db
     .prepare(
       `SELECT o.* FROM operations o JOIN session_owners s ON s.sandbox_id = o.sandbox_id
-       WHERE o.state = ? AND o.next_attempt_at <= ? AND s.replica_id = ? AND s.lease_until > ?
+       WHERE o.state = ${OPERATION_STATE_PENDING} AND o.next_attempt_at <= ? AND s.replica_id = ? AND s.lease_until > ?
        ORDER BY o.created_at, o.id LIMIT ?`,
     )
-    .all(OPERATION_STATE_PENDING, ms(now), replicaId, ms(now), Math.max(0, Math.floor(limit))) as OperationRow[];
+    .all(ms(now), replicaId, ms(now), Math.max(0, Math.floor(limit))) as OperationRow[];
   return rows.map(operationFromRow);
 }
 

@@ -58,6 +58,11 @@ import { SqliteRowCache } from "./sqlite-row-cache.js";
 import { recordSandboxEvent } from "./sqlite-instances.js";
 import type { SandboxLifecycleRecord } from "../store.js";
 
+// PENDING as a literal, not a parameter: only then can the planner use the partial index
+// operations_pending_due (migration 7). Exported for the test that checks it does.
+export const DUE_OPERATIONS = `SELECT * FROM operations WHERE state = ${OPERATION_STATE_PENDING} AND next_attempt_at <= ? ORDER BY created_at, id LIMIT ?`;
+export const COUNT_PENDING = `SELECT count(*) FROM operations WHERE state = ${OPERATION_STATE_PENDING}`;
+
 /** `?, ?, …` for an n-column insert; built once per width (inserts run on every update). */
 const placeholderLists = new Map<number, string>();
 const placeholders = (n: number) => {
@@ -425,15 +430,14 @@ export class SqliteQueries {
 
   dueOperations(now: Date, limit: number): OperationRecord[] {
     return this.all<OperationRow>(
-      "SELECT * FROM operations WHERE state = ? AND next_attempt_at <= ? ORDER BY created_at, id LIMIT ?",
-      OPERATION_STATE_PENDING,
+      DUE_OPERATIONS,
       ms(now),
       Math.max(0, Math.floor(limit)),
     ).map(operationFromRow);
   }
 
   countPending(): number {
-    return Number(this.stmt("SELECT count(*) FROM operations WHERE state = ?").pluck().get(OPERATION_STATE_PENDING));
+    return Number(this.stmt(COUNT_PENDING).pluck().get());
   }
 
   // --- providers ---
