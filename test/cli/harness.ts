@@ -17,11 +17,13 @@ export interface Run {
   readonly stderr: string;
 }
 
-/** When runBinary sends SIGINT: after a fixed time, or as soon as a condition (polled every 20 ms) holds. */
+/** When runBinary interrupts the process: after a fixed time, or as soon as a condition (polled every 20 ms) holds. */
 export interface InterruptOptions {
   readonly interruptAfterMs?: number;
   /** For a test that needs the process caught mid-work, whatever the machine's speed. */
   readonly interruptWhen?: () => boolean;
+  /** The signal (default SIGINT, Ctrl-C); SIGKILL for a crash. */
+  readonly interruptSignal?: NodeJS.Signals;
 }
 
 /** Runs the built binary in `cwd` with exactly `env` (undefined values unset), interrupting it as `options` say. */
@@ -33,7 +35,8 @@ export function runBinary(args: readonly string[], cwd: string, env: Record<stri
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c));
     child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c));
-    const timer = options.interruptAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGINT"), options.interruptAfterMs);
+    const signal = options.interruptSignal ?? "SIGINT";
+    const timer = options.interruptAfterMs === undefined ? undefined : setTimeout(() => child.kill(signal), options.interruptAfterMs);
     const when = options.interruptWhen;
     const poll =
       when === undefined
@@ -41,7 +44,7 @@ export function runBinary(args: readonly string[], cwd: string, env: Record<stri
         : setInterval(() => {
             if (!when()) return;
             clearInterval(poll);
-            child.kill("SIGINT");
+            child.kill(signal);
           }, 20);
     child.once("error", rej);
     child.once("close", (code) => {

@@ -1,6 +1,7 @@
 // `policy rollout list|history|status|approve|resume|undo` over the gateway's shared rollout
 // records, as a built binary against real processes: a gateway on SQLite and one supervisor
-// process with 6 sandboxes. Alice and Bob are admins of the workspace, each on a "machine" of
+// process with 6 sandboxes (and, for a CLI killed mid-wave, 2 more whose supervisor waits 2 s
+// before each apply). Alice and Bob are admins of the workspace, each on a "machine" of
 // their own (another XDG_STATE_HOME: Bob has no state file of Alice's rollouts), Carol a user.
 // Then a gateway without operation tracking (so without records): list says so (exit 69), and
 // status works from the local state file.
@@ -15,9 +16,11 @@ import { OpenShell, workspaceScope } from "openshell-config/raw";
 import { getRollout, rollout } from "openshell-config/rollout";
 import { fleetNames, startLocalStack, type LocalStack } from "../../examples/local-stack.js";
 import { driverId } from "../../cli/rollout-locate.js";
-import { build, policyYaml, runBinary, waitFleetReady, type Run } from "./harness.js";
+import { build, policyYaml, runBinary, waitFleetReady, type InterruptOptions, type Run } from "./harness.js";
 
 const fleet = fleetNames("rs-", 6);
+/** Sandboxes of one test, whose supervisor waits before each apply (started by that test). */
+const slow = fleetNames("rd-", 2);
 const base = { github: { host: "api.github.com" } };
 const TOKENS = { alice: `alice-${"a".repeat(24)}`, bob: `bob-${"b".repeat(24)}`, carol: `carol-${"c".repeat(24)}` };
 type Who = keyof typeof TOKENS;
@@ -26,9 +29,9 @@ let stack: LocalStack;
 let dir: string;
 let files = 0;
 
-function cli(who: Who, args: readonly string[], url = stack.url): Promise<Run> {
+function cli(who: Who, args: readonly string[], url = stack.url, interrupt: InterruptOptions = {}): Promise<Run> {
   const env = { PATH: process.env.PATH, HOME: join(dir, "home"), XDG_STATE_HOME: join(dir, `state-${who}`), OPENSHELL_GATEWAY_URL: url, OPENSHELL_TOKEN: TOKENS[who] };
-  return runBinary(args, dir, env);
+  return runBinary(args, dir, env, interrupt);
 }
 
 const sdk = (who: Who) => createConfigClient({ transport: createNodeTransport({ baseUrl: stack.url }), token: TOKENS[who] });
@@ -70,7 +73,7 @@ beforeAll(async () => {
     { token: TOKENS.carol, principal: "carol", role: "user", workspaces: ["default"] },
   ];
   writeFileSync(join(stackDir, "auth.json"), JSON.stringify({ tokens }), { mode: 0o600 });
-  const [started] = await Promise.all([startLocalStack({ sandboxes: fleet, dir: stackDir }), build()]);
+  const [started] = await Promise.all([startLocalStack({ sandboxes: [...fleet, ...slow], dir: stackDir }), build()]);
   stack = started;
   const raw = createConfigClient({ transport: createNodeTransport({ baseUrl: stack.url }), token: stack.adminToken }).raw(OpenShell);
   const policy = { version: 1, filesystem: { includeWorkdir: true, readOnly: ["/usr"], readWrite: ["/tmp", "/workspace"] }, networkPolicies: { github: { name: "github", endpoints: [{ host: "api.github.com", ports: [443] }], binaries: [{ path: "/usr/bin/git" }] } } };
@@ -237,6 +240,65 @@ describe("policy rollout over shared records", () => {
     expect((await bumps(before)).reduce((a, b) => a + b, 0)).toBe(2);
     expect((await cli("bob", ["policy", "rollout", "undo", id])).code).toBe(0);
   }, 60_000);
+
+  it("a four-eyes rollout whose creator's CLI dies mid-wave: her `--resume ID` is refused in one line while the dead run's lease lasts, then finishes the wave without a second revision and pauses, naming approve by another person", async () => {
+    // Two sandboxes of their own, whose supervisor waits 2 s before each apply: a wave in flight
+    // lasts long enough to be killed in.
+    const raw = sdk("alice").raw(OpenShell);
+    for (const name of slow) await raw.createSandbox({ name, labels: { team: "rd" }, spec: { policy: heldPolicy }, workspaceScope: workspaceScope() });
+    stack.startSupervisor({ fleet: { prefix: "rd-", count: slow.length }, args: ["--apply-delay-ms", "2000"] });
+    await waitFleetReady((labelSelector) => raw.listSandboxes({ labelSelector, pageSize: 100, workspaceScope: workspaceScope() }), "team=rd", slow.length, stack.logFile);
+
+    const states = join(dir, "state-alice", "openshell-config", "rollouts");
+    const known = new Set(existsSync(states) ? readdirSync(states) : []);
+    /** The id of the new rollout while its saved state says it is running. */
+    const running = (): string | undefined => {
+      for (const f of existsSync(states) ? readdirSync(states) : []) {
+        if (known.has(f) || !f.endsWith(".json")) continue;
+        try {
+          const state = JSON.parse(readFileSync(join(states, f), "utf8")) as { id: string; phase: string };
+          if (state.phase === "running") return state.id;
+        } catch {
+          // Being replaced (temporary file, rename): the next poll reads it.
+        }
+      }
+      return undefined;
+    };
+    // Killed once wave 1's change is committed at the gateway and its apply (2 s) is under way.
+    const desired = async () => {
+      const res = await raw.listSandboxes({ labelSelector: "team=rd", pageSize: 10, workspaceScope: workspaceScope() });
+      return res.sandboxes.reduce((sum, sb) => sum + sb.status!.desiredPolicyVersion, 0);
+    };
+    const before = await desired();
+    let committed = false;
+    const watch = setInterval(() => void desired().then((v) => (committed ||= v > before), () => undefined), 50);
+    const killed = await cli("alice", ["policy", "rollout", "-l", "team=rd", "-f", file(), "--waves", "1,100%", "--pause-for-approval", "--four-eyes"], stack.url, {
+      interruptWhen: () => committed && running() !== undefined,
+      interruptSignal: "SIGKILL",
+    }).finally(() => clearInterval(watch));
+    expect(killed.code, killed.stderr).toBeNull();
+    const id = running()!;
+    expect(id).toBeDefined();
+    expect(await desired()).toBe(before + 1);
+
+    // The dead process still holds the record's lease (15 s): refused in one line, nothing sent.
+    const early = await cli("alice", ["policy", "rollout", "--resume", id]);
+    expect(early.code, early.stdout + early.stderr).toBe(75);
+    expect(early.stderr.trim().split("\n").filter((l) => l.startsWith("error:"))).toHaveLength(1);
+    let resumed = early;
+    for (const until = Date.now() + 40_000; resumed.code === 75 && Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      resumed = await cli("alice", ["policy", "rollout", "--resume", id]);
+    }
+    // Wave 1 finished (its one sandbox awaited, not sent again); the rollout waits for another
+    // person's approval, which her command line (no --four-eyes) does not say: the record does.
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(3);
+    expect(await desired()).toBe(before + 1);
+    expect(resumed.stdout).toMatch(new RegExp(`^rollout ${id}: paused, 2 sandboxes in `, "m"));
+    expect(resumed.stderr).toMatch(new RegExp(`^another person approves the next wave with: openshell-config policy rollout approve ${id}$`, "m"));
+    expect(resumed.stderr).not.toMatch(/^resume with:|^approve the next wave with:/m);
+    expect((await cli("bob", ["policy", "rollout", "undo", id])).code).toBe(0);
+  }, 90_000);
 
   it("an id neither the gateway nor this machine knows is a usage error naming both; a new rollout names this process as its driver", async () => {
     for (const verb of ["status", "resume", "approve", "undo"]) {
