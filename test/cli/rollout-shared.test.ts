@@ -290,8 +290,9 @@ describe("policy rollout over shared records", () => {
       await new Promise((r) => setTimeout(r, 1_000));
       resumed = await cli("alice", ["policy", "rollout", "--resume", id]);
     }
-    // Wave 1 finished (its one sandbox awaited, not sent again); the rollout waits for another
-    // person's approval, which her command line (no --four-eyes) does not say: the record does.
+    // Wave 1 finished with no second revision of its one sandbox, and wave 2 was not sent; the
+    // rollout waits for another person's approval, which her command line (no --four-eyes) does
+    // not say: the record does.
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(3);
     expect(await desired()).toBe(before + 1);
     expect(resumed.stdout).toMatch(new RegExp(`^rollout ${id}: paused, 2 sandboxes in `, "m"));

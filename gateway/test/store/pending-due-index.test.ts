@@ -1,10 +1,14 @@
 // Migration 7 on SQLite and PostgreSQL alike: the index behind dueOperations and countPending
 // holds PENDING operations only. A database at version 6, with finished and pending operations,
 // is upgraded with every row intact; the due and pending queries answer as before; and each
-// engine's planner reads the due operations through the partial index, which it can only do
-// while the queries name the PENDING state as a literal. PostgreSQL runs on its own database at
-// OSC_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres), dropped
-// afterwards; skipped if unreachable unless OSC_REQUIRE_POSTGRES=1.
+// engine's planner reads the due operations, all of them and a replica's own, through an index
+// of pending operations only. On PostgreSQL that holds only while the statements name the
+// PENDING state as a literal (a generic plan cannot match a parameter to an index's predicate);
+// on SQLite only while the replica's scan starts from the operations (without statistics it
+// would start from the replica's owners and read every operation of their sandboxes).
+// PostgreSQL runs on its own database at OSC_TEST_POSTGRES_URL (default
+// postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards; skipped if unreachable
+// unless OSC_REQUIRE_POSTGRES=1.
 
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,8 +18,10 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COUNT_PENDING as PG_COUNT_PENDING, DUE_OPERATIONS as PG_DUE } from "../../src/store/postgres/pg-queries.js";
+import { DUE_OWNED_OPERATIONS as PG_DUE_OWNED } from "../../src/store/postgres/pg-cluster.js";
 import { openPostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { COUNT_PENDING as SQLITE_COUNT_PENDING, DUE_OPERATIONS as SQLITE_DUE } from "../../src/store/sqlite/sqlite-queries.js";
+import { DUE_OWNED_OPERATIONS as SQLITE_DUE_OWNED } from "../../src/store/sqlite/sqlite-cluster.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { OperationRecord, Store } from "../../src/store/store.js";
 import { APPLIED, at, operation, sandbox, SUPERSEDED } from "./store-fixtures.js";
@@ -31,8 +37,8 @@ interface Engine {
   /** The names of the operations table's indexes. */
   indexes(): Promise<string[]>;
   versions(): Promise<number[]>;
-  /** The plan of the due-operations statement, as text. */
-  duePlan(): Promise<string>;
+  /** The plans of the due-operations statements (all of them, a replica's own), as text. */
+  duePlans(): Promise<string[]>;
   /** The pending count, by the store's own statement text. */
   countPendingRaw(): Promise<number>;
 }
@@ -74,11 +80,18 @@ function defineTests(name: string, engine: () => Engine): void {
       }
     });
 
-    it("the planner reads due operations through the partial index", async () => {
+    it("the planner reads due operations, all of them and a replica's own, through an index of pending operations only", async () => {
       const e = engine();
       const { store } = await e.open();
       await store.close();
-      expect(await e.duePlan()).toContain("operations_pending_due");
+      const plans = await e.duePlans();
+      expect(plans).toHaveLength(2);
+      for (const plan of plans) {
+        // Either partial index holds the pending operations alone (operations_pending_by_sandbox
+        // serves the per-sandbox reads); nothing reads operations by a full index or a scan.
+        expect(plan).toMatch(/operations_pending_(due|by_sandbox)/);
+        expect(plan).not.toMatch(/operations_sandbox_created|Seq Scan on operations|SCAN (o|operations)\b/);
+      }
     });
   });
 }
@@ -104,10 +117,11 @@ defineTests("SQLite", () => {
     exec: async (sql) => withDb((db) => void db.exec(sql)),
     indexes: async () => withDb((db) => db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'operations'").pluck().all() as string[]),
     versions: async () => withDb((db) => db.prepare("SELECT version FROM schema_migrations ORDER BY version").pluck().all() as number[]),
-    duePlan: async () =>
-      withDb((db) =>
-        (db.prepare(`EXPLAIN QUERY PLAN ${SQLITE_DUE}`).all(0, 10) as { detail: string }[]).map((r) => r.detail).join("\n"),
-      ),
+    duePlans: async () =>
+      withDb((db) => {
+        const plan = (sql: string, ...values: unknown[]) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...values) as { detail: string }[]).map((r) => r.detail).join("\n");
+        return [plan(SQLITE_DUE, 0, 10), plan(SQLITE_DUE_OWNED, 0, "replica-a", 0, 10)];
+      }),
     countPendingRaw: async () => withDb((db) => Number(db.prepare(SQLITE_COUNT_PENDING).pluck().get())),
   };
 });
@@ -159,13 +173,14 @@ if (!reachable) {
       versions: () => inSchema(async (c) => (await c.query<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version")).rows.map((r) => r.version)),
       // A prepared statement's generic plan (what a statement prepared once and run many times
       // gets), with sequential scans priced out so that an empty table does not hide the choice.
-      duePlan: () =>
+      duePlans: () =>
         inSchema(async (c) => {
           await c.query("SET enable_seqscan = off");
           await c.query("SET plan_cache_mode = force_generic_plan");
           await c.query(`PREPARE due AS ${PG_DUE}`);
-          const plan = await c.query<{ "QUERY PLAN": string }>("EXPLAIN EXECUTE due(now(), 10)");
-          return plan.rows.map((r) => r["QUERY PLAN"]).join("\n");
+          await c.query(`PREPARE due_owned AS ${PG_DUE_OWNED}`);
+          const plan = async (execute: string) => (await c.query<{ "QUERY PLAN": string }>(`EXPLAIN ${execute}`)).rows.map((r) => r["QUERY PLAN"]).join("\n");
+          return [await plan("EXECUTE due(now(), 10)"), await plan("EXECUTE due_owned(now(), 'replica-a', 10)")];
         }),
       countPendingRaw: () => inSchema(async (c) => Number((await c.query<{ n: string }>(PG_COUNT_PENDING)).rows[0]?.n ?? 0)),
     };

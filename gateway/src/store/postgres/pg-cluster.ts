@@ -59,13 +59,13 @@ export async function sessionOwner(run: Run, sandboxId: string): Promise<Session
   return rows[0] && ownerFromRow(rows[0]);
 }
 
+/** The due PENDING operations of sandboxes `replicaId` holds (the reconciler's scan on PostgreSQL). */
+export const DUE_OWNED_OPERATIONS = `SELECT o.* FROM operations o JOIN session_owners s ON s.sandbox_id = o.sandbox_id
+  WHERE o.state = ${OPERATION_STATE_PENDING} AND o.next_attempt_at <= $1 AND s.replica_id = $2 AND s.lease_until > $1
+  ORDER BY o.created_at, o.id LIMIT $3`;
+
 export async function dueOwnedOperations(run: Run, now: Date, limit: number, replicaId: string): Promise<OperationRecord[]> {
-  const { rows } = await run<OperationRow>(
-    `SELECT o.* FROM operations o JOIN session_owners s ON s.sandbox_id = o.sandbox_id
-     WHERE o.state = ${OPERATION_STATE_PENDING} AND o.next_attempt_at <= $1 AND s.replica_id = $2 AND s.lease_until > $1
-     ORDER BY o.created_at, o.id LIMIT $3`,
-    [now, replicaId, Math.max(0, Math.floor(limit))],
-  );
+  const { rows } = await run<OperationRow>(DUE_OWNED_OPERATIONS, [now, replicaId, Math.max(0, Math.floor(limit))]);
   return rows.map(operationFromRow);
 }
 

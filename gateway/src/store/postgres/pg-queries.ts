@@ -104,9 +104,9 @@ function sandboxUpdate(id: string, patch: SandboxPatch, returning: boolean): [st
   return [`UPDATE sandboxes SET ${sets.join(", ")} WHERE id = $${values.length}${returning ? " RETURNING *" : ""}`, values];
 }
 
-// PENDING as a literal, not a parameter: only then can the planner use the partial index
-// operations_pending_due (migration 7) in a prepared statement's generic plan. Exported for the
-// test that checks it does.
+// PENDING as a literal, not a parameter: a prepared statement's generic plan can use the partial
+// index operations_pending_due (migration 7) only then. Exported for the test that reads their
+// plans.
 export const DUE_OPERATIONS = `SELECT * FROM operations WHERE state = ${OPERATION_STATE_PENDING} AND next_attempt_at <= $1 ORDER BY created_at, id LIMIT $2`;
 export const COUNT_PENDING = `SELECT count(*) AS n FROM operations WHERE state = ${OPERATION_STATE_PENDING}`;
 

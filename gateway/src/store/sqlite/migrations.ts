@@ -213,11 +213,11 @@ export const sqliteMigrations: readonly Migration[] = [
     // index held every operation ever made, and an outcome moved its entry from the PENDING part
     // to the terminal one: two index pages written per outcome on SQLite, an index entry added
     // per outcome on PostgreSQL. Partial, it holds the operations in flight and an outcome only
-    // removes one (docs/performance.md, run 22). Its queries name state = 1 as a literal, which
-    // is what lets either planner use a partial index.
+    // removes one (docs/performance.md, run 22). Built before the old one is dropped: on
+    // PostgreSQL the DROP locks the table, reads included, until the migration commits.
     sql: `
-      DROP INDEX operations_state_next_attempt;
       CREATE INDEX operations_pending_due ON operations (next_attempt_at) WHERE state = 1;
+      DROP INDEX operations_state_next_attempt;
     `,
   },
 ];

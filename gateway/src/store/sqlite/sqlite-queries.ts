@@ -58,8 +58,8 @@ import { SqliteRowCache } from "./sqlite-row-cache.js";
 import { recordSandboxEvent } from "./sqlite-instances.js";
 import type { SandboxLifecycleRecord } from "../store.js";
 
-// PENDING as a literal, not a parameter: only then can the planner use the partial index
-// operations_pending_due (migration 7). Exported for the test that checks it does.
+// Read through the partial index operations_pending_due (migration 7; SQLite matches a bound
+// state as well as a literal one). Exported for the test that reads their plans.
 export const DUE_OPERATIONS = `SELECT * FROM operations WHERE state = ${OPERATION_STATE_PENDING} AND next_attempt_at <= ? ORDER BY created_at, id LIMIT ?`;
 export const COUNT_PENDING = `SELECT count(*) FROM operations WHERE state = ${OPERATION_STATE_PENDING}`;
 
