@@ -10,13 +10,12 @@
 // postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards; skipped if unreachable
 // unless OSC_REQUIRE_POSTGRES=1.
 
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
 import { COUNT_PENDING as PG_COUNT_PENDING, DUE_OPERATIONS as PG_DUE } from "../../src/store/postgres/pg-queries.js";
 import { DUE_OWNED_OPERATIONS as PG_DUE_OWNED } from "../../src/store/postgres/pg-cluster.js";
 import { openPostgresStore } from "../../src/store/postgres/postgres-store.js";
@@ -24,6 +23,7 @@ import { COUNT_PENDING as SQLITE_COUNT_PENDING, DUE_OPERATIONS as SQLITE_DUE } f
 import { DUE_OWNED_OPERATIONS as SQLITE_DUE_OWNED } from "../../src/store/sqlite/sqlite-cluster.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { OperationRecord, Store } from "../../src/store/store.js";
+import { ADMIN_URL, pgTestDatabase, withClient } from "./pg-test-database.js";
 import { APPLIED, at, operation, sandbox, SUPERSEDED } from "./store-fixtures.js";
 
 /** The version-6 index, as migration 1 made it. */
@@ -128,40 +128,15 @@ defineTests("SQLite", () => {
 
 // --- PostgreSQL ---
 
-const adminUrl = process.env.OSC_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const database = `osc_pending_due_${randomBytes(6).toString("hex")}`;
-const testUrl = (() => {
-  const u = new URL(adminUrl);
-  u.pathname = `/${database}`;
-  return u.toString();
-})();
-
-async function withClient<T>(url: string, f: (c: pg.Client) => Promise<T>, options: pg.ClientConfig = {}): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000, ...options });
-  await client.connect();
-  try {
-    return await f(client);
-  } finally {
-    await client.end();
-  }
-}
-
-const reachable = await withClient(adminUrl, async () => true).catch(() => false);
-if (!reachable && process.env.OSC_REQUIRE_POSTGRES === "1") throw new Error(`PostgreSQL unreachable at ${adminUrl}`);
+const { url: pgUrl } = await pgTestDatabase("osc_pending_due");
 let schemas = 0;
 
-if (!reachable) {
-  describe.skip(`due operations indexed while pending only: PostgreSQL (no server at ${adminUrl})`, () => {
+if (pgUrl === undefined) {
+  describe.skip(`due operations indexed while pending only: PostgreSQL (no server at ${ADMIN_URL})`, () => {
     it("runs the migration 7 tests", () => undefined);
   });
 } else {
-  beforeAll(async () => {
-    await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${database}`));
-  });
-  afterAll(async () => {
-    await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-  });
-
+  const testUrl = pgUrl;
   defineTests("PostgreSQL", () => {
     const schema = `s_${++schemas}`;
     const inSchema = <T>(f: (c: pg.Client) => Promise<T>) => withClient(testUrl, f, { options: `-c search_path=${schema}` });

@@ -12,13 +12,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { migratePostgres, migrateSqlite } from "../../src/store/migrations/migrate.js";
 import { postgresMigrations } from "../../src/store/postgres/migrations.js";
 import { openPostgresStore } from "../../src/store/postgres/postgres-store.js";
 import { sqliteMigrations } from "../../src/store/sqlite/migrations.js";
 import { openSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { StoreConflictError, type SandboxLifecycleRecord, type Store, type SupervisorBindingRecord } from "../../src/store/store.js";
+import { ADMIN_URL, pgTestDatabase, withClient } from "./pg-test-database.js";
 import { at, sandbox } from "./store-fixtures.js";
 
 /** Opens a fresh database; `reopen` opens the same one again; `v4` opens one migrated to version 4 only. */
@@ -186,40 +187,15 @@ defineInstanceTests("SQLite", () => ({
 
 // --- PostgreSQL ---
 
-const adminUrl = process.env.OSC_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
-const database = `osc_instance_${randomBytes(6).toString("hex")}`;
-const testUrl = (() => {
-  const u = new URL(adminUrl);
-  u.pathname = `/${database}`;
-  return u.toString();
-})();
-
-async function withClient<T>(url: string, f: (c: pg.Client) => Promise<T>, options: pg.ClientConfig = {}): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000, ...options });
-  await client.connect();
-  try {
-    return await f(client);
-  } finally {
-    await client.end();
-  }
-}
-
-const reachable = await withClient(adminUrl, async () => true).catch(() => false);
-if (!reachable && process.env.OSC_REQUIRE_POSTGRES === "1") throw new Error(`PostgreSQL unreachable at ${adminUrl}`);
+const { url: pgUrl } = await pgTestDatabase("osc_instance");
 let schemas = 0;
 
-if (!reachable) {
-  describe.skip(`sandbox instances in the store: PostgreSQL (no server at ${adminUrl})`, () => {
+if (pgUrl === undefined) {
+  describe.skip(`sandbox instances in the store: PostgreSQL (no server at ${ADMIN_URL})`, () => {
     it("runs the instance tests", () => undefined);
   });
 } else {
-  beforeAll(async () => {
-    await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${database}`));
-  });
-  afterAll(async () => {
-    await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
-  });
-
+  const testUrl = pgUrl;
   defineInstanceTests("PostgreSQL", () => ({
     async open() {
       const schema = `s_${++schemas}`;
