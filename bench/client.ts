@@ -22,8 +22,8 @@ export interface CreateTask { readonly kind: "create"; readonly names: readonly 
 export interface LatencyTask { readonly kind: "latency"; readonly sandbox: string; readonly n: number; readonly warmup: number; readonly commitOnly?: boolean }
 /** The polling baseline: commit, then GetSandboxPolicyStatus every `pollMs` until LOADED. */
 export interface PollTask { readonly kind: "poll"; readonly sandbox: string; readonly n: number; readonly pollMs: number; readonly phaseMs: number }
-/** Concurrent waited updates over disjoint sandboxes: policy, settings, invalid, superseded pairs. */
-export interface FleetTask { readonly kind: "fleet"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number }
+/** Concurrent waited updates over disjoint sandboxes: policy, settings, invalid, superseded pairs (or `policyOnly`: valid policy updates only, as the floor sends). */
+export interface FleetTask { readonly kind: "fleet"; readonly sandboxes: readonly string[]; readonly loops: number; readonly ops: number; readonly tag: string; readonly timeoutMs: number; readonly policyOnly?: boolean }
 /**
  * Waited policy updates only, over disjoint sandboxes (the probe's shape; the floor client runs the
  * same). `warmupOps`: that many more first, untimed, in this process before it says ready.
@@ -182,7 +182,7 @@ async function fleet(client: ConfigClient, t: FleetTask): Promise<FleetResult> {
       for (let n = 0; remaining > 0; n++) {
         const sandbox = mine[n % mine.length]!;
         const tag = `${t.tag}-l${l}-n${n}`;
-        const r = (n * 7919 + l * 104729) % 1000; // deterministic mix
+        const r = t.policyOnly ? 999 : (n * 7919 + l * 104729) % 1000; // deterministic mix; 999 is a policy update
         const t0 = performance.now();
         if (r < 75 && remaining >= 2) {
           remaining -= 2;

@@ -234,6 +234,13 @@ async function main(): Promise<void> {
           results.floor.fleet = await floorUpdates(ctx, "fleet/floor", { sandboxes, supervisors, clients, loopsPerClient, ops, warmupOps: 0 });
         });
       }
+      // Like for like: the floor's fleet sends valid policy updates only, so SQLite runs the same
+      // shape once more with those alone, right after the floor's run.
+      if (withFloor && backend === "sqlite") {
+        await step("fleet/sqlite, policy updates only", async () => {
+          results.fleetPolicyOnly = await fleetScenario(ctx, "sqlite", { ...plan.fleet, policyOnly: true });
+        });
+      }
     }
     if (values["cpu-prof"]) {
       for (const backend of backends) {

@@ -91,10 +91,11 @@ export function ratioRows(r: Results): RatioRow[] {
       push({ measure: `Gateway CPU per update, ${shape}`, ratio: div(m.cpuMsPerOp.gateway, fl.cpuMsPerOp.gateway), ours: `${fmt(m.cpuMsPerOp.gateway)} ms`, floor: `${fmt(fl.cpuMsPerOp.gateway)} ms` });
     }
   }
-  for (const x of r.fleet) {
+  const fleetRuns = [...r.fleet.map((x) => ({ x, step: `fleet/${x.backend}`, what: "" })), ...(r.fleetPolicyOnly ? [{ x: r.fleetPolicyOnly, step: "fleet/sqlite, policy updates only", what: ", policy updates only (the floor's own messages)" }] : [])];
+  for (const { x, step, what } of fleetRuns) {
     if (!f.fleet) break;
-    const busy = busyOf(r, `fleet/${x.backend}`, "fleet/floor");
-    const shape = `fleet shape (${n(x.sandboxes)} sandboxes, ${x.clientProcesses} × ${x.concurrency / x.clientProcesses}), ${x.backend}`;
+    const busy = busyOf(r, step, "fleet/floor");
+    const shape = `fleet shape (${n(x.sandboxes)} sandboxes, ${x.clientProcesses} × ${x.concurrency / x.clientProcesses}), ${x.backend}${what}`;
     push({ measure: `Waited updates/s, ${shape}`, ratio: div(x.completedPerSec, f.fleet.completedPerSec), ours: `${n(x.completedPerSec)}/s`, floor: `${n(f.fleet.completedPerSec)}/s`, ...(busy ? { busy } : {}) });
     if (x.cpuMsPerOp) {
       push({ measure: `Gateway CPU per update, ${shape}`, ratio: div(x.cpuMsPerOp.gateway, f.fleet.cpuMsPerOp.gateway), ours: `${fmt(x.cpuMsPerOp.gateway)} ms`, floor: `${fmt(f.fleet.cpuMsPerOp.gateway)} ms` });

@@ -199,6 +199,11 @@ export function renderMarkdown(r: Results): string {
         (f) =>
           `- ${f.backend}: kinds ${JSON.stringify(f.byKind)}; final states ${JSON.stringify(f.byState)}; CPU during the run (% of one core): gateway ${f.cpuPercent.gateway}, supervisors ${f.cpuPercent.supervisors}, clients ${f.cpuPercent.clients}, everything else on the machine (the PostgreSQL server, other work) ${f.cpuPercent.rest}${f.cpuMsPerOp ? `; CPU ms per operation: gateway ${f.cpuMsPerOp.gateway}, supervisors ${f.cpuMsPerOp.supervisors}, clients ${f.cpuMsPerOp.clients}` : ""}${f.pgQueriesPerOp !== undefined ? `; PostgreSQL queries per update ${f.pgQueriesPerOp}` : ""}; bootstrap of ${n(f.sandboxes)} sandboxes ${ms(f.bootstrapMs)} ms`,
       ),
+      ...(r.fleetPolicyOnly
+        ? [
+            `- sqlite, the same shape with valid policy updates only (the floor's own messages), run right after the floor's: ${n(r.fleetPolicyOnly.completedPerSec)}/s, p50 ${ms(r.fleetPolicyOnly.latencyMs.p50)} ms, p99 ${ms(r.fleetPolicyOnly.latencyMs.p99)} ms; final states ${JSON.stringify(r.fleetPolicyOnly.byState)}${r.fleetPolicyOnly.cpuMsPerOp ? `; CPU ms per operation: gateway ${r.fleetPolicyOnly.cpuMsPerOp.gateway}, supervisors ${r.fleetPolicyOnly.cpuMsPerOp.supervisors}, clients ${r.fleetPolicyOnly.cpuMsPerOp.clients}` : ""}`,
+          ]
+        : []),
       ...(r.floor.fleet
         ? [
             `- floor, the same shape (${n(r.floor.fleet.sandboxes)} sandboxes on ${r.floor.fleet.supervisorProcesses} supervisor processes, ${r.floor.fleet.clientProcesses} clients × ${r.floor.fleet.concurrency / r.floor.fleet.clientProcesses} loops, ${n(r.floor.fleet.operations)} waited updates, policy updates only: the floor has no settings, validation or supersession): ${n(r.floor.fleet.completedPerSec)}/s, p50 ${ms(r.floor.fleet.latencyMs.p50)} ms, p99 ${ms(r.floor.fleet.latencyMs.p99)} ms; CPU ms per operation: gateway ${r.floor.fleet.cpuMsPerOp.gateway}, supervisors ${r.floor.fleet.cpuMsPerOp.supervisors}, clients ${r.floor.fleet.cpuMsPerOp.clients}; gateway peak RSS ${r.floor.fleet.gatewayPeakRssMb} MiB`,

@@ -42,6 +42,8 @@ export interface Results {
   /** Waited updates at several counts in flight, ours per backend beside the floor (bench/scenarios/group-commit.ts). */
   groupCommit?: GroupCommitResult;
   fleet: FleetScenarioResult[];
+  /** The fleet shape on SQLite with valid policy updates only (the floor's messages), run after the floor's fleet. */
+  fleetPolicyOnly?: FleetScenarioResult;
   scale: ScaleResult[];
   recovery: RecoveryResult[];
   size?: SizeResult;

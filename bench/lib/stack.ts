@@ -202,10 +202,13 @@ export class Stack {
     const k = ++this.supervisors;
     const tokenFile = join(this.dir, `tokens-${k}.json`);
     writeFileSync(tokenFile, JSON.stringify(Object.fromEntries(groupNames(group).map((n) => [n, this.tokens.get(n)!]))), { mode: 0o600 });
+    // OSC_BENCH_SUPERVISOR_NODE_ARGS="--flag …": Node options for the supervisor processes (experiments: GC tracing, heap sizes).
+    const nodeArgs = process.env.OSC_BENCH_SUPERVISOR_NODE_ARGS?.split(" ").filter((a) => a !== "") ?? [];
     const c = new Child({
       name: `supervisor#${k}`,
       script: "supervisor/src/cli.ts",
       args: ["--gateway", this.url, ...(this.o.tls ? ["--ca", join(this.dir, "ca.crt")] : []), "--sandboxes", String(group.count), "--sandbox-prefix", group.prefix, "--token-file", tokenFile, "--state-dir", this.stateDir, "--log-level", "warn", ...args],
+      ...(nodeArgs.length > 0 ? { nodeArgs } : {}),
       log: this.log,
     });
     this.children.push(c);

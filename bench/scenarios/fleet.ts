@@ -20,10 +20,14 @@ export interface FleetOptions {
   readonly loopsPerClient: number;
   /** Profile the gateway (`node --cpu-prof`) into this directory. */
   readonly cpuProfDir?: string;
+  /** Valid policy updates only: the messages the floor's fleet sends, for a like-for-like ratio. */
+  readonly policyOnly?: boolean;
 }
 
 export interface FleetScenarioResult {
   readonly backend: Backend;
+  /** Valid policy updates only (FleetOptions.policyOnly); otherwise the mix in this file's first comment. */
+  readonly policyOnly?: boolean;
   readonly sandboxes: number;
   readonly supervisorProcesses: number;
   readonly clientProcesses: number;
@@ -62,7 +66,7 @@ export async function fleetScenario(ctx: Context, backend: Backend, o: FleetOpti
     await createAll(stack, groups);
     const boot = await bootstrapAll(stack, groups, 300_000);
     const tag = o.cpuProfDir ? "prof" : "run";
-    ctx.say(`fleet/${backend}${o.cpuProfDir ? " (profiled)" : ""}: ${o.ops} waited updates over ${o.sandboxes} sandboxes, ${o.clients} clients × ${o.loopsPerClient} loops`);
+    ctx.say(`fleet/${backend}${o.cpuProfDir ? " (profiled)" : ""}${o.policyOnly ? " (policy updates only)" : ""}: ${o.ops} waited updates over ${o.sandboxes} sandboxes, ${o.clients} clients × ${o.loopsPerClient} loops`);
     // Sandboxes are dealt to clients round-robin, so no two clients update the same one.
     const tasks = Array.from({ length: o.clients }, (_, c) => ({
       kind: "fleet" as const,
@@ -71,6 +75,7 @@ export async function fleetScenario(ctx: Context, backend: Backend, o: FleetOpti
       ops: Math.floor(o.ops / o.clients) + (c < o.ops % o.clients ? 1 : 0),
       tag: `${tag}-c${c}`,
       timeoutMs: 120_000,
+      ...(o.policyOnly ? { policyOnly: true } : {}),
     }));
     const supervisorCpu = () => boot.supervisors.reduce((a, c) => a + sampleProc(c.pid).cpuMs, 0);
     let before: ProcSample = stack.gatewaySample();
@@ -106,6 +111,7 @@ export async function fleetScenario(ctx: Context, backend: Backend, o: FleetOpti
     const check = await verify(stack, merged, `fleet/${backend}`);
     result = {
       backend,
+      ...(o.policyOnly ? { policyOnly: true } : {}),
       sandboxes: o.sandboxes,
       supervisorProcesses: groups.length,
       clientProcesses: o.clients,
