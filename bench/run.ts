@@ -130,6 +130,10 @@ const results: Results = {
       `Every process runs on this machine over loopback: the gateway (one Node process), supervisor processes hosting many sandboxes each, and SDK client processes (gRPC over HTTP/2 cleartext). They share the cores listed above. ${programs === "built" ? "Ours and the floor's programs alike run built by one esbuild configuration (bench/lib/build.ts) with plain node, as the shipped gateway and supervisor run (tsup, dist/cli.js)." : "Ours and the floor's programs alike run from source under tsx (OSC_BENCH_FROM_SOURCE=1)."}`,
       "SQLite: a file on local disk (WAL; every acknowledged write is on disk first: concurrent transactions share one COMMIT and one fsync). PostgreSQL 15 on 127.0.0.1, a fresh database per run. Supervisor state directories are on tmpfs (/dev/shm) when available.",
       "Latencies are wall-clock times of SDK calls measured in the client process; percentiles are nearest-rank.",
+      // Experiments' Node options change what the figures measure: a run made with them says so.
+      ...["OSC_BENCH_GATEWAY_NODE_ARGS", "OSC_BENCH_SUPERVISOR_NODE_ARGS", "OSC_BENCH_PROF_ALL"]
+        .filter((v) => process.env[v])
+        .map((v) => `${v} was set (${JSON.stringify(process.env[v])}): processes of this run had extra Node options, so their figures are an experiment's.`),
     ],
     load: [],
   },
@@ -233,13 +237,14 @@ async function main(): Promise<void> {
           const { sandboxes, supervisors, clients, loopsPerClient, ops } = plan.fleet;
           results.floor.fleet = await floorUpdates(ctx, "fleet/floor", { sandboxes, supervisors, clients, loopsPerClient, ops, warmupOps: 0 });
         });
-      }
-      // Like for like: the floor's fleet sends valid policy updates only, so SQLite runs the same
-      // shape once more with those alone, right after the floor's run.
-      if (withFloor && backend === "sqlite") {
-        await step("fleet/sqlite, policy updates only", async () => {
-          results.fleetPolicyOnly = await fleetScenario(ctx, "sqlite", { ...plan.fleet, policyOnly: true });
-        });
+        // Like for like: the floor's fleet sends valid policy updates only, so SQLite runs the
+        // same shape once more with those alone, right after the floor's run (whichever backend
+        // came first), and only when there is a floor to divide by.
+        if (results.floor.fleet && backends.includes("sqlite")) {
+          await step("fleet/sqlite, policy updates only", async () => {
+            results.fleetPolicyOnly = await fleetScenario(ctx, "sqlite", { ...plan.fleet, policyOnly: true });
+          });
+        }
       }
     }
     if (values["cpu-prof"]) {
