@@ -1,97 +1,146 @@
 // Issue 32's targets judged on the median of several full runs, as the issue asks ("medians of at
 // least 3 runs"): each ratio a target judges, run by run (each measured back to back in its own
 // run), its median, and the verdict on the median. It reads the results documents the runs
-// wrote (bench/results/full.json), from files or from git (REV:PATH), and says whether the
-// product's sources (src, gateway/src, supervisor/src) are the same at every run's commit.
+// wrote (bench/results/full.json), from files or from git (REV:PATH), and says whether the runs
+// are one build: the product's sources, the floor's and the bench build's the same at every
+// run's commit.
 //   node --import tsx bench/medians.ts FILE|REV:PATH ...        (npm run bench:medians -- …)
 // e.g. npm run bench:medians -- 466d683:bench/results/full.json de4c89a:bench/results/full.json 109ea34:bench/results/full.json
 
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { issue32Judged } from "./lib/issue32.js";
+import { ROOT } from "./lib/proc.js";
 import { times } from "./lib/ratios.js";
 import type { Results } from "./lib/results.js";
+import { median as medianOf } from "./lib/stats.js";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const PRODUCT = ["src", "gateway/src", "supervisor/src"];
+/** What makes two runs one build: the product, the floor every ratio divides by, how both are built, and the locked dependencies. */
+export const BUILD_PATHS = ["src", "gateway/src", "supervisor/src", "bench/floor", "bench/lib/build.ts", "package.json", "package-lock.json", "gateway/package.json", "supervisor/package.json"];
 
-/** The median of the defined values (the mean of the middle two for an even count); undefined when none. */
+/** The median of the values measured (undefined when none). */
 export function median(xs: readonly (number | undefined)[]): number | undefined {
-  const v = xs.filter((x): x is number => x !== undefined && Number.isFinite(x)).sort((a, b) => a - b);
-  if (v.length === 0) return undefined;
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? v[mid] : (v[mid - 1]! + v[mid]!) / 2;
+  const v = xs.filter((x): x is number => x !== undefined && Number.isFinite(x));
+  return v.length === 0 ? undefined : medianOf(v);
 }
 
 export interface MedianRow {
   readonly measure: string;
   readonly short: string;
+  /** The ratio's name within its target ("probe", "group commit 8"); "" for a target no run measured. */
   readonly what: string;
   readonly perRun: (number | undefined)[];
   readonly median: number | undefined;
+  /** How many runs measured it. */
+  readonly count: number;
   readonly target: string;
   readonly met: boolean | undefined;
 }
 
-/** One row per ratio a target judges (in the report's order), across `runs`. */
+// The report's order: probe, fleet, then the counts in flight from fewest up.
+const order = (what: string) => (what === "probe" ? -2 : what === "fleet" ? -1 : Number(/(\d+)$/.exec(what)?.[1] ?? 1e9));
+
+/** One row per ratio a target judges, across `runs`; a target no run measured keeps one row, n/a. */
 export function medianRows(runs: readonly Results[]): MedianRow[] {
   const judged = runs.map(issue32Judged);
   const rows: MedianRow[] = [];
-  judged[0]?.forEach((t, i) => {
-    // Every item any run measured, in first-seen order (a quick run may lack some counts).
-    const names = [...new Set(judged.flatMap((j) => j[i]!.items.map((x) => x.what)))];
+  (judged[0] ?? []).forEach((t, i) => {
+    const names = [...new Set(judged.flatMap((j) => j[i]!.items.map((x) => x.what)))].sort((a, b) => order(a) - order(b));
+    if (names.length === 0) rows.push({ measure: t.measure, short: t.short, what: "", perRun: runs.map(() => undefined), median: undefined, count: 0, target: t.target, met: undefined });
     for (const what of names) {
       const perRun = judged.map((j) => j[i]!.items.find((x) => x.what === what)?.v);
       const m = median(perRun);
-      rows.push({ measure: t.measure, short: t.short, what, perRun, median: m, target: t.target, met: m === undefined ? undefined : t.ok(m) });
+      const count = perRun.filter((v) => v !== undefined && Number.isFinite(v)).length;
+      rows.push({ measure: t.measure, short: t.short, what, perRun, median: m, count, target: t.target, met: m === undefined ? undefined : t.ok(m) });
     }
   });
   return rows;
 }
 
-function load(spec: string): Results {
-  // REV:PATH reads the document as committed; anything else is a file.
-  const git = /^([0-9a-f]{7,40}|HEAD[~^0-9]*):(.+)$/.exec(spec);
-  const text = git ? execFileSync("git", ["show", `${git[1]}:${git[2]}`], { cwd: ROOT, encoding: "utf8", maxBuffer: 64 << 20 }) : readFileSync(spec, "utf8");
-  const r = JSON.parse(text) as Results;
-  if (!r.meta || !Array.isArray(r.probe) || !r.floor) throw new Error(`${spec}: not a results document of bench/run.ts`);
-  return r;
+/** git's answer, or an Error carrying the first line git wrote to stderr. */
+function git(args: readonly string[]): string {
+  try {
+    return execFileSync("git", args, { cwd: ROOT, encoding: "utf8", maxBuffer: 64 << 20, stdio: ["ignore", "pipe", "pipe"] });
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error((e.stderr?.trim() || e.message).split("\n")[0]!.replace(/^fatal: /, ""));
+  }
 }
 
-/** Whether the product's sources are the same at every run's commit; undefined when git cannot tell. */
-function sameProduct(commits: readonly string[]): { same: boolean; detail: string } | undefined {
-  const clean = commits.map((c) => c.replace(/\+changes$/, ""));
-  if (clean.some((c) => !/^[0-9a-f]{7,40}$/.test(c))) return undefined;
+/** A results document from a file, or from git as REV:PATH when no file has that name. */
+export function load(spec: string): Results {
+  let text: string;
+  if (existsSync(spec)) text = readFileSync(spec, "utf8");
+  else {
+    const colon = spec.indexOf(":");
+    if (colon <= 0) throw new Error(`${spec}: no such file (a committed document is REV:PATH)`);
+    try {
+      text = git(["show", `${spec.slice(0, colon)}:${spec.slice(colon + 1)}`]);
+    } catch (err) {
+      throw new Error(`${spec}: ${(err as Error).message}`);
+    }
+  }
+  let r: Partial<Results> | null;
   try {
-    const differ = clean.slice(1).filter((c) => execFileSync("git", ["diff", "--name-only", clean[0]!, c, "--", ...PRODUCT], { cwd: ROOT, encoding: "utf8" }).trim() !== "");
-    const dirty = commits.filter((c) => c.endsWith("+changes"));
-    const same = differ.length === 0 && dirty.length === 0;
-    const detail = same
-      ? `${PRODUCT.join(", ")}: the same at every run's commit`
-      : [differ.length > 0 ? `${PRODUCT.join(", ")} differ between ${clean[0]} and ${differ.join(", ")}` : "", dirty.length > 0 ? `${dirty.join(", ")} ran with uncommitted changes` : ""].filter(Boolean).join("; ");
-    return { same, detail };
+    r = JSON.parse(text) as Partial<Results> | null;
   } catch {
-    return undefined;
+    throw new Error(`${spec}: not JSON`);
+  }
+  const ok = typeof r === "object" && r !== null && typeof r.meta?.commit === "string" && typeof r.meta.date === "string";
+  if (!ok || !Array.isArray(r!.probe) || !Array.isArray(r!.fleet) || !Array.isArray(r!.latency) || typeof r!.floor !== "object" || r!.floor === null) {
+    throw new Error(`${spec}: not a results document of bench/run.ts`);
+  }
+  return r as Results;
+}
+
+/** Whether the runs are one build (BUILD_PATHS the same at every run's commit), and why not or why it cannot tell. */
+export function oneBuild(runs: readonly Results[]): { readonly same: boolean | undefined; readonly detail: string } {
+  const commits = runs.map((r) => r.meta.commit);
+  const dirty = commits.flatMap((c, i) => (c.endsWith("+changes") ? [`run ${i + 1} (${c}) ran with uncommitted changes`] : []));
+  const unknown = commits.flatMap((c, i) => (/^[0-9a-f]{7,40}(\+changes)?$/.test(c) ? [] : [`run ${i + 1}'s commit is ${JSON.stringify(c)}`]));
+  if (dirty.length + unknown.length > 0) return { same: undefined, detail: `cannot tell: ${[...dirty, ...unknown].join("; ")}` };
+  try {
+    const differ = commits.slice(1).flatMap((c, i) => {
+      const paths = git(["diff", "--name-only", commits[0]!, c, "--", ...BUILD_PATHS]).trim().split("\n").filter(Boolean);
+      return paths.length === 0 ? [] : [`run ${i + 2} (${c}) in ${paths.length} file${paths.length === 1 ? "" : "s"}: ${paths.slice(0, 3).join(", ")}${paths.length > 3 ? ", …" : ""}`];
+    });
+    return differ.length === 0
+      ? { same: true, detail: `${BUILD_PATHS.join(", ")}: the same at every run's commit` }
+      : { same: false, detail: `differs from run 1 (${commits[0]}): ${differ.join("; ")}` };
+  } catch (err) {
+    return { same: undefined, detail: `cannot tell: git could not compare the runs' commits (${(err as Error).message})` };
   }
 }
 
 export function renderMedians(runs: readonly Results[]): string {
+  // The same run given twice would weigh twice in every median.
+  const seen = new Map<string, number>();
+  runs.forEach((r, i) => {
+    const key = `${r.meta.date} ${r.meta.commit}`;
+    if (seen.has(key)) throw new Error(`run ${seen.get(key)! + 1} and run ${i + 1} are the same run (${r.meta.date}, commit ${r.meta.commit})`);
+    seen.set(key, i);
+  });
   const rows = medianRows(runs);
-  const product = sameProduct(runs.map((r) => r.meta.commit));
+  const build = oneBuild(runs);
+  const quick = runs.flatMap((r, i) => (r.meta.mode === "full" ? [] : [i + 1]));
   const lines = [
-    `# Issue 32's targets over ${runs.length} runs: the median of each ratio`,
+    `# Issue 32's targets over ${runs.length} run${runs.length === 1 ? "" : "s"}: the median of each ratio`,
     "",
-    ...runs.map((r, i) => `${i + 1}. ${r.meta.date} · ${r.meta.mode} · commit ${r.meta.commit} · ${r.meta.cpu}`),
+    ...runs.map((r, i) => `${i + 1}. ${r.meta.date} · ${r.meta.mode} · commit ${r.meta.commit} · ${r.meta.cpu} · ${r.meta.os}`),
     "",
-    product ? `Product sources (${product.same ? "one build" : "not one build"}): ${product.detail}.` : "Product sources: git could not compare the runs' commits.",
+    `${build.same === true ? "One build" : build.same === false ? "Not one build" : "One build?"}: ${build.detail}.`,
+    ...(quick.length > 0 ? ["", `Run${quick.length === 1 ? "" : "s"} ${quick.join(", ")} ${quick.length === 1 ? "is a quick run" : "are quick runs"}: smaller shapes than a full run's (the fleet's 100 sandboxes, not 1,000).`] : []),
+    ...(runs.length < 3 ? ["", "Fewer than 3 runs: the issue judges medians of at least 3."] : []),
     "",
     `| measure | ${runs.map((_, i) => `run ${i + 1}`).join(" | ")} | median | target | on the median |`,
     `| --- | ${runs.map(() => "---").join(" | ")} | --- | --- | --- |`,
-    ...rows.map((x) => `| ${x.short}: ${x.what} | ${x.perRun.map(times).join(" | ")} | **${times(x.median)}** | ${x.target} | ${x.met === undefined ? "n/a" : x.met ? "met" : "not met"} |`),
+    ...rows.map((x) => {
+      const of = x.count > 0 && x.count < runs.length ? ` (of ${x.count})` : "";
+      const verdict = x.met === undefined ? "n/a" : x.met ? "met" : "not met";
+      return `| ${x.short}${x.what ? `: ${x.what}` : ""} | ${x.perRun.map(times).join(" | ")} | **${times(x.median)}**${of} | ${x.target} | ${verdict} |`;
+    }),
   ];
-  if (runs.length < 3) lines.push("", `Fewer than 3 runs: the issue judges medians of at least 3.`);
   return `${lines.join("\n")}\n`;
 }
 

@@ -24,7 +24,7 @@ export interface JudgedTarget {
 
 const verdict = (ok: boolean | undefined): IssueTarget["verdict"] => (ok === undefined ? "n/a" : ok ? "met" : "not met");
 /** undefined (n/a) when nothing was measured or a side is missing; else whether every value passes. */
-export const everyPasses = (t: Pick<JudgedTarget, "items" | "ok">) => (t.items.length === 0 || t.items.some((x) => x.v === undefined) ? undefined : t.items.every((x) => t.ok(x.v!)));
+const everyPasses = (t: Pick<JudgedTarget, "items" | "ok">) => (t.items.length === 0 || t.items.some((x) => x.v === undefined) ? undefined : t.items.every((x) => t.ok(x.v!)));
 const list = (xs: readonly Named[]) => (xs.length === 0 ? "–" : xs.map((x) => `${x.what} ${times(x.v)}`).join(", "));
 // The sequential ratio is judged as the report prints it (two decimals): the machine moves the milliseconds far more.
 const sequentialOk = (v: number) => Math.round(v * 100) / 100 <= SEQUENTIAL_BEFORE.ratio;
@@ -116,9 +116,9 @@ export function issue32Targets(r: Results): IssueTarget[] {
   return [
     row(tput, `${list(tput.items)}${like === undefined ? "" : ` (fleet with policy updates only, the floor's own messages, not judged: ${times(like)})`}`),
     row(gw, `${list(gw.items)}${gwFleet === undefined ? "" : ` (fleet, not judged: ${times(gwFleet)})`}`),
-    row(sup, sup.items.length === 0 ? "–" : `${times(one(sup))} the floor with the provider message${supOne === undefined ? "" : ` (${times(supOne)} the floor itself)`}`),
+    row(sup, one(sup) === undefined ? "–" : `${times(one(sup))} the floor with the provider message${supOne === undefined ? "" : ` (${times(supOne)} the floor itself)`}`),
     row(pg, list(pg.items)),
     row(seq, lat ? `${times(one(seq))}: ${fmt(lat.waitedMs.p50)} ms${f.latency ? ` (floor ${fmt(f.latency.waitedMs.p50)} ms)` : ""}` : "–"),
-    row(stretch, stretch.items.length === 0 ? "–" : `${times(one(stretch))} floor${stretchPg === undefined ? "" : ` (PostgreSQL ${times(stretchPg)})`}`),
+    row(stretch, one(stretch) === undefined ? "–" : `${times(one(stretch))} floor${stretchPg === undefined ? "" : ` (PostgreSQL ${times(stretchPg)})`}`),
   ];
 }

@@ -10,6 +10,13 @@ export interface Summary {
   readonly max: number;
 }
 
+/** The median of `xs`: the middle value, or the mean of the middle two for an even count; NaN for none. */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
 /** Nearest-rank percentile of sorted `xs`. */
 function rank(xs: readonly number[], p: number): number {
   if (xs.length === 0) return NaN;

@@ -11,7 +11,7 @@ import { checkStats, floorUpdatesOn, type FloorUpdatesResult } from "../floor/sc
 import { FloorStack } from "../floor/stack.js";
 import type { Child } from "../lib/proc.js";
 import { groupNames, Stack, type Backend, type Group } from "../lib/stack.js";
-import { round, summarize } from "../lib/stats.js";
+import { median, round, summarize } from "../lib/stats.js";
 import { bootstrapAll, createAll, type Context } from "./common.js";
 import { measureWaited, PROBE_SHAPE, PROBE_WARMUP_OPS, type ProbeResult, type WaitedMeasure } from "./probe.js";
 
@@ -175,11 +175,6 @@ async function alternate(
   const floorProviderToo = of("floor+provider") as FloorUpdatesResult | undefined;
   return { probe, ...(floor ? { floor } : {}), ...(floorProviderToo ? { floorProviderToo } : {}), rounds: { rounds: o.rounds, opsPerRound, perRound } };
 }
-
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 /** The probe's per-round ratios: each round's ours ÷ floor, and their median and range. */
 export function renderProbeRounds(r: ProbeRoundsResult | undefined): string[] {

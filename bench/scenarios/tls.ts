@@ -4,6 +4,7 @@
 // full runs plain, TLS, TLS, plain, so that neither side always runs on a warmer machine. The
 // ratio is TLS ÷ plaintext (not a floor: the floor has no TLS); its medians lead the report.
 
+import { median } from "../lib/stats.js";
 import type { Context } from "./common.js";
 import { probeScenario, type ProbeResult } from "./probe.js";
 
@@ -23,12 +24,6 @@ export async function tlsScenario(ctx: Context, ops: number, step: (name: string
   }
   return out;
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 
 export interface TlsRatio {
   readonly measure: string;

@@ -4,31 +4,34 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { median, medianRows, renderMedians } from "../../bench/medians.js";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { median, medianRows, oneBuild, renderMedians } from "../../bench/medians.js";
 import { issue32Targets } from "../../bench/lib/issue32.js";
 import type { Results } from "../../bench/lib/results.js";
 
-const ROOT = join(import.meta.dirname, "../..");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const git = (...args: string[]) => execFileSync("git", args, { cwd: ROOT, encoding: "utf8" }).trim();
 
 /** A side of a shape: updates/s and CPU per update of the gateway and supervisors. */
 const side = (perSec: number, gateway = 1, supervisors = 0.3) => ({ completedPerSec: perSec, cpuMsPerOp: { gateway, supervisors, clients: 0.5 } });
 
+let serial = 0;
 /** A results document holding what issue 32's targets read, with our SQLite probe at `probe` updates/s against a floor of 100. */
-function run(o: { probe: number; fleet?: number; gc?: Record<number, number>; seq?: number; commit?: string }): Results {
+function run(o: { probe: number; fleet?: number; gc?: Record<number, number>; seq?: number; commit?: string; date?: string; gateway?: number; providerFloor?: boolean }): Results {
   const levels = Object.entries(o.gc ?? {}).map(([n, v]) => ({ inFlight: Number(n), sqlite: side(v), postgres: side(v * 0.7), floor: side(100) }));
   return {
-    meta: { date: "2026-12-06T00:00:00.000Z", mode: "full", node: "v20", cores: 2, cpu: "test", memoryGb: 24, os: "linux", commit: o.commit ?? "unknown", notes: [], load: [] },
+    meta: { date: o.date ?? `2026-12-06T00:00:00.${String(++serial).padStart(3, "0")}Z`, mode: "full", node: "v20", cores: 2, cpu: "test", memoryGb: 24, os: "linux", commit: o.commit ?? "unknown", notes: [], load: [] },
     latency: o.seq === undefined ? [] : [{ backend: "sqlite", waitedMs: { p50: o.seq } }],
-    probe: [{ backend: "sqlite", ...side(o.probe, 1.2, 0.3) }, { backend: "postgres", ...side(o.probe * 0.75) }],
+    probe: [{ backend: "sqlite", ...side(o.probe, o.gateway ?? 1.2, 0.3) }, { backend: "postgres", ...side(o.probe * 0.75) }],
     groupCommit: { levels },
     fleet: o.fleet === undefined ? [] : [{ backend: "sqlite", ...side(o.fleet) }],
     scale: [],
     recovery: [],
     floor: {
       probe: side(100, 1, 0.15),
-      probeProviderToo: side(90, 1.1, 0.3),
+      ...(o.providerFloor === false ? {} : { probeProviderToo: side(90, 1.1, 0.3) }),
       ...(o.fleet === undefined ? {} : { fleet: side(100) }),
       ...(o.seq === undefined ? {} : { latency: { waitedMs: { p50: 1 } } }),
       scale: [],
@@ -106,32 +109,103 @@ describe("issue 32's targets over several runs", () => {
   });
 });
 
+describe("the edges of a target", () => {
+  it("passes a throughput ratio of exactly 0.8 and a CPU ratio of exactly 1.3", () => {
+    const rows = medianRows([run({ probe: 80, gateway: 1.3 }), run({ probe: 80, gateway: 1.3 }), run({ probe: 80, gateway: 1.3 })]);
+    expect(rows.find((r) => r.short.startsWith("Waited") && r.what === "probe")!.met).toBe(true);
+    expect(rows.find((r) => r.short.startsWith("Gateway CPU") && r.what === "probe")!.met).toBe(true);
+    const below = medianRows([run({ probe: 79, gateway: 1.31 })]);
+    expect(below.find((r) => r.short.startsWith("Waited") && r.what === "probe")!.met).toBe(false);
+    expect(below.find((r) => r.short.startsWith("Gateway CPU") && r.what === "probe")!.met).toBe(false);
+  });
+
+  it("keeps a target that no run measured as one row, n/a, as the report does", () => {
+    const runs = [run({ probe: 90, providerFloor: false }), run({ probe: 90, providerFloor: false }), run({ probe: 90, providerFloor: false })];
+    const sup = medianRows(runs).filter((r) => r.short.startsWith("Supervisor CPU"));
+    expect(sup).toHaveLength(1);
+    expect(sup[0]!.met).toBeUndefined();
+    expect(renderMedians(runs)).toMatch(/\| Supervisor CPU per apply ÷ floor with the provider message \| – \| – \| – \| \*\*–\*\* \| [^|]+ \| n\/a \|/);
+    expect(issue32Targets(runs[0]!)[2]).toMatchObject({ now: "–", verdict: "n/a" });
+    // A floor figure of zero gives no ratio: the same "–", not a sentence around one.
+    const zero = run({ probe: 90 });
+    (zero.floor.probeProviderToo!.cpuMsPerOp as { supervisors: number }).supervisors = 0;
+    expect(issue32Targets(zero)[2]).toMatchObject({ now: "–", verdict: "n/a" });
+  });
+
+  it("says of how many runs a median is taken when some runs did not measure it", () => {
+    const md = renderMedians([run({ probe: 90, gc: { 8: 70 } }), run({ probe: 90 }), run({ probe: 90, gc: { 8: 90 } })]);
+    expect(md).toContain("| Waited updates/s ÷ floor: group commit 8 | 0.70× | – | 0.90× | **0.80×** (of 2) | ≥ 0.8× floor | met |");
+  });
+
+  it("refuses the same run given twice, which would weigh twice in every median", () => {
+    const a = run({ probe: 90, date: "2026-12-06T01:00:00.000Z", commit: "abc1234" });
+    expect(() => renderMedians([a, run({ probe: 80 }), { ...a }])).toThrow("run 1 and run 3 are the same run (2026-12-06T01:00:00.000Z, commit abc1234)");
+  });
+});
+
+describe("one build", () => {
+  it("is one build when the product, the floor and the packages are the same at every run's commit", () => {
+    const head = git("rev-parse", "--short", "HEAD");
+    expect(oneBuild([run({ probe: 90, commit: head }), run({ probe: 90, commit: head })])).toMatchObject({ same: true });
+  });
+
+  it("is not one build when the product's sources differ, naming the files", () => {
+    const first = git("rev-list", "--max-parents=0", "HEAD").split("\n")[0]!.slice(0, 12);
+    const head = git("rev-parse", "--short", "HEAD");
+    const r = oneBuild([run({ probe: 90, commit: first }), run({ probe: 90, commit: head })]);
+    expect(r.same).toBe(false);
+    expect(r.detail).toMatch(new RegExp(`^differs from run 1 \\(${first}\\): run 2 \\(${head}\\) in \\d+ files?: `));
+  });
+
+  it("cannot tell for a run with uncommitted changes or an unknown commit", () => {
+    const head = git("rev-parse", "--short", "HEAD");
+    expect(oneBuild([run({ probe: 90, commit: head }), run({ probe: 90, commit: `${head}+changes` })])).toEqual({ same: undefined, detail: `cannot tell: run 2 (${head}+changes) ran with uncommitted changes` });
+    expect(oneBuild([run({ probe: 90, commit: "unknown" }), run({ probe: 90, commit: head })])).toEqual({ same: undefined, detail: 'cannot tell: run 1\'s commit is "unknown"' });
+  });
+});
+
 describe("npm run bench:medians", () => {
-  const dir = mkdtempSync(join(tmpdir(), "osc-medians-"));
+  let dir = "";
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "osc-medians-"));
+  });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const cli = (...args: string[]) => spawnSync(process.execPath, ["--import", "tsx", "bench/medians.ts", ...args], { cwd: ROOT, encoding: "utf8" });
 
-  it("reads results documents from files and from git, and says whether the product's sources differ between the runs' commits", () => {
-    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
-    const files = [80, 90, 100].map((p, i) => {
+  it("reads results documents from files and from git as REV:PATH", () => {
+    const head = git("rev-parse", "--short", "HEAD");
+    const files = [80, 100].map((p, i) => {
       const f = join(dir, `run${i}.json`);
       writeFileSync(f, JSON.stringify(run({ probe: p, commit: head })));
       return f;
     });
-    const r = cli(...files);
+    // The committed full run is a real document: its own probe ratio is among the three.
+    const committed = JSON.parse(git("show", "HEAD:bench/results/full.json")) as Results;
+    const own = medianRows([committed]).find((r) => r.short.startsWith("Waited") && r.what === "probe")!.perRun[0]!;
+    const r = cli(...files, "HEAD:bench/results/full.json");
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
-    expect(r.stdout).toContain("| Waited updates/s ÷ floor: probe | 0.80× | 0.90× | 1.00× | **0.90×** | ≥ 0.8× floor | met |");
-    expect(r.stdout).toContain("Product sources (one build): src, gateway/src, supervisor/src: the same at every run's commit.");
+    expect(r.stdout).toContain("# Issue 32's targets over 3 runs");
+    const probeRow = r.stdout.split("\n").find((l) => l.startsWith("| Waited updates/s ÷ floor: probe |"))!;
+    expect(probeRow.split("|").slice(2, 5).map((c) => c.trim())).toEqual(["0.80×", "1.00×", `${own.toFixed(2)}×`]);
   });
 
-  it("fails with one line naming a file that is not a results document, and with usage when given none", () => {
+  it("fails with one line naming a document it cannot use, and with usage when given none", () => {
     const bad = join(dir, "bad.json");
     writeFileSync(bad, JSON.stringify({ hello: 1 }));
-    const r = cli(bad);
-    expect(r.status).toBe(1);
-    expect(r.stdout).toBe("");
-    expect(r.stderr.trim().split("\n")).toEqual([`bench/medians: ${bad}: not a results document of bench/run.ts`]);
+    const nul = join(dir, "null.json");
+    writeFileSync(nul, "null");
+    for (const [args, line] of [
+      [[bad], `bench/medians: ${bad}: not a results document of bench/run.ts`],
+      [[nul], `bench/medians: ${nul}: not a results document of bench/run.ts`],
+      [[join(dir, "missing.json")], `bench/medians: ${join(dir, "missing.json")}: no such file (a committed document is REV:PATH)`],
+      [["0000000:bench/results/full.json"], "bench/medians: 0000000:bench/results/full.json: invalid object name '0000000'."],
+    ] as const) {
+      const r = cli(...args);
+      expect(r.status, line).toBe(1);
+      expect(r.stdout).toBe("");
+      expect(r.stderr.trim().split("\n")).toEqual([line]);
+    }
     const none = cli();
     expect(none.status).toBe(2);
     expect(none.stderr).toMatch(/^usage: /);
