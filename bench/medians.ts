@@ -8,11 +8,10 @@
 // e.g. npm run bench:medians -- 466d683:bench/results/full.json de4c89a:bench/results/full.json 109ea34:bench/results/full.json
 
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { issue32Judged } from "./lib/issue32.js";
+import { issue32Judged, shown } from "./lib/issue32.js";
 import { ROOT } from "./lib/proc.js";
-import { times } from "./lib/ratios.js";
 import type { Results } from "./lib/results.js";
 import { median as medianOf } from "./lib/stats.js";
 
@@ -35,6 +34,8 @@ export interface MedianRow {
   /** How many runs measured it. */
   readonly count: number;
   readonly target: string;
+  /** The target's test of one ratio. */
+  readonly ok: (v: number) => boolean;
   readonly met: boolean | undefined;
 }
 
@@ -47,12 +48,12 @@ export function medianRows(runs: readonly Results[]): MedianRow[] {
   const rows: MedianRow[] = [];
   (judged[0] ?? []).forEach((t, i) => {
     const names = [...new Set(judged.flatMap((j) => j[i]!.items.map((x) => x.what)))].sort((a, b) => order(a) - order(b));
-    if (names.length === 0) rows.push({ measure: t.measure, short: t.short, what: "", perRun: runs.map(() => undefined), median: undefined, count: 0, target: t.target, met: undefined });
+    if (names.length === 0) rows.push({ measure: t.measure, short: t.short, what: "", perRun: runs.map(() => undefined), median: undefined, count: 0, target: t.target, ok: t.ok, met: undefined });
     for (const what of names) {
       const perRun = judged.map((j) => j[i]!.items.find((x) => x.what === what)?.v);
       const m = median(perRun);
       const count = perRun.filter((v) => v !== undefined && Number.isFinite(v)).length;
-      rows.push({ measure: t.measure, short: t.short, what, perRun, median: m, count, target: t.target, met: m === undefined ? undefined : t.ok(m) });
+      rows.push({ measure: t.measure, short: t.short, what, perRun, median: m, count, target: t.target, ok: t.ok, met: m === undefined ? undefined : t.ok(m) });
     }
   });
   return rows;
@@ -71,14 +72,18 @@ function git(args: readonly string[]): string {
 /** A results document from a file, or from git as REV:PATH when no file has that name. */
 export function load(spec: string): Results {
   let text: string;
-  if (existsSync(spec)) text = readFileSync(spec, "utf8");
-  else {
+  if (existsSync(spec)) {
+    if (!statSync(spec).isFile()) throw new Error(`${spec}: not a file`);
+    text = readFileSync(spec, "utf8");
+  } else {
     const colon = spec.indexOf(":");
     if (colon <= 0) throw new Error(`${spec}: no such file (a committed document is REV:PATH)`);
+    if (colon === spec.length - 1) throw new Error(`${spec}: no path after the revision (REV:PATH)`);
     try {
-      text = git(["show", `${spec.slice(0, colon)}:${spec.slice(colon + 1)}`]);
+      text = git(["cat-file", "blob", spec]);
     } catch (err) {
-      throw new Error(`${spec}: ${(err as Error).message}`);
+      const m = (err as Error).message;
+      throw new Error(`${spec}: ${/bad file$/.test(m) ? "not a file at that revision" : m}`);
     }
   }
   let r: Partial<Results> | null;
@@ -91,6 +96,7 @@ export function load(spec: string): Results {
   if (!ok || !Array.isArray(r!.probe) || !Array.isArray(r!.fleet) || !Array.isArray(r!.latency) || typeof r!.floor !== "object" || r!.floor === null) {
     throw new Error(`${spec}: not a results document of bench/run.ts`);
   }
+  if (issue32Judged(r as Results).every((t) => t.items.length === 0)) throw new Error(`${spec}: measured none of the ratios issue 32 judges (a run of other scenarios?)`);
   return r as Results;
 }
 
@@ -113,14 +119,17 @@ export function oneBuild(runs: readonly Results[]): { readonly same: boolean | u
   }
 }
 
-export function renderMedians(runs: readonly Results[]): string {
+export function renderMedians(given: readonly Results[]): string {
+  let runs = given;
   // The same run given twice would weigh twice in every median.
   const seen = new Map<string, number>();
   runs.forEach((r, i) => {
     const key = `${r.meta.date} ${r.meta.commit}`;
-    if (seen.has(key)) throw new Error(`run ${seen.get(key)! + 1} and run ${i + 1} are the same run (${r.meta.date}, commit ${r.meta.commit})`);
+    if (seen.has(key)) throw new Error(`documents ${seen.get(key)! + 1} and ${i + 1} are the same run (${r.meta.date}, commit ${r.meta.commit})`);
     seen.set(key, i);
   });
+  // Numbered in the order they ran, whatever order they were given in.
+  runs = [...runs].sort((a, b) => a.meta.date.localeCompare(b.meta.date));
   const rows = medianRows(runs);
   const build = oneBuild(runs);
   const quick = runs.flatMap((r, i) => (r.meta.mode === "full" ? [] : [i + 1]));
@@ -138,7 +147,7 @@ export function renderMedians(runs: readonly Results[]): string {
     ...rows.map((x) => {
       const of = x.count > 0 && x.count < runs.length ? ` (of ${x.count})` : "";
       const verdict = x.met === undefined ? "n/a" : x.met ? "met" : "not met";
-      return `| ${x.short}${x.what ? `: ${x.what}` : ""} | ${x.perRun.map(times).join(" | ")} | **${times(x.median)}**${of} | ${x.target} | ${verdict} |`;
+      return `| ${x.short}${x.what ? `: ${x.what}` : ""} | ${x.perRun.map((v) => shown(v, x.ok)).join(" | ")} | **${shown(x.median, x.ok)}**${of} | ${x.target} | ${verdict} |`;
     }),
   ];
   return `${lines.join("\n")}\n`;
@@ -146,9 +155,11 @@ export function renderMedians(runs: readonly Results[]): string {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const specs = process.argv.slice(2);
-  if (specs.length === 0) {
-    process.stderr.write("usage: node --import tsx bench/medians.ts FILE|REV:PATH ...  (results documents of full runs, e.g. bench/results/full.json)\n");
-    process.exit(2);
+  const usage = "usage: npm run bench:medians -- FILE|REV:PATH ...  (results documents of runs, e.g. bench/results/full.json or 466d683:bench/results/full.json; paths from the repository's root; issue 32 judges full runs)\n";
+  if (specs.length === 0 || specs.some((a) => a === "--help" || a === "-h")) {
+    // Asked for, the usage is the answer (stdout); without arguments it is an error (stderr).
+    (specs.length === 0 ? process.stderr : process.stdout).write(usage);
+    process.exit(specs.length === 0 ? 2 : 0);
   }
   try {
     process.stdout.write(renderMedians(specs.map(load)));

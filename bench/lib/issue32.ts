@@ -25,7 +25,12 @@ export interface JudgedTarget {
 const verdict = (ok: boolean | undefined): IssueTarget["verdict"] => (ok === undefined ? "n/a" : ok ? "met" : "not met");
 /** undefined (n/a) when nothing was measured or a side is missing; else whether every value passes. */
 const everyPasses = (t: Pick<JudgedTarget, "items" | "ok">) => (t.items.length === 0 || t.items.some((x) => x.v === undefined) ? undefined : t.items.every((x) => t.ok(x.v!)));
-const list = (xs: readonly Named[]) => (xs.length === 0 ? "–" : xs.map((x) => `${x.what} ${times(x.v)}`).join(", "));
+/** A ratio as printed: two decimals, or three where two would read as the other side of its target (0.798 is not 0.80). */
+export function shown(v: number | undefined, ok: (v: number) => boolean): string {
+  if (v === undefined || !Number.isFinite(v) || v >= 10) return times(v);
+  return ok(Number(v.toFixed(2))) === ok(v) ? times(v) : `${v.toFixed(3)}×`;
+}
+const list = (t: JudgedTarget) => (t.items.length === 0 ? "–" : t.items.map((x) => `${x.what} ${shown(x.v, t.ok)}`).join(", "));
 // The sequential ratio is judged as the report prints it (two decimals): the machine moves the milliseconds far more.
 const sequentialOk = (v: number) => Math.round(v * 100) / 100 <= SEQUENTIAL_BEFORE.ratio;
 
@@ -114,11 +119,11 @@ export function issue32Targets(r: Results): IssueTarget[] {
   const stretchPg = top?.postgres && top.floor ? div(top.postgres.completedPerSec, top.floor.completedPerSec) : undefined;
   const one = (t: JudgedTarget) => t.items[0]?.v;
   return [
-    row(tput, `${list(tput.items)}${like === undefined ? "" : ` (fleet with policy updates only, the floor's own messages, not judged: ${times(like)})`}`),
-    row(gw, `${list(gw.items)}${gwFleet === undefined ? "" : ` (fleet, not judged: ${times(gwFleet)})`}`),
-    row(sup, one(sup) === undefined ? "–" : `${times(one(sup))} the floor with the provider message${supOne === undefined ? "" : ` (${times(supOne)} the floor itself)`}`),
-    row(pg, list(pg.items)),
-    row(seq, lat ? `${times(one(seq))}: ${fmt(lat.waitedMs.p50)} ms${f.latency ? ` (floor ${fmt(f.latency.waitedMs.p50)} ms)` : ""}` : "–"),
-    row(stretch, one(stretch) === undefined ? "–" : `${times(one(stretch))} floor${stretchPg === undefined ? "" : ` (PostgreSQL ${times(stretchPg)})`}`),
+    row(tput, `${list(tput)}${like === undefined ? "" : ` (fleet with policy updates only, the floor's own messages, not judged: ${times(like)})`}`),
+    row(gw, `${list(gw)}${gwFleet === undefined ? "" : ` (fleet, not judged: ${times(gwFleet)})`}`),
+    row(sup, one(sup) === undefined ? "–" : `${shown(one(sup), sup.ok)} the floor with the provider message${supOne === undefined ? "" : ` (${times(supOne)} the floor itself)`}`),
+    row(pg, list(pg)),
+    row(seq, lat ? `${shown(one(seq), seq.ok)}: ${fmt(lat.waitedMs.p50)} ms${f.latency ? ` (floor ${fmt(f.latency.waitedMs.p50)} ms)` : ""}` : "–"),
+    row(stretch, one(stretch) === undefined ? "–" : `${shown(one(stretch), stretch.ok)} floor${stretchPg === undefined ? "" : ` (PostgreSQL ${times(stretchPg)})`}`),
   ];
 }

@@ -139,7 +139,20 @@ describe("the edges of a target", () => {
 
   it("refuses the same run given twice, which would weigh twice in every median", () => {
     const a = run({ probe: 90, date: "2026-12-06T01:00:00.000Z", commit: "abc1234" });
-    expect(() => renderMedians([a, run({ probe: 80 }), { ...a }])).toThrow("run 1 and run 3 are the same run (2026-12-06T01:00:00.000Z, commit abc1234)");
+    expect(() => renderMedians([a, run({ probe: 80 }), { ...a }])).toThrow("documents 1 and 3 are the same run (2026-12-06T01:00:00.000Z, commit abc1234)");
+  });
+
+  it("numbers the runs in the order they ran, whatever order they were given in", () => {
+    const md = renderMedians([run({ probe: 70, date: "2026-12-06T03:00:00.000Z" }), run({ probe: 90, date: "2026-12-06T01:00:00.000Z" }), run({ probe: 80, date: "2026-12-06T02:00:00.000Z" })]);
+    expect(md).toContain("1. 2026-12-06T01:00:00.000Z");
+    expect(md).toContain("| Waited updates/s ÷ floor: probe | 0.90× | 0.80× | 0.70× | **0.80×** |");
+  });
+
+  it("prints a third decimal where two would read as the other side of the target", () => {
+    const md = renderMedians([run({ probe: 79.8 }), run({ probe: 79.8 }), run({ probe: 79.8 })]);
+    expect(md).toContain("| Waited updates/s ÷ floor: probe | 0.798× | 0.798× | 0.798× | **0.798×** | ≥ 0.8× floor | not met |");
+    expect(issue32Targets(run({ probe: 79.8 }))[0]!.now).toMatch(/^probe 0\.798×/);
+    expect(issue32Targets(run({ probe: 79.4 }))[0]!.now).toMatch(/^probe 0\.79×/);
   });
 });
 
@@ -190,24 +203,35 @@ describe("npm run bench:medians", () => {
     expect(probeRow.split("|").slice(2, 5).map((c) => c.trim())).toEqual(["0.80×", "1.00×", `${own.toFixed(2)}×`]);
   });
 
-  it("fails with one line naming a document it cannot use, and with usage when given none", () => {
+  it("fails with one line naming a document it cannot use, gives usage when given none, and help when asked", () => {
     const bad = join(dir, "bad.json");
     writeFileSync(bad, JSON.stringify({ hello: 1 }));
     const nul = join(dir, "null.json");
     writeFileSync(nul, "null");
+    // A run of other scenarios only (a TLS run, say): a results document with nothing issue 32 judges.
+    const tlsOnly = join(dir, "tls-only.json");
+    const none = run({ probe: 90 });
+    writeFileSync(tlsOnly, JSON.stringify({ ...none, probe: [], latency: [], groupCommit: undefined, floor: { scale: [], recovery: [] } }));
     for (const [args, line] of [
       [[bad], `bench/medians: ${bad}: not a results document of bench/run.ts`],
       [[nul], `bench/medians: ${nul}: not a results document of bench/run.ts`],
       [[join(dir, "missing.json")], `bench/medians: ${join(dir, "missing.json")}: no such file (a committed document is REV:PATH)`],
       [["0000000:bench/results/full.json"], "bench/medians: 0000000:bench/results/full.json: invalid object name '0000000'."],
+      [["HEAD:bench"], "bench/medians: HEAD:bench: not a file at that revision"],
+      [["HEAD:"], "bench/medians: HEAD:: no path after the revision (REV:PATH)"],
+      [[dir], `bench/medians: ${dir}: not a file`],
+      [[tlsOnly], `bench/medians: ${tlsOnly}: measured none of the ratios issue 32 judges (a run of other scenarios?)`],
     ] as const) {
       const r = cli(...args);
       expect(r.status, line).toBe(1);
       expect(r.stdout).toBe("");
       expect(r.stderr.trim().split("\n")).toEqual([line]);
     }
-    const none = cli();
-    expect(none.status).toBe(2);
-    expect(none.stderr).toMatch(/^usage: /);
+    const bare = cli();
+    expect(bare.status).toBe(2);
+    expect(bare.stderr).toMatch(/^usage: /);
+    const help = cli("--help");
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^usage: npm run bench:medians -- FILE\|REV:PATH/);
   });
 });
