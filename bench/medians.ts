@@ -120,16 +120,15 @@ export function oneBuild(runs: readonly Results[]): { readonly same: boolean | u
 }
 
 export function renderMedians(given: readonly Results[]): string {
-  let runs = given;
   // The same run given twice would weigh twice in every median.
   const seen = new Map<string, number>();
-  runs.forEach((r, i) => {
+  given.forEach((r, i) => {
     const key = `${r.meta.date} ${r.meta.commit}`;
     if (seen.has(key)) throw new Error(`documents ${seen.get(key)! + 1} and ${i + 1} are the same run (${r.meta.date}, commit ${r.meta.commit})`);
     seen.set(key, i);
   });
   // Numbered in the order they ran, whatever order they were given in.
-  runs = [...runs].sort((a, b) => a.meta.date.localeCompare(b.meta.date));
+  const runs = [...given].sort((a, b) => a.meta.date.localeCompare(b.meta.date));
   const rows = medianRows(runs);
   const build = oneBuild(runs);
   const quick = runs.flatMap((r, i) => (r.meta.mode === "full" ? [] : [i + 1]));
@@ -138,7 +137,7 @@ export function renderMedians(given: readonly Results[]): string {
     "",
     ...runs.map((r, i) => `${i + 1}. ${r.meta.date} · ${r.meta.mode} · commit ${r.meta.commit} · ${r.meta.cpu} · ${r.meta.os}`),
     "",
-    `${build.same === true ? "One build" : build.same === false ? "Not one build" : "One build?"}: ${build.detail}.`,
+    `${build.same === true ? "One build" : build.same === false ? "Not one build" : "One build or not"}: ${build.detail}.`,
     ...(quick.length > 0 ? ["", `Run${quick.length === 1 ? "" : "s"} ${quick.join(", ")} ${quick.length === 1 ? "is a quick run" : "are quick runs"}: smaller shapes than a full run's (the fleet's 100 sandboxes, not 1,000).`] : []),
     ...(runs.length < 3 ? ["", "Fewer than 3 runs: the issue judges medians of at least 3."] : []),
     "",
