@@ -39,7 +39,11 @@ describe("corkUntilTick", () => {
     const { stream, calls } = recorder();
     stream.write("a");
     stream.write("b");
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Waits for the stream to finish rather than for a timer: on a loaded machine a timer can
+    // fire before the first write's callback, and the test would then see only "a".
+    const finished = new Promise((resolve) => stream.once("finish", resolve));
+    stream.end();
+    await finished;
     expect(calls).toEqual([["a"], ["b"]]);
   });
 
