@@ -8,10 +8,10 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "./free-port.js";
 import { assertPortFree } from "./stack-ports.js";
 import { loadStackTokens } from "./stack-tokens.js";
 import { ensureStackCertificates, httpsHealthy, LOCAL_GATEWAY_NAME, tlsListening, writeLocalRegistry, type ClientTls, type RegistryEntry } from "./tls-stack.js";
@@ -114,17 +114,7 @@ export function fleetNames(prefix: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(width, "0")}`);
 }
 
-/** A TCP port on 127.0.0.1 that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
+export { freePort };
 
 async function waitHealthy(url: string, child: ChildProcess, healthy: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const end = Date.now() + timeoutMs;

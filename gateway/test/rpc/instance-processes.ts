@@ -4,7 +4,6 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
@@ -56,16 +55,7 @@ export interface GatewayProcess {
 }
 
 /** A loopback port nothing listens on now (a restarted gateway keeps its supervisors' URL). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from "../../../examples/free-port.js";
 
 /** Writes the auth file (0600) and starts a gateway on `db` at `port`. */
 export async function startGatewayProcess(dir: string, db: string, port: number, tokens: readonly Record<string, unknown>[]): Promise<GatewayProcess> {

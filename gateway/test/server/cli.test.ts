@@ -5,24 +5,15 @@ import { existsSync } from "node:fs";
 import { connect } from "node:http2";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { ServiceStatus, workspaceScope } from "openshell-config/raw";
+import { freePort } from "../../../examples/free-port.js";
 import { run } from "./gateway-process.js";
 import { openShell } from "./harness.js";
 
-/** A loopback port nothing listens on (it was free a moment ago). */
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const srv = createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 
 let dir: string;
 beforeAll(async () => {
@@ -44,7 +35,10 @@ async function heldCall(gw: ReturnType<typeof run>): Promise<{ closed: Promise<s
   stream.on("error", () => undefined);
   stream.write(Buffer.from([0, 0, 0])); // part of an envelope header, and nothing more
   const closed = new Promise<string>((resolve) => stream.once("close", () => resolve("closed"))).finally(() => session.destroy());
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  // The gateway answers a PING after the frames before it: then it holds the stream. (A PING
+  // asked for before the session has connected is cancelled, hence the wait for it.)
+  if (session.connecting) await new Promise((resolve) => session.once("connect", resolve));
+  await new Promise<void>((resolve, reject) => session.ping((err) => (err ? reject(err) : resolve())));
   return { closed };
 }
 
