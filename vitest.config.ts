@@ -37,6 +37,9 @@ export default defineConfig({
       },
     ],
     testTimeout: 20_000,
+    // expect.poll's own default is one second, which a loaded CI machine can spend before the
+    // condition holds; a poll ends as soon as it does, so a longer bound costs passing tests nothing.
+    expect: { poll: { timeout: 10_000 } },
     // Child processes rather than worker threads: tests spawn `buf`, open sockets and servers, and
     // a crashed or leaking test file cannot take its neighbours down. Two workers for two cores.
     pool: "forks",

@@ -20,8 +20,8 @@ export interface Run {
 /** When runBinary interrupts the process: after a fixed time, or as soon as a condition (polled every 20 ms) holds. */
 export interface InterruptOptions {
   readonly interruptAfterMs?: number;
-  /** For a test that needs the process caught mid-work, whatever the machine's speed. */
-  readonly interruptWhen?: () => boolean;
+  /** For a test that needs the process caught mid-work, whatever the machine's speed; given its standard output so far. */
+  readonly interruptWhen?: (stdout: string) => boolean;
   /** The signal (default SIGINT, Ctrl-C); SIGKILL for a crash. */
   readonly interruptSignal?: NodeJS.Signals;
 }
@@ -42,7 +42,7 @@ export function runBinary(args: readonly string[], cwd: string, env: Record<stri
       when === undefined
         ? undefined
         : setInterval(() => {
-            if (!when()) return;
+            if (!when(stdout)) return;
             clearInterval(poll);
             child.kill(signal);
           }, 20);

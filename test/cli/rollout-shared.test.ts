@@ -206,11 +206,17 @@ describe("policy rollout over shared records", () => {
   }, 120_000);
 
   it("list -w prints a line when a rollout appears and when it pauses, until Ctrl-C (exit 130)", async () => {
-    const watching = runBinary(["policy", "rollout", "list", "-w"], dir, { PATH: process.env.PATH, HOME: join(dir, "home"), XDG_STATE_HOME: join(dir, "state-carol"), OPENSHELL_GATEWAY_URL: stack.url, OPENSHELL_TOKEN: TOKENS.carol }, { interruptAfterMs: 12_000 });
+    // Ctrl-C once the watch has printed the rollout paused (not at a guessed time; 45 s at most).
+    let paused: RegExp | undefined;
+    const watching = runBinary(["policy", "rollout", "list", "-w"], dir, { PATH: process.env.PATH, HOME: join(dir, "home"), XDG_STATE_HOME: join(dir, "state-carol"), OPENSHELL_GATEWAY_URL: stack.url, OPENSHELL_TOKEN: TOKENS.carol }, {
+      interruptWhen: (out) => paused?.test(out) === true,
+      interruptAfterMs: 45_000,
+    });
     await new Promise((r) => setTimeout(r, 2_500));
     const started = await cli("alice", ["policy", "rollout", "-l", "team=rs", "-f", file(), "--waves", "1,100%", "--pause-for-approval", "-o", "json"]);
     expect(started.code, started.stderr).toBe(3);
     const { id } = JSON.parse(started.stdout) as { id: string };
+    paused = new RegExp(`^${id.slice(0, 8)}.*paused \\(approval\\)`, "m");
     const w = await watching;
     expect(w.code, w.stderr).toBe(130);
     const rows = w.stdout.split("\n").filter((l) => l.startsWith(id.slice(0, 8)));

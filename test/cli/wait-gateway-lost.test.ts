@@ -36,6 +36,13 @@ const cli = (args: readonly string[]): Promise<Run> =>
 
 const versions = async () => (await stack.raw.listSandboxPolicies({ sandbox, workspaceScope: workspaceScope() })).revisions.map((r) => r.version).sort();
 
+/** UpdateConfig calls the gateway has answered OK (its metrics count a call once its answer is made). */
+async function answeredCommits(): Promise<number> {
+  const res = await fetch(`${stack.url}/metrics`, { headers: { authorization: `Bearer ${stack.adminToken}` } });
+  const text = await res.text();
+  return Number(/^openshell_gateway_rpc_requests_total\{method="UpdateConfig",code="ok"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
 describe("a wait whose gateway goes away after the commit", () => {
   it.each(["SIGTERM", "SIGKILL"] as const)(
     "after a %s of the gateway, names the committed version, the operation and the resume command, exits 69, and the command as printed resumes it",
@@ -43,12 +50,15 @@ describe("a wait whose gateway goes away after the commit", () => {
       const before = (await versions()).at(-1)!;
       // A policy of its own per run (an identical one would be no new revision).
       writeFileSync(join(dir, `${signal}.yaml`), policyYaml({ github: { host: "api.github.com" }, [signal.toLowerCase()]: { host: `${signal.toLowerCase()}.example.com` } }));
+      const commitsBefore = await answeredCommits();
       const setting = cli(["policy", "set", "--sandbox", sandbox, "--file", `${signal}.yaml`, "--timeout", "40s"]);
-      await until(async () => (await versions()).at(-1)! > before, "the commit");
       // Visible in the database is not yet answered: the answer follows the WAL's sync and has to
       // reach the CLI, which then waits by the handle. Killed in between, the CLI could not know
       // the commit (a different test: "commit outcome unknown"). A CI run on a loaded machine hit
-      // that window once; half a second covers it.
+      // that window once; so the gateway goes once it has counted the commit answered, and half a
+      // second later, for the CLI to read the answer.
+      await until(async () => (await answeredCommits()) > commitsBefore, "the commit answered");
+      expect((await versions()).at(-1)).toBe(before + 1);
       await new Promise((resolve) => setTimeout(resolve, 500));
       await stack.killGateway(signal);
       const r = await setting;

@@ -42,13 +42,14 @@ describe("a gateway that ignores wait_mode", () => {
     });
     await until(() => (gw.calls.getConfigUpdateOperation ?? 0) >= 1);
     const opId = gw.operations()[0]!.operationId;
-    await new Promise((r) => setTimeout(r, 200));
+    // Fifteen polls: a 2 ms cap gets there at once, even on a loaded machine; uncapped doubling
+    // from 1 ms would poll only 11 times in these 2 s, and the wait would fail here.
+    await until(() => (gw.calls.getConfigUpdateOperation ?? 0) >= 15, 2_000);
     gw.complete(opId, { state: State.FAILED, outcome: Outcome.UNSUPPORTED, error: "tls mode not supported" });
     const res = await waiting;
     expect(res.completion).toMatchObject({ state: "failed", outcome: "unsupported", error: "tls mode not supported" });
     expect(gw.calls.watchConfigUpdateOperations).toBe(1);
     expect(gw.calls.getConfigUpdateOperation).toBeGreaterThan(1);
-    // Uncapped doubling from 1 ms would poll about 8 times in 200 ms; a 2 ms cap polls far more often.
     expect(gw.calls.getConfigUpdateOperation).toBeGreaterThanOrEqual(15);
     expect(gw.commits).toHaveLength(1);
     // Every poll reads the operation, but progress reports each state once.

@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createConfigClient } from "openshell-config";
 import { createNodeTransport } from "openshell-config/transport/node";
 import { OpenShell, SandboxPolicySchema, workspaceScope, type SandboxPolicy } from "openshell-config/raw";
-import { FaultStack, sleep, until } from "./fault-stack.js";
+import { FaultStack, until } from "./fault-stack.js";
 import { basePolicy } from "./update-load.js";
 
 const FILE_LIMIT_BYTES = 3 * 1024 * 1024;
@@ -129,10 +129,10 @@ describe("SQLite disk faults", () => {
     const s = stack;
     const { failure } = await fillUntilRefused(s);
     expect(failure).toBeDefined();
-    await sleep(200);
-    const said = s.gateway.json().filter((l) => l.level === "warn" || l.level === "error" || l.level === "fatal");
     // Past a file-size limit the write fails with EFBIG, which SQLite reports as an I/O error.
-    expect(JSON.stringify(said)).toMatch(/SQLITE_FULL|SQLITE_IOERR/);
+    const said = () => JSON.stringify(s.gateway.json().filter((l) => l.level === "warn" || l.level === "error" || l.level === "fatal"));
+    await until(() => /SQLITE_FULL|SQLITE_IOERR/.test(said()), "the gateway to log why", 10_000).catch(() => undefined);
+    expect(said()).toMatch(/SQLITE_FULL|SQLITE_IOERR/);
   }, 90_000);
 
   it("a database file the gateway may not write yields a clear error, and the file is left unchanged, intact and complete", async () => {

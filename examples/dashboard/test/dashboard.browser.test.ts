@@ -107,9 +107,10 @@ async function startStack(corsOrigin: string): Promise<LocalStack> {
   for (const name of WEB) await raw.createSandbox({ name, labels: { app: "web" }, spec: { policy: POLICY_V1 }, workspaceScope: workspaceScope() });
   // Slow enough that the rollout view visibly shows sandboxes being sent before their outcome.
   s.startSupervisor({ fleet: { prefix: "web-", count: WEB.length }, args: ["--apply-delay-ms", "400"] });
-  // dev applies after a delay, so that its operations are visibly pending first. prod has no
-  // supervisor: it stays provisioning.
-  s.startSupervisor({ sandbox: "dev", args: ["--apply-delay-ms", "1000"] });
+  // dev applies after a delay, so that its operations are visibly pending first (long enough for
+  // a loaded machine to render and read the pending panel and row). prod has no supervisor: it
+  // stays provisioning.
+  s.startSupervisor({ sandbox: "dev", args: ["--apply-delay-ms", "2500"] });
   s.startSupervisor({ sandbox: "staging" });
   qaSupervisor = s.startSupervisor({ sandbox: "qa" });
   const end = Date.now() + WAIT;
@@ -239,7 +240,7 @@ describe("dashboard in Chromium", () => {
     expect(await page.locator("#apply").isEnabled()).toBe(true);
     await page.locator("#apply").click();
 
-    // As soon as the commit returns (dev's supervisor takes a second to apply), the panel says
+    // As soon as the commit returns (dev's supervisor takes 2.5 s to apply), the panel says
     // pending with the committed version and the operation id, not "sending…".
     const pendingPanel = outcome("update-outcome").and(page.locator('[data-state="pending"]'));
     await pendingPanel.locator('[data-testid="operation-id"]').waitFor();

@@ -106,14 +106,17 @@ describe("OIDC bearer tokens", () => {
 describe("the issuer's keys", () => {
   it("are fetched again for a new signing key, but at most once per cooldown whatever the calls", async () => {
     const rotating = await startOidcIssuer({ audience: AUDIENCE });
+    // Long enough for the refused calls below to fit inside it on a loaded machine.
+    const cooldownMs = 3_000;
     let verifier: OidcVerifier | undefined;
     const g = await startTlsTestGateway({
       auth,
-      oidc: (logger) => (verifier = createOidcVerifier({ issuer: rotating.issuer, audience: AUDIENCE, logger, jwksCooldownMs: 500 })),
+      oidc: (logger) => (verifier = createOidcVerifier({ issuer: rotating.issuer, audience: AUDIENCE, logger, jwksCooldownMs: cooldownMs })),
     });
     const list = (token: string) => client(token, g.server.url).listSandboxes({ workspaceScope: workspaceScope() });
     try {
       await verifier!.ready;
+      const fetchedAt = Date.now();
       await list(await rotating.mintToken({ sub: "alice", roles: ["openshell-admin"] }));
       expect(rotating.counts.jwks).toBe(1);
       // A new key within the cooldown: refused without a fetch, however many calls carry it.
@@ -123,7 +126,8 @@ describe("the issuer's keys", () => {
       expect(new Set(results.map((r) => r.message))).toEqual(new Set(["invalid OIDC token: signed by a key the issuer does not publish"]));
       expect(rotating.counts.jwks).toBe(1);
       // After it, the first call with the new key fetches the keys once and succeeds.
-      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(Date.now() - fetchedAt, "the refused calls took the whole cooldown").toBeLessThan(cooldownMs);
+      await new Promise((resolve) => setTimeout(resolve, fetchedAt + cooldownMs + 100 - Date.now()));
       await Promise.all(Array.from({ length: 5 }, () => list(token)));
       expect(rotating.counts.jwks).toBe(2);
     } finally {

@@ -20,7 +20,8 @@ describe.skipIf(!reachable)("replica loss", () => {
   beforeAll(async () => {
     cluster = await createCluster([SANDBOX]);
     // Slow applies keep updates in flight when B dies.
-    three = await startThree(cluster, SANDBOX, [], ["--apply-delay-ms", "700"]);
+    // Long enough that B cannot finish the first apply in the moments before it is killed.
+    three = await startThree(cluster, SANDBOX, [], ["--apply-delay-ms", "2000"]);
   }, 60_000);
   afterAll(async () => {
     await cluster?.stop();

@@ -46,8 +46,9 @@ describe("redelivery after a fault heals", () => {
     const started = Date.now();
     sup = connectSupervisorDouble(gw);
     await sup.ready;
-    expect(await stateWithin(gw, id, 1_000)).toBe(State.APPLIED);
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(await stateWithin(gw, id, 10_000)).toBe(State.APPLIED);
+    // Far sooner than the backoff slot a minute away (with room for a loaded machine).
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it("a session whose supervisor answers again after missed acknowledgements delivers a pending operation at once", async () => {
@@ -64,6 +65,6 @@ describe("redelivery after a fault heals", () => {
     expect((await gw.store.operation(id))!.state).toBe(State.PENDING);
     healthy = true;
     // The next re-send (one ack timeout at most) is answered: no backoff slot is waited for.
-    expect(await stateWithin(gw, id, 1_000)).toBe(State.APPLIED);
+    expect(await stateWithin(gw, id, 10_000)).toBe(State.APPLIED);
   });
 });

@@ -67,7 +67,14 @@ describe("concurrent waits per caller", () => {
       })()),
     ];
     await eventually(async () => (await gw.store.countPending()) >= 2);
-    await new Promise((r) => setTimeout(r, 100)); // the watch stream is open by now
+    // The watch stream holds the third slot once a watch of another sandbox is refused (asked
+    // until it is, rather than after a guessed delay; a watch changes nothing).
+    await eventually(async () => {
+      const refused = await settle((async () => {
+        for await (const _ of admin.watchConfigUpdateOperations({ sandbox: "third", workspaceScope: workspaceScope() }, { signal: AbortSignal.timeout(300) })) void _;
+      })());
+      return refused?.code === Code.ResourceExhausted;
+    });
 
     const before = await gw.dumpTables();
     const err = await settle(admin.updateConfig({ ...waited, sandbox: "third", policy: policy({ c: "c.example.com" }) }));

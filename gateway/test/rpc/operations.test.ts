@@ -183,6 +183,8 @@ describe("waiting", () => {
     const id = await commitKeyed(gw, { ...req, idempotencyKey: "zero-1" });
     let settled = false;
     const waiting = waitFor("zero-1", req, undefined, 0n).finally(() => (settled = true));
+    // An immediate answer would never register a waiter; then it must still be waiting a while on.
+    await eventually(() => gw.gateway.deps.waiters.active === 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(settled).toBe(false);
     expect(gw.gateway.deps.waiters.active).toBe(1);

@@ -94,10 +94,11 @@ describe("leases", () => {
   });
 
   it("an expired lease is taken over by another driver, and the takeover is logged with both holders", async () => {
-    await gw.raw("admin").createRollout(createRequest("l-expire", { leaseTtlMs: 1_000 }));
+    // Three seconds: room for the early call below to land inside the lease on a loaded machine.
+    await gw.raw("admin").createRollout(createRequest("l-expire", { leaseTtlMs: 3_000 }));
     const early = await rpcError(gw.raw("platform").updateRollout(updateRequest("l-expire", 1n, undefined, { driver: "resumer" })));
     expect(early.code).toBe(Code.FailedPrecondition);
-    await new Promise((r) => setTimeout(r, 1_100));
+    await new Promise((r) => setTimeout(r, 3_100));
     const taken = (await gw.raw("platform").updateRollout(updateRequest("l-expire", 1n, undefined, { driver: "resumer" }))).rollout!;
     expect(taken.lease?.holder).toBe("resumer");
     expect(taken.lease?.principal).toBe("root");

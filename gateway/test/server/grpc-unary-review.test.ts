@@ -164,13 +164,18 @@ describe("the lean path against connect, at the edges", () => {
   });
 
   it("aborts the handler's signal with connect's reason when the client resets right after the body", async () => {
+    // The client resets once the handler runs (a reset before it would reach no handler at all).
+    let entered = () => {};
     impl = async (ctx) => {
-      const reason = await new Promise<unknown>((resolve) => ctx.signal.addEventListener("abort", () => resolve(ctx.signal.reason)));
+      const reason = await new Promise<unknown>((resolve) => {
+        ctx.signal.addEventListener("abort", () => resolve(ctx.signal.reason));
+        entered();
+      });
       const e = ConnectError.from(reason);
       seen.push({ code: e.code, message: e.message });
       return {};
     };
-    await both(health, { resetAfterMs: 50 });
+    await both(health, { resetWhen: () => new Promise<void>((r) => (entered = r)) });
     await expect.poll(() => seen.length).toBe(2);
     expect(seen[0]).toEqual(seen[1]);
     expect(seen[0]).toMatchObject({ code: Code.Canceled });
@@ -208,16 +213,21 @@ describe("the lean path against connect, at the edges", () => {
   });
 
   it("ends the handler's signal as connect does when the client resets during a large answer it does not read", async () => {
+    let entered = () => {};
     impl = async (ctx) => {
       ctx.signal.addEventListener("abort", () => seen.push({ reason: String(ctx.signal.reason) }));
+      entered();
       return { version: "y".repeat(4 * 1024 * 1024) };
     };
     for (const url of [fast.url, slow.url]) {
+      const running = new Promise<void>((r) => (entered = r));
       const session = http2.connect(url);
       const req = session.request({ ":method": "POST", ":path": "/openshell.v1.OpenShell/Health", "content-type": "application/grpc", te: "trailers" });
       req.on("error", () => {});
       req.pause();
       req.end(health);
+      // Once the handler has run and its answer is on its way (not after a guessed delay).
+      await running;
       await sleep(200);
       req.close(http2.constants.NGHTTP2_CANCEL);
       await sleep(100);
@@ -253,16 +263,22 @@ describe("the lean path against connect, at the edges", () => {
   }, 30_000);
 
   it("answers a call waiting in its handler at shutdown as connect does", async () => {
+    let entered = () => {};
     impl = async (ctx) => {
-      await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
+      await new Promise((resolve) => {
+        ctx.signal.addEventListener("abort", resolve);
+        entered();
+      });
       seen.push({ code: ConnectError.from(ctx.signal.reason).code });
       throw ctx.signal.reason;
     };
     const answers: Answer[] = [];
     for (const fastUnary of [true, false]) {
       const s = await serve(fastUnary);
+      const waiting = new Promise<void>((r) => (entered = r));
       const pending = post(s.url, health);
-      await sleep(100);
+      // Shut down once the call waits in its handler (not after a guessed delay).
+      await waiting;
       await s.close({ graceMs: 100 });
       answers.push(await pending);
     }
@@ -315,8 +331,12 @@ describe("the lean path against connect, at the edges", () => {
           else req.write(Buffer.from([0, 0, 0, 1]), () => setTimeout(() => req.close(http2.constants.NGHTTP2_CANCEL), 5));
         });
       for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 50 }, (_, j) => other(j % 2 ? "two" : "reset")));
-      // A body cut by a reset ends early: connect gets it, as it would have read it.
-      expect(fastPathCounts.handedOver - handed).toBe(500);
+      // Every two-envelope call goes to connect. A body cut by a reset goes to connect too when
+      // the server sees its stream end before it closes, or is dropped when the reset comes first
+      // (frames read together): the timing decides which, and either leaves nothing behind.
+      const handedNow = fastPathCounts.handedOver - handed;
+      expect(handedNow).toBeGreaterThanOrEqual(250);
+      expect(handedNow).toBeLessThanOrEqual(500);
       await expect.poll(() => added).toBe(0);
       expect(process.listenerCount("warning") + process.listenerCount("exit")).toBe(listeners);
       // Restore.

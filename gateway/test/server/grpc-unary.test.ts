@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import * as http2 from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { gzipSync } from "node:zlib";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ConfigUpdateWaitMode, CreateSandboxRequestSchema, GetSandboxRequestSchema, HealthRequestSchema, UpdateConfigRequestSchema, UpdateConfigResponseSchema } from "openshell-config/raw";
@@ -201,9 +200,8 @@ describe("the lean path for unary gRPC calls", () => {
     req.on("error", () => {});
     req.end(waited);
     // No supervisor: the wait holds until the client resets the stream.
-    await sleep(200);
+    await expect.poll(() => gateway.deps.waiters.active, { timeout: 5_000 }).toBeGreaterThan(0);
     const before = gateway.deps.waiters.active;
-    expect(before).toBeGreaterThan(0);
     req.close(http2.constants.NGHTTP2_CANCEL);
     await expect.poll(() => gateway.deps.waiters.active, { timeout: 5_000 }).toBeLessThan(before);
     session.close();

@@ -19,8 +19,11 @@ export interface RawCall {
   readonly headers?: http2.OutgoingHttpHeaders;
   /** Wait this long after the headers before sending the body. */
   readonly bodyDelayMs?: number;
-  /** Reset the stream (CANCEL) this long after the body. */
-  readonly resetAfterMs?: number;
+  /**
+   * Asked for before the body is sent; once the body is out and the promise it returns has
+   * resolved, the stream is reset (CANCEL).
+   */
+  readonly resetWhen?: () => Promise<unknown>;
 }
 
 /** A gRPC envelope: flags, big-endian length, the message's bytes. */
@@ -53,8 +56,9 @@ export async function rawGrpcCall(url: string, body: Buffer | Buffer[], call: Ra
       req.on("data", (c: Buffer) => data.push(c));
       req.on("end", () => resolve({ ...answer, body: Buffer.concat(data) }));
       req.on("close", () => resolve({ ...answer, body: Buffer.concat(data) }));
-      req.on("error", call.resetAfterMs !== undefined ? () => {} : reject);
+      req.on("error", call.resetWhen ? () => {} : reject);
       void (async () => {
+        const resetAt = call.resetWhen?.();
         if (call.bodyDelayMs) await sleep(call.bodyDelayMs);
         if (Array.isArray(body)) {
           for (const c of body) {
@@ -65,8 +69,8 @@ export async function rawGrpcCall(url: string, body: Buffer | Buffer[], call: Ra
         } else {
           req.end(body);
         }
-        if (call.resetAfterMs !== undefined) {
-          await sleep(call.resetAfterMs);
+        if (resetAt) {
+          await resetAt;
           req.close(http2.constants.NGHTTP2_CANCEL);
         }
       })();

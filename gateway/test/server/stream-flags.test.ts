@@ -37,8 +37,9 @@ describe("supervisor stream flags", () => {
       });
       const first = client.connectSupervisor(silent(), { signal: abort.signal })[Symbol.asyncIterator]();
       const firstDone = first.next().catch((e: unknown) => ConnectError.from(e));
-      // Let the first stream be admitted before the second asks.
-      await new Promise((r) => setTimeout(r, 300));
+      // The second asks once the gateway counts the first as admitted (not after a guessed delay).
+      const admitted = async () => (await (await fetch(`${url}/metrics`)).text()).match(/^openshell_gateway_supervisor_streams (\d+)$/m)?.[1];
+      await expect.poll(admitted, { timeout: 10_000 }).toBe("1");
       const second = await client
         .connectSupervisor(silent(), { signal: abort.signal })
         [Symbol.asyncIterator]()

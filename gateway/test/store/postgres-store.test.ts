@@ -116,11 +116,15 @@ if (!reachable) {
       const store = await openPostgresStore(testUrl, { schema: freshSchema() });
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const hasLock = new Promise<void>((r) => (locked = r));
       const reading = store.transaction(async (tx) => {
         await tx.latestPolicyRevision("", "shared");
+        locked();
         await held;
       });
-      await sleep(50);
+      // Once the reader holds its share of the lock, however long a loaded machine took.
+      await hasLock;
       // Another reader (a sandbox's settings commit measuring its bootstrap) is not held up.
       await store.transaction(async (tx) => tx.latestPolicyRevision("", "shared"));
       let inserterHasLock = false;

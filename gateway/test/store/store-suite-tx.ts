@@ -214,12 +214,16 @@ export function defineTransactionTests(harness: () => StoreHarness): void {
       if (store.kind !== "postgres") return;
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
+      let didRead!: () => void;
+      const read = new Promise<void>((r) => (didRead = r));
       const reader = store.transaction(async (tx) => {
         const v = await tx.globalVersions();
+        didRead();
         await held;
         return v;
       });
-      await new Promise((r) => setTimeout(r, 20));
+      // Once it has read (not after a guessed delay: on a loaded machine it may not have yet).
+      await read;
       await store.transaction(async (tx) => tx.setGlobalSettingsRevision(8n));
       release();
       expect(await reader).toEqual({ policyVersion: 2, settingsRevision: 7n });
