@@ -10,14 +10,21 @@ import { createServer } from "node:net";
 const LOW = 20_000;
 const HIGH = 32_000;
 
+/** Ports this process has handed out: two picks in a row never give the same one. */
+const given = new Set<number>();
+
 /**
- * A loopback port nothing listens on now, drawn at random from 20000–31999 (any free port if 50
- * draws find none). `random` is Math.random but for tests.
+ * A loopback port nothing listens on now and not handed out before by this process, drawn at
+ * random from 20000–31999 (any free port if 50 draws find none). `random` is Math.random but for
+ * tests. Also the port to use for "nothing listens there": one the kernel picked and freed may be
+ * another process's next listen(0).
  */
 export async function freePort(random: () => number = Math.random): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = LOW + Math.floor(random() * (HIGH - LOW));
-    if (await listens(port)) return port;
+    if (given.has(port) || !(await listens(port))) continue;
+    given.add(port);
+    return port;
   }
   return anyFreePort();
 }

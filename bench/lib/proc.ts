@@ -3,7 +3,6 @@
 
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { createWriteStream, readFileSync, type WriteStream } from "node:fs";
-import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -11,16 +10,8 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
+// Ports for servers started a moment later: examples/free-port.ts says why not listen(0).
+export { freePort } from "../../examples/free-port.js";
 
 // Built programs (bench/lib/build.ts) by source path; a script without one runs from source under tsx.
 const built = new Map<string, string>();

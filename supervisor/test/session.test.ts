@@ -4,6 +4,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createServer, type Server } from "node:net";
+import { freePort } from "../../examples/free-port.js";
 import { create } from "@bufbuild/protobuf";
 import {
   ConfigApplyOutcome,
@@ -49,14 +50,8 @@ function filesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : []));
 }
 
-/** A TCP port on which nothing listens. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
+/** A loopback port with nothing listening on it (see examples/free-port.ts for why not listen(0)). */
+const closedPort = freePort;
 
 async function openPort(): Promise<number> {
   const s = createServer((c) => c.destroy());
@@ -240,7 +235,6 @@ describe("supervisor session", () => {
     for (const v of [...Object.values(secrets), "ghp_rotatedSecretValue789"]) expect(logs).not.toContain(v);
     expect(logs).not.toContain("token-dev");
   });
-
 
   it("answers a provider snapshot that differs only in its policy hash as APPLIED without replacing provider-env.json, and replaces it when a value changes", async () => {
     const { sup, session } = await setup({

@@ -7,7 +7,7 @@
 // than every source and build input, as after a previous run.
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { freePort } from "../../examples/free-port.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -82,16 +82,8 @@ function listRow(stdout: string, name: string): string[] | undefined {
     .find((cells) => cells[0] === name);
 }
 
-function closedPort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
+/** A loopback port with nothing listening on it (see examples/free-port.ts for why not listen(0)). */
+const closedPort = freePort;
 
 /** The SDK in this process, for setting up sandboxes and checking what the binary did. */
 function admin() {

@@ -4,7 +4,7 @@
 // apply streamed configuration. One stack for the whole file.
 
 import { writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { freePort } from "../../examples/free-port.js";
 import { join } from "node:path";
 import { toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -25,17 +25,8 @@ const base = { github: { host: "api.github.com" } };
 /** What the supervisor says about an endpoint with protocol "ftp". */
 const FTP_REJECTED = 'protocol "ftp" is not supported';
 
-/** A loopback port with nothing listening on it. */
-function closedPort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
+/** A loopback port with nothing listening on it (see examples/free-port.ts for why not listen(0)). */
+const closedPort = freePort;
 
 let stack: E2EStack;
 let fast: StackProcess;

@@ -58,7 +58,6 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-
 async function admin<T>(f: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3_000 });
   await c.connect();
