@@ -14,7 +14,6 @@ import { freePort } from "../../../examples/free-port.js";
 import { run } from "./gateway-process.js";
 import { openShell } from "./harness.js";
 
-
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "gateway-cli-"));
@@ -33,10 +32,12 @@ async function heldCall(gw: ReturnType<typeof run>): Promise<{ closed: Promise<s
   session.on("error", () => undefined);
   const stream = session.request({ ":method": "POST", ":path": "/openshell.v1.OpenShell/Health", "content-type": "application/grpc", te: "trailers" });
   stream.on("error", () => undefined);
-  stream.write(Buffer.from([0, 0, 0])); // part of an envelope header, and nothing more
   const closed = new Promise<string>((resolve) => stream.once("close", () => resolve("closed"))).finally(() => session.destroy());
-  // The gateway answers a PING after the frames before it: then it holds the stream. (A PING
-  // asked for before the session has connected is cancelled, hence the wait for it.)
+  // Part of an envelope header, and nothing more; written (with the request's HEADERS) before the
+  // PING below is queued, which nghttp2 would otherwise send first.
+  await new Promise((resolve) => stream.write(Buffer.from([0, 0, 0]), resolve));
+  // The gateway answers a PING after reading the frames before it: then it holds the stream. (A
+  // PING asked for before the session has connected is cancelled, hence the wait for it.)
   if (session.connecting) await new Promise((resolve) => session.once("connect", resolve));
   await new Promise<void>((resolve, reject) => session.ping((err) => (err ? reject(err) : resolve())));
   return { closed };

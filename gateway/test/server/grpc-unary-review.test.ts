@@ -2,6 +2,7 @@
 // server with the lean path and one without, the same test service (Health, whose behaviour each
 // test sets), the same raw HTTP/2 requests; the answers and what the handler saw must match.
 
+import { once } from "node:events";
 import * as http2 from "node:http2";
 import { setTimeout as sleep } from "node:timers/promises";
 import { gunzipSync } from "node:zlib";
@@ -226,9 +227,10 @@ describe("the lean path against connect, at the edges", () => {
       req.on("error", () => {});
       req.pause();
       req.end(health);
-      // Once the handler has run and its answer is on its way (not after a guessed delay).
+      // Once the handler has run and its answer has begun (its headers go out with the first
+      // write), not after a guessed delay.
       await running;
-      await sleep(200);
+      await once(req, "response");
       req.close(http2.constants.NGHTTP2_CANCEL);
       await sleep(100);
       session.close();

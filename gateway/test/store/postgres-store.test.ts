@@ -124,7 +124,7 @@ if (!reachable) {
         await held;
       });
       // Once the reader holds its share of the lock, however long a loaded machine took.
-      await hasLock;
+      await Promise.race([hasLock, reading]);
       // Another reader (a sandbox's settings commit measuring its bootstrap) is not held up.
       await store.transaction(async (tx) => tx.latestPolicyRevision("", "shared"));
       let inserterHasLock = false;

@@ -223,7 +223,7 @@ export function defineTransactionTests(harness: () => StoreHarness): void {
         return v;
       });
       // Once it has read (not after a guessed delay: on a loaded machine it may not have yet).
-      await read;
+      await Promise.race([read, reader]);
       await store.transaction(async (tx) => tx.setGlobalSettingsRevision(8n));
       release();
       expect(await reader).toEqual({ policyVersion: 2, settingsRevision: 7n });
