@@ -61,6 +61,18 @@ afterAll(async () => {
 const passThrough: Interceptor = (next) => (req) => next(req);
 let ids = 0;
 
+/** A signal that aborts once the server has read the whole request of the next call `outcome` makes (not after a guessed delay). */
+function abortOnceSeen(reason?: unknown): AbortSignal {
+  const c = new AbortController();
+  const id = String(ids + 1);
+  const poll = setInterval(() => {
+    if (!seen.get(id)?.body) return;
+    clearInterval(poll);
+    c.abort(reason);
+  }, 5);
+  return c.signal;
+}
+
 /** One call's outcome, in plain data, and what the server saw of it. */
 async function outcome(transport: Transport, kase: string, o: { timeoutMs?: number; signal?: AbortSignal; requestBytes?: number } = {}) {
   const { requestBytes, ...options } = o;
@@ -86,8 +98,8 @@ async function outcome(transport: Transport, kase: string, o: { timeoutMs?: numb
       details: c.details.map((d) => ("type" in d ? d.type : d.desc.typeName)),
     };
   }
-  // The server's side of the stream ends a moment after the client's.
-  for (let i = 0; i < 100 && seen.get(id) && seen.get(id)!.rstCode === undefined; i++) await new Promise((r) => setTimeout(r, 5));
+  // The server's side of the stream ends a moment after the client's (2 s at most, for a loaded machine).
+  for (let i = 0; i < 400 && seen.get(id) && seen.get(id)!.rstCode === undefined; i++) await new Promise((r) => setTimeout(r, 5));
   return { result, server: seen.get(id) };
 }
 
@@ -124,7 +136,8 @@ describe("the lean path for unary gRPC calls", () => {
         for (const interceptors of [[], [passThrough]]) {
           proxy.resets.length = 0;
           await outcome(createNodeTransport({ baseUrl: proxy.url, interceptors }), kase);
-          await new Promise((r) => setTimeout(r, 50));
+          // A reset that is sent comes a moment later (waited for where one is expected, up to 2 s).
+          for (let i = 0; i < (kase === "http-503" ? 400 : 10) && proxy.resets.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
           sent.push([...proxy.resets]);
         }
         expect({ kase, lean: sent[0] }).toEqual({ kase, lean: sent[1] });
@@ -153,24 +166,15 @@ describe("the lean path for unary gRPC calls", () => {
   });
 
   it("ends an aborted call Canceled and resets the stream with CANCEL, as connect-node does", async () => {
-    const abortSoon = () => {
-      const c = new AbortController();
-      setTimeout(() => c.abort(), 100);
-      return c.signal;
-    };
-    const a = await outcome(createNodeTransport({ baseUrl }), "stall", { signal: abortSoon() });
-    const b = await outcome(createNodeTransport({ baseUrl, interceptors: [passThrough] }), "stall", { signal: abortSoon() });
+    const a = await outcome(createNodeTransport({ baseUrl }), "stall", { signal: abortOnceSeen() });
+    const b = await outcome(createNodeTransport({ baseUrl, interceptors: [passThrough] }), "stall", { signal: abortOnceSeen() });
     expect(a).toEqual(b);
     expect(a.result).toMatchObject({ code: 1 });
     expect(a.server!.rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
   });
 
   it("ends an aborted call as connect-node does when the abort's reason is the caller's own error", async () => {
-    const abortSoon = () => {
-      const c = new AbortController();
-      setTimeout(() => c.abort(new Error("deadline exceeded")), 100);
-      return c.signal;
-    };
+    const abortSoon = () => abortOnceSeen(new Error("deadline exceeded"));
     const a = await outcome(createNodeTransport({ baseUrl }), "stall", { signal: abortSoon() });
     const b = await outcome(createNodeTransport({ baseUrl, interceptors: [passThrough] }), "stall", { signal: abortSoon() });
     expect(a).toEqual(b);
