@@ -116,16 +116,16 @@ describe("bootstrap turns", () => {
     const turns = createBootstrapTurns(4);
     const first = {};
     await turns.request("sb", first);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 250));
     turns.done("sb", first);
     const asked = performance.now();
     await turns.request("sb", {});
-    // 4 × at least 50 ms (timers may fire a millisecond early).
-    expect(performance.now() - asked).toBeGreaterThanOrEqual(195);
-    // Another sandbox is not paced by it.
+    // 4 × at least 250 ms (timers may fire a millisecond early).
+    expect(performance.now() - asked).toBeGreaterThanOrEqual(995);
+    // Another sandbox is not paced by it: it does not wait that second (room for a loaded machine).
     const t = performance.now();
     await turns.request("sb2", {});
-    expect(performance.now() - t).toBeLessThan(150);
+    expect(performance.now() - t).toBeLessThan(500);
   });
 });
 

@@ -159,7 +159,8 @@ describe("waiting", () => {
     const resolvedAt = performance.now();
     await resolve(gw, id, ConfigApplyOutcome.APPLIED);
     const res = await waiting;
-    expect(performance.now() - resolvedAt).toBeLessThan(200);
+    // Its timeout is 10 s: woken by the transition, it answers long before (room for a loaded machine).
+    expect(performance.now() - resolvedAt).toBeLessThan(3_000);
     expect(res.operation).toMatchObject({ operationId: id, state: State.APPLIED });
   });
 

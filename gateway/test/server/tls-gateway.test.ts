@@ -212,7 +212,8 @@ describe("an HTTP/1.1 refusal to a client still sending its body", () => {
         socket.write(big);
         setTimeout(() => socket.destroy(), 3_000);
       });
-      expect(await answered).toBeLessThan(900);
+      // Long before the 3 s the client holds the rest for (room for a loaded machine).
+      expect(await answered).toBeLessThan(2_000);
     } finally {
       await g.close();
     }
